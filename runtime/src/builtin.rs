@@ -1,0 +1,102 @@
+//! The catalogue of HorseIR builtin functions (the `Builtin` module).
+//!
+//! One enum shared by the compiler (name resolution, type rules) and the runtime (the CPU
+//! implementation of each builtin). Names follow HorsePower's `functions.md` and rNdN's
+//! additions (`join_index`, `each_right`, …).
+
+use std::fmt;
+
+macro_rules! builtins {
+    ($($variant:ident => $name:literal),* $(,)?) => {
+        /// A builtin function of the `Builtin` module.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Builtin {
+            $($variant),*
+        }
+
+        impl Builtin {
+            /// Every builtin, in catalogue order.
+            pub const ALL: &'static [Builtin] = &[$(Builtin::$variant),*];
+
+            /// The name as written after `@` (without the `Builtin.` qualifier).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Builtin::$variant => $name),*
+                }
+            }
+
+            /// Looks a builtin up by its source name.
+            pub fn from_name(name: &str) -> Option<Builtin> {
+                match name {
+                    $($name => Some(Builtin::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+builtins! {
+    // unary element-wise
+    Abs => "abs", Neg => "neg", Ceil => "ceil", Floor => "floor", Round => "round",
+    Conj => "conj", Recip => "recip", Signum => "signum", Pi => "pi", Not => "not",
+    Log => "log", Exp => "exp", Log2 => "log2", Log10 => "log10", Sqrt => "sqrt",
+    Cos => "cos", Sin => "sin", Tan => "tan", Acos => "acos", Asin => "asin", Atan => "atan",
+    Cosh => "cosh", Sinh => "sinh", Tanh => "tanh", Acosh => "acosh", Asinh => "asinh",
+    Atanh => "atanh",
+    // dates and times
+    Date => "date", DateYear => "date_year", DateMonth => "date_month", DateDay => "date_day",
+    Time => "time", TimeHour => "time_hour", TimeMinute => "time_minute",
+    TimeSecond => "time_second", TimeMill => "time_mill",
+    DatetimeAdd => "datetime_add", DatetimeSub => "datetime_sub",
+    DatetimeDiff => "datetime_diff",
+    // binary element-wise
+    Lt => "lt", Gt => "gt", Leq => "leq", Geq => "geq", Eq => "eq", Neq => "neq",
+    Plus => "plus", Minus => "minus", Mul => "mul", Div => "div", Power => "power",
+    Logb => "logb", Mod => "mod", And => "and", Or => "or", Nand => "nand", Nor => "nor",
+    Xor => "xor",
+    // algebraic, unary
+    Unique => "unique", Str => "str", Len => "len", Range => "range", Fact => "fact",
+    Rand => "rand", Seed => "seed", Flip => "flip", Reverse => "reverse", Where => "where",
+    Group => "group",
+    // algebraic, binary
+    Append => "append", Like => "like", Compress => "compress", Randk => "randk",
+    IndexOf => "index_of", Take => "take", Drop => "drop", Order => "order",
+    Member => "member", Vector => "vector",
+    // reductions
+    Count => "count", Sum => "sum", Avg => "avg", Min => "min", Max => "max",
+    // lists
+    Raze => "raze", List => "list", Enlist => "enlist", ToList => "tolist",
+    Each => "each", EachItem => "each_item", EachLeft => "each_left",
+    EachRight => "each_right", Match => "match",
+    // database
+    Enum => "enum", Dict => "dict", Table => "table", KTable => "ktable", Keys => "keys",
+    Values => "values", Meta => "meta", ColumnValue => "column_value",
+    LoadTable => "load_table", Fetch => "fetch", JoinIndex => "join_index",
+    // indexing
+    Index => "index", IndexA => "index_a",
+    // strings
+    SubString => "sub_string",
+    // other
+    LoadCsv => "load_csv", Print => "print", Format => "format",
+}
+
+impl fmt::Display for Builtin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for &b in Builtin::ALL {
+            assert_eq!(Builtin::from_name(b.name()), Some(b));
+        }
+        assert_eq!(Builtin::from_name("join_index"), Some(Builtin::JoinIndex));
+        assert_eq!(Builtin::from_name("no_such_builtin"), None);
+    }
+}

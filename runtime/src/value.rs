@@ -1,0 +1,246 @@
+//! Runtime values: vectors of every HorseIR type, lists, dictionaries, enumerations, tables.
+//!
+//! Every value is a vector (a scalar is a vector of length 1). Buffers sit behind `Arc` so a
+//! value is cheap to clone: the interpreter copies values between variables freely, and a
+//! table's columns are shared with every `@column_value` that reads them.
+//!
+//! Encodings (the same the GPU uses, see DESIGN.md "Data on the GPU"):
+//! - `date`: i32 days since 1970-01-01; `month`: i32 months since 0000-01 (`year*12 + month-1`);
+//!   `minute`: i32 minutes since midnight; `second`: i32 seconds since midnight;
+//!   `time`: i32 milliseconds since midnight; `dt`: i64 milliseconds since 1970-01-01T00:00.
+//! - `sym`/`str`: [`Strings`], codes into a sorted dictionary of distinct strings, so code order
+//!   is string order.
+//! - `bool` as `bool`, `char` as a byte.
+
+use std::sync::Arc;
+
+use crate::types::Type;
+
+/// A complex number (`complex`).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Complex {
+    pub re: f64,
+    pub im: f64,
+}
+
+/// A sorted dictionary of distinct strings. Shared by every vector that codes into it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct StrDict {
+    /// Distinct strings in ascending byte order.
+    pub strings: Vec<Arc<str>>,
+}
+
+impl StrDict {
+    /// The code of `s`, if the dictionary holds it.
+    pub fn code(&self, s: &str) -> Option<u32> {
+        self.strings
+            .binary_search_by(|p| p.as_ref().cmp(s))
+            .ok()
+            .map(|i| i as u32)
+    }
+
+    /// The number of dictionary strings that sort before `s` (its insertion rank): lets `<`
+    /// against a literal that is not in the dictionary become an integer comparison.
+    pub fn rank(&self, s: &str) -> u32 {
+        self.strings.partition_point(|p| p.as_ref() < s) as u32
+    }
+}
+
+/// Dictionary-encoded strings: one code per element into a shared sorted dictionary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strings {
+    pub dict: Arc<StrDict>,
+    pub codes: Arc<Vec<u32>>,
+}
+
+impl Strings {
+    /// Encodes `items`, building a sorted dictionary of their distinct values.
+    pub fn from_strs<S: AsRef<str>>(items: &[S]) -> Strings {
+        let mut distinct: Vec<&str> = items.iter().map(|s| s.as_ref()).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let dict = StrDict {
+            strings: distinct.iter().map(|s| Arc::<str>::from(*s)).collect(),
+        };
+        let codes = items
+            .iter()
+            .map(|s| dict.code(s.as_ref()).unwrap_or(0))
+            .collect();
+        Strings {
+            dict: Arc::new(dict),
+            codes: Arc::new(codes),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.codes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.codes.is_empty()
+    }
+
+    /// The string at position `i`.
+    pub fn get(&self, i: usize) -> &str {
+        &self.dict.strings[self.codes[i] as usize]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.codes
+            .iter()
+            .map(move |&c| self.dict.strings[c as usize].as_ref())
+    }
+}
+
+/// A flat typed array: the representation of every basic HorseIR type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Vector {
+    Bool(Arc<Vec<bool>>),
+    Char(Arc<Vec<u8>>),
+    I8(Arc<Vec<i8>>),
+    I16(Arc<Vec<i16>>),
+    I32(Arc<Vec<i32>>),
+    I64(Arc<Vec<i64>>),
+    F32(Arc<Vec<f32>>),
+    F64(Arc<Vec<f64>>),
+    Complex(Arc<Vec<Complex>>),
+    Sym(Strings),
+    Str(Strings),
+    Month(Arc<Vec<i32>>),
+    Date(Arc<Vec<i32>>),
+    Minute(Arc<Vec<i32>>),
+    Second(Arc<Vec<i32>>),
+    Time(Arc<Vec<i32>>),
+    Dt(Arc<Vec<i64>>),
+}
+
+impl Vector {
+    pub fn len(&self) -> usize {
+        match self {
+            Vector::Bool(v) => v.len(),
+            Vector::Char(v) => v.len(),
+            Vector::I8(v) => v.len(),
+            Vector::I16(v) => v.len(),
+            Vector::I32(v) | Vector::Month(v) | Vector::Date(v) => v.len(),
+            Vector::Minute(v) | Vector::Second(v) | Vector::Time(v) => v.len(),
+            Vector::I64(v) | Vector::Dt(v) => v.len(),
+            Vector::F32(v) => v.len(),
+            Vector::F64(v) => v.len(),
+            Vector::Complex(v) => v.len(),
+            Vector::Sym(s) | Vector::Str(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The HorseIR type of this vector.
+    pub fn ty(&self) -> Type {
+        match self {
+            Vector::Bool(_) => Type::Bool,
+            Vector::Char(_) => Type::Char,
+            Vector::I8(_) => Type::I8,
+            Vector::I16(_) => Type::I16,
+            Vector::I32(_) => Type::I32,
+            Vector::I64(_) => Type::I64,
+            Vector::F32(_) => Type::F32,
+            Vector::F64(_) => Type::F64,
+            Vector::Complex(_) => Type::Complex,
+            Vector::Sym(_) => Type::Sym,
+            Vector::Str(_) => Type::Str,
+            Vector::Month(_) => Type::Month,
+            Vector::Date(_) => Type::Date,
+            Vector::Minute(_) => Type::Minute,
+            Vector::Second(_) => Type::Second,
+            Vector::Time(_) => Type::Time,
+            Vector::Dt(_) => Type::Dt,
+        }
+    }
+}
+
+/// A list: cells that are values themselves.
+///
+/// Cells that are all vectors of one type are stored flat (one values buffer plus offsets,
+/// CSR), as the GPU stores them; anything else keeps one value per cell.
+#[derive(Clone, Debug, PartialEq)]
+pub enum List {
+    /// Cell `i` is `values[offsets[i]..offsets[i+1]]`; `offsets.len() == cells + 1`.
+    Flat {
+        values: Vector,
+        offsets: Arc<Vec<usize>>,
+    },
+    /// Cells of different types, or cells that are not vectors.
+    Mixed(Arc<Vec<Value>>),
+}
+
+/// A dictionary: keys and values of equal length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dict {
+    pub keys: Box<Value>,
+    pub values: Box<Value>,
+}
+
+/// An enumeration (foreign key): for each row, its key value and the position of the
+/// referenced row in the target table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Enumeration {
+    /// The referenced key column of the target table (the enum's domain), whole.
+    pub domain: Vector,
+    /// For each row, the position into `domain` (row index into the target table).
+    pub index: Arc<Vec<i64>>,
+}
+
+/// A table: named columns of equal length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub names: Vec<Arc<str>>,
+    pub columns: Vec<Value>,
+}
+
+impl Table {
+    /// The column called `name`.
+    pub fn column(&self, name: &str) -> Option<&Value> {
+        self.names
+            .iter()
+            .position(|n| n.as_ref() == name)
+            .map(|i| &self.columns[i])
+    }
+
+    /// Number of rows (0 for a table without columns).
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, Value::len)
+    }
+}
+
+/// Any HorseIR value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Vector(Vector),
+    List(List),
+    Dict(Dict),
+    Enum(Enumeration),
+    Table(Arc<Table>),
+    /// A keyed table: key columns and value columns.
+    KTable(Arc<Table>, Arc<Table>),
+}
+
+impl Value {
+    /// Length in HorseIR terms: elements of a vector, cells of a list, entries of a dict,
+    /// rows of an enum, columns of a table.
+    pub fn len(&self) -> usize {
+        match self {
+            Value::Vector(v) => v.len(),
+            Value::List(List::Flat { offsets, .. }) => offsets.len().saturating_sub(1),
+            Value::List(List::Mixed(cells)) => cells.len(),
+            Value::Dict(d) => d.keys.len(),
+            Value::Enum(e) => e.index.len(),
+            Value::Table(t) => t.columns.len(),
+            Value::KTable(k, v) => k.columns.len() + v.columns.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

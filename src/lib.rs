@@ -1,0 +1,9 @@
+//! horsec: a GPU query compiler for HorseIR.
+//!
+//! Stages, each a module with its own printer: [`syntax`] (lexer, parser, AST),
+//! [`sema`] (name resolution, type inference and checking → typed program),
+//! [`lower`] (typed program → runtime plan). The runtime crate executes plans.
+
+pub mod diag;
+pub mod sema;
+pub mod syntax;
