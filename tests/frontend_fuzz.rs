@@ -1,5 +1,6 @@
-//! Property test: `parse` never panics on mangled programs and always answers with either a
-//! program or at least one error located inside the source.
+//! Property tests of the front end: on mangled programs, `parse` and the whole front end
+//! (parse, analysis, lowering to a plan) never panic, and always answer with either a program
+//! or at least one error rendered as `file:line:col: error: …`.
 //!
 //! Seeds are the conformance programs (or a few embedded ones when conformance is missing);
 //! mutations truncate, delete, duplicate and insert byte ranges, inject junk and random
@@ -9,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use horsec::diag::has_errors;
+use horsec::driver::{compile, Stage};
 use horsec::syntax::parse;
 use proptest::prelude::*;
 
@@ -66,6 +68,8 @@ enum Mutation {
     Duplicate(f64, usize),
     Insert(f64, String),
     SwapType(usize, usize),
+    /// Misspells the n-th name (`@sum` → `@sumx`, `t12` → `t12x`): an unknown name.
+    Misspell(usize),
 }
 
 const TYPE_NAMES: [&str; 12] = [
@@ -105,6 +109,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (0.0..1.0f64, 1..40usize).prop_map(|(at, len)| Mutation::Duplicate(at, len)),
         (0.0..1.0f64, junk()).prop_map(|(at, text)| Mutation::Insert(at, text)),
         (0..TYPE_NAMES.len(), 0..TYPE_NAMES.len()).prop_map(|(a, b)| Mutation::SwapType(a, b)),
+        (0..400usize).prop_map(Mutation::Misspell),
     ]
 }
 
@@ -149,6 +154,20 @@ fn apply(text: &mut String, mutation: &Mutation) {
         Mutation::SwapType(from, to) => {
             *text = text.replacen(TYPE_NAMES[*from], TYPE_NAMES[*to], 1);
         }
+        Mutation::Misspell(n) => {
+            // End of the n-th identifier (wrapping around), where an `x` makes it unknown.
+            let ends: Vec<usize> = text
+                .char_indices()
+                .zip(text.chars().skip(1).chain(std::iter::once(' ')))
+                .filter(|&((_, c), next)| {
+                    c.is_ascii_alphanumeric() && !next.is_ascii_alphanumeric() && next != '_'
+                })
+                .map(|((i, c), _)| i + c.len_utf8())
+                .collect();
+            if !ends.is_empty() {
+                text.insert(ends[n % ends.len()], 'x');
+            }
+        }
     }
 }
 
@@ -185,6 +204,34 @@ proptest! {
                 text.len(),
                 d.message
             );
+        }
+    }
+
+    #[test]
+    fn the_front_end_never_panics_and_locates_its_errors(
+        seed in any::<prop::sample::Index>(),
+        mutations in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        let seeds = seeds();
+        let mut text = seeds[seed.index(seeds.len())].clone();
+        for m in &mutations {
+            apply(&mut text, m);
+        }
+        let c = compile("fuzz.hir", &text, Stage::Plan);
+        if c.failed() {
+            let rendered = c.render_diagnostics();
+            let located = rendered.lines().any(|l| {
+                l.strip_prefix("fuzz.hir:").is_some_and(|rest| {
+                    let mut parts = rest.splitn(3, ':');
+                    let (line, col) = (parts.next(), parts.next());
+                    line.is_some_and(|n| n.parse::<usize>().is_ok())
+                        && col.is_some_and(|n| n.parse::<usize>().is_ok())
+                        && parts.next().is_some_and(|m| m.starts_with(" error: "))
+                })
+            });
+            prop_assert!(located, "an error without a location:\n{rendered}");
+        } else {
+            prop_assert!(c.plan.is_some(), "no error and no plan for {text:?}");
         }
     }
 
