@@ -95,7 +95,11 @@ impl SourceFile {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        let mut out = format!("{}:{line}:{col}: {severity}: {}\n", self.name(), diag.message);
+        let mut out = format!(
+            "{}:{line}:{col}: {severity}: {}\n",
+            self.name(),
+            diag.message
+        );
         let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let source_line: String = text[line_start..line_end]
@@ -153,7 +157,10 @@ mod tests {
     #[test]
     fn spans_past_the_end_are_clamped() {
         let file = SourceFile::new("x.hir", "ab");
-        let text = file.render(&Diagnostic::error(Span::new(10, 20), "unexpected end of file"));
+        let text = file.render(&Diagnostic::error(
+            Span::new(10, 20),
+            "unexpected end of file",
+        ));
         assert!(text.starts_with("x.hir:1:3: error: unexpected end of file"));
     }
 }

@@ -4,6 +4,10 @@
 //! [`sema`] (name resolution, type inference and checking → typed program),
 //! [`lower`] (typed program → runtime plan). The runtime crate executes plans.
 
+pub mod analysis;
+pub mod cli;
 pub mod diag;
+pub mod driver;
+pub mod lower;
 pub mod sema;
 pub mod syntax;

@@ -1,3 +1,3 @@
-fn main() {
-    println!("horsec");
+fn main() -> std::process::ExitCode {
+    horsec::cli::main()
 }

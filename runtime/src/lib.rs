@@ -2,9 +2,15 @@
 //! and the interpreter that executes a [`plan::Plan`].
 
 pub mod builtin;
+pub mod cpu;
+pub mod data;
+pub mod error;
+pub mod format;
+pub mod gpu;
+pub mod graph;
+pub mod interp;
 pub mod plan;
 pub mod temporal;
 pub mod types;
 pub mod value;
-pub mod cpu;
-pub mod error;
+pub mod value_ops;

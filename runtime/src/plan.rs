@@ -83,9 +83,15 @@ pub enum Step {
 
 #[derive(Clone, Debug)]
 pub enum Expr {
-    Call { callee: Callee, args: Vec<Arg> },
+    Call {
+        callee: Callee,
+        args: Vec<Arg>,
+    },
     /// `check_cast(e, T)`: evaluates `e` and fails at run time unless its value has type T.
-    CheckCast { expr: Box<Expr>, ty: Type },
+    CheckCast {
+        expr: Box<Expr>,
+        ty: Type,
+    },
     Operand(Operand),
 }
 
@@ -106,4 +112,146 @@ pub enum Arg {
 pub enum Operand {
     Slot(Slot),
     Const(Value),
+}
+
+/// Prints the plan as text: one function after another, one step per line, slots by name.
+impl std::fmt::Display for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, function) in self.functions.iter().enumerate() {
+            let params: Vec<String> = function
+                .params
+                .iter()
+                .map(|s| slot_decl(function, *s))
+                .collect();
+            let returns: Vec<String> = function.returns.iter().map(Type::to_string).collect();
+            let entry = if FunctionId(i) == self.entry {
+                " (entry)"
+            } else {
+                ""
+            };
+            writeln!(
+                f,
+                "function #{i} {}({}) -> ({}){entry}",
+                function.name,
+                params.join(", "),
+                returns.join(", ")
+            )?;
+            let printer = StepPrinter {
+                plan: self,
+                function,
+            };
+            printer.steps(f, &function.body, 1)?;
+        }
+        Ok(())
+    }
+}
+
+fn slot_decl(function: &PlanFunction, slot: Slot) -> String {
+    match function.slots.get(slot.0) {
+        Some(info) => format!("{}:{}", info.name, info.ty),
+        None => format!("${}", slot.0),
+    }
+}
+
+struct StepPrinter<'a> {
+    plan: &'a Plan,
+    function: &'a PlanFunction,
+}
+
+impl StepPrinter<'_> {
+    fn steps(
+        &self,
+        f: &mut std::fmt::Formatter<'_>,
+        steps: &[Step],
+        depth: usize,
+    ) -> std::fmt::Result {
+        let pad = "  ".repeat(depth);
+        for step in steps {
+            match step {
+                Step::Assign { targets, expr, at } => {
+                    let lhs: Vec<String> = targets
+                        .iter()
+                        .map(|t| t.map_or_else(|| "_".to_string(), |s| slot_decl(self.function, s)))
+                        .collect();
+                    let lhs = if lhs.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} = ", lhs.join(", "))
+                    };
+                    writeln!(
+                        f,
+                        "{pad}{lhs}{}    [{}:{}]",
+                        self.expr(expr),
+                        at.line,
+                        at.column
+                    )?;
+                }
+                Step::Return { values, .. } => {
+                    let values: Vec<String> = values.iter().map(|v| self.operand(v)).collect();
+                    writeln!(f, "{pad}return {}", values.join(", "))?;
+                }
+                Step::If {
+                    cond,
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    writeln!(f, "{pad}if {}", self.operand(cond))?;
+                    self.steps(f, then_body, depth + 1)?;
+                    if !else_body.is_empty() {
+                        writeln!(f, "{pad}else")?;
+                        self.steps(f, else_body, depth + 1)?;
+                    }
+                }
+                Step::While { cond, body, .. } => {
+                    writeln!(f, "{pad}while {}", self.operand(cond))?;
+                    self.steps(f, body, depth + 1)?;
+                }
+                Step::Repeat { count, body, .. } => {
+                    writeln!(f, "{pad}repeat {}", self.operand(count))?;
+                    self.steps(f, body, depth + 1)?;
+                }
+                Step::Break => writeln!(f, "{pad}break")?,
+                Step::Continue => writeln!(f, "{pad}continue")?,
+            }
+        }
+        Ok(())
+    }
+
+    fn expr(&self, expr: &Expr) -> String {
+        match expr {
+            Expr::Operand(op) => self.operand(op),
+            Expr::CheckCast { expr, ty } => format!("check_cast({}, {ty})", self.expr(expr)),
+            Expr::Call { callee, args } => {
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|a| match a {
+                        Arg::Operand(op) => self.operand(op),
+                        Arg::Function(c) => self.callee(*c),
+                    })
+                    .collect();
+                format!("{}({})    <cpu>", self.callee(*callee), args.join(", "))
+            }
+        }
+    }
+
+    fn callee(&self, callee: Callee) -> String {
+        match callee {
+            Callee::Builtin(b) => format!("@{b}"),
+            Callee::Function(id) => match self.plan.functions.get(id.0) {
+                Some(function) => format!("@{}", function.name),
+                None => format!("@#{}", id.0),
+            },
+        }
+    }
+
+    fn operand(&self, op: &Operand) -> String {
+        match op {
+            Operand::Slot(s) => match self.function.slots.get(s.0) {
+                Some(info) => info.name.clone(),
+                None => format!("${}", s.0),
+            },
+            Operand::Const(v) => format!("<{}; {} element(s)>", v.ty(), v.len()),
+        }
+    }
 }

@@ -78,7 +78,10 @@ impl Type {
     }
 
     pub fn is_integer(&self) -> bool {
-        matches!(self, Type::Bool | Type::I8 | Type::I16 | Type::I32 | Type::I64)
+        matches!(
+            self,
+            Type::Bool | Type::I8 | Type::I16 | Type::I32 | Type::I64
+        )
     }
 
     pub fn is_float(&self) -> bool {
@@ -170,7 +173,10 @@ mod tests {
 
     #[test]
     fn prints_compound_types_as_horseir() {
-        let t = Type::Dict(Box::new(Type::I64), Box::new(Type::List(Box::new(Type::I64))));
+        let t = Type::Dict(
+            Box::new(Type::I64),
+            Box::new(Type::List(Box::new(Type::I64))),
+        );
         assert_eq!(t.to_string(), "dict<i64,list<i64>>");
         assert_eq!(Type::Enum(Box::new(Type::I32)).to_string(), "enum<i32>");
     }

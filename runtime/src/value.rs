@@ -243,4 +243,27 @@ impl Value {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The HorseIR type of this value, as `check_cast` tests it. A list whose cells have
+    /// different types is `list<?>`.
+    pub fn ty(&self) -> Type {
+        match self {
+            Value::Vector(v) => v.ty(),
+            Value::List(List::Flat { values, .. }) => Type::List(Box::new(values.ty())),
+            Value::List(List::Mixed(cells)) => {
+                let mut types = cells.iter().map(Value::ty);
+                let first = types.next().unwrap_or(Type::Wildcard);
+                let cell = if types.all(|t| t == first) {
+                    first
+                } else {
+                    Type::Wildcard
+                };
+                Type::List(Box::new(cell))
+            }
+            Value::Dict(d) => Type::Dict(Box::new(d.keys.ty()), Box::new(d.values.ty())),
+            Value::Enum(e) => Type::Enum(Box::new(e.domain.ty())),
+            Value::Table(_) => Type::Table,
+            Value::KTable(..) => Type::KTable,
+        }
+    }
 }

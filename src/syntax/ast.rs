@@ -131,9 +131,15 @@ pub struct Stmt {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
     /// `var x, y:T;`
-    Var { names: Vec<Ident>, ty: TypeExpr },
+    Var {
+        names: Vec<Ident>,
+        ty: TypeExpr,
+    },
     /// `targets = expr;`
-    Assign { targets: Vec<Target>, expr: Expr },
+    Assign {
+        targets: Vec<Target>,
+        expr: Expr,
+    },
     /// `expr;`
     Expr(Expr),
     /// `return;` or `return a, b;`
@@ -143,8 +149,14 @@ pub enum StmtKind {
         then_block: Block,
         else_block: Option<Block>,
     },
-    While { cond: Operand, body: Block },
-    Repeat { count: Operand, body: Block },
+    While {
+        cond: Operand,
+        body: Block,
+    },
+    Repeat {
+        count: Operand,
+        body: Block,
+    },
     Break,
     Continue,
 }
@@ -225,7 +237,10 @@ pub enum LiteralValue {
     Int(i64),
     /// f32/f64.
     Float(f64),
-    Complex { re: f64, im: f64 },
+    Complex {
+        re: f64,
+        im: f64,
+    },
     /// `str` and `sym` (unescaped text).
     Text(String),
     /// `date`: days since 1970-01-01.

@@ -1,12 +1,38 @@
 //! The CPU implementation of every builtin: the interpreter's executor for CPU steps, the
 //! whole of `--backend cpu`, and the oracle GPU results are tested against.
+//!
+//! [`call_builtin`] dispatches to one file per family of builtins. Every builtin of
+//! [`Builtin::ALL`] either computes its result or returns a [`RuntimeError`] that names it and
+//! says why the arguments are not supported (`@plus: length mismatch (3 vs 5)`); no input
+//! makes it panic.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::builtin::Builtin;
-use crate::error::Result;
+use crate::error::{Result, RuntimeError};
 use crate::plan::Callee;
-use crate::value::{Table, Value};
+use crate::value::{Table, Value, Vector};
+
+mod arith;
+mod compare;
+mod db;
+mod elementwise;
+mod group;
+mod io;
+mod join;
+mod keys;
+mod list;
+mod logic;
+mod math;
+mod order;
+mod reduce;
+mod select;
+mod strings;
+mod temporal;
+
+#[cfg(test)]
+mod test_support;
 
 /// An argument of a builtin call: a value, or a function literal (`@sum` in `@each(@sum, x)`).
 #[derive(Clone, Copy, Debug)]
@@ -23,4 +49,268 @@ pub trait Env {
     fn invoke(&mut self, f: Callee, args: &[Value]) -> Result<Vec<Value>>;
     /// Writes a value for `@print`.
     fn print(&mut self, value: &Value) -> Result<()>;
+}
+
+/// Calls builtin `b` on `args`. Errors start with `@name: `.
+pub fn call_builtin(b: Builtin, args: &[ArgValue<'_>], env: &mut dyn Env) -> Result<Value> {
+    dispatch(b, Args { list: args }, env).map_err(|e| name_error(b, e))
+}
+
+/// Puts `@name: ` in front of an error that does not already name a builtin (an error from
+/// a nested call, e.g. `@sum` inside `@each`, keeps the inner name).
+fn name_error(b: Builtin, mut e: RuntimeError) -> RuntimeError {
+    if !e.message.starts_with('@') {
+        e.message = format!("@{}: {}", b.name(), e.message);
+    }
+    e
+}
+
+fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> {
+    use Builtin as B;
+    match b {
+        B::Abs | B::Neg | B::Ceil | B::Floor | B::Round | B::Conj | B::Recip | B::Signum
+        | B::Pi | B::Log | B::Exp | B::Log2 | B::Log10 | B::Sqrt | B::Cos | B::Sin | B::Tan
+        | B::Acos | B::Asin | B::Atan | B::Cosh | B::Sinh | B::Tanh | B::Acosh | B::Asinh
+        | B::Atanh | B::Fact => {
+            args.exactly(1)?;
+            math::unary(b, &*args.vector(0)?).map(Value::Vector)
+        }
+        B::Not => {
+            args.exactly(1)?;
+            logic::not(&*args.vector(0)?).map(Value::Vector)
+        }
+        B::Date | B::DateYear | B::DateMonth | B::DateDay | B::Time | B::TimeHour
+        | B::TimeMinute | B::TimeSecond | B::TimeMill => {
+            args.exactly(1)?;
+            temporal::extract(b, &*args.vector(0)?).map(Value::Vector)
+        }
+        B::DatetimeAdd | B::DatetimeSub => {
+            args.exactly(3)?;
+            let unit = args.vector(2)?;
+            temporal::shift(b, &*args.vector(0)?, &*args.vector(1)?, &unit).map(Value::Vector)
+        }
+        B::DatetimeDiff => {
+            args.exactly(2)?;
+            temporal::diff(&*args.vector(0)?, &*args.vector(1)?).map(Value::Vector)
+        }
+        B::Lt | B::Gt | B::Leq | B::Geq | B::Eq | B::Neq => {
+            args.exactly(2)?;
+            compare::compare(b, &*args.vector(0)?, &*args.vector(1)?).map(Value::Vector)
+        }
+        B::Plus | B::Minus | B::Mul | B::Div | B::Power | B::Logb | B::Mod => {
+            args.exactly(2)?;
+            arith::binary(b, &*args.vector(0)?, &*args.vector(1)?).map(Value::Vector)
+        }
+        B::And | B::Or | B::Nand | B::Nor | B::Xor => {
+            args.exactly(2)?;
+            logic::binary(b, &*args.vector(0)?, &*args.vector(1)?).map(Value::Vector)
+        }
+        B::Count | B::Sum | B::Avg | B::Min | B::Max => {
+            args.exactly(1)?;
+            reduce::reduce(b, args.value(0)?).map(Value::Vector)
+        }
+        B::Unique => {
+            args.exactly(1)?;
+            select::unique(args.value(0)?)
+        }
+        B::Len => {
+            args.exactly(1)?;
+            let value = args.value(0)?;
+            Ok(Value::from_i64s(vec![value.len() as i64]))
+        }
+        B::Range => {
+            args.exactly(1)?;
+            select::range(&*args.vector(0)?)
+        }
+        B::Reverse => {
+            args.exactly(1)?;
+            select::reverse(args.value(0)?)
+        }
+        B::Where => {
+            args.exactly(1)?;
+            select::where_true(&*args.vector(0)?)
+        }
+        B::Compress => {
+            args.exactly(2)?;
+            select::compress(&*args.vector(0)?, args.value(1)?)
+        }
+        B::Index => {
+            args.exactly(2)?;
+            select::index(args.value(0)?, &*args.vector(1)?)
+        }
+        B::IndexA => {
+            args.exactly(3)?;
+            select::index_assign(&*args.vector(0)?, &*args.vector(1)?, &*args.vector(2)?)
+        }
+        B::IndexOf => {
+            args.exactly(2)?;
+            select::index_of(&*args.vector(0)?, &*args.vector(1)?)
+        }
+        B::Vector => {
+            args.exactly(2)?;
+            select::vector(&*args.vector(0)?, args.value(1)?)
+        }
+        B::Append => {
+            args.exactly(2)?;
+            select::append(args.value(0)?, args.value(1)?)
+        }
+        B::Member => {
+            args.exactly(2)?;
+            select::member(&*args.vector(0)?, &*args.vector(1)?)
+        }
+        B::Take | B::Drop => {
+            args.exactly(2)?;
+            select::take_or_drop(b, &*args.vector(0)?, args.value(1)?)
+        }
+        B::Group => {
+            args.exactly(1)?;
+            group::group(args.value(0)?)
+        }
+        B::Order => {
+            args.exactly(2)?;
+            order::order(args.value(0)?, &*args.vector(1)?)
+        }
+        B::JoinIndex => join::join_index(&args),
+        B::Like => {
+            args.exactly(2)?;
+            strings::like(&*args.vector(0)?, &*args.vector(1)?)
+        }
+        B::SubString => strings::sub_string(&args),
+        B::List => list::list(&args),
+        B::Raze => {
+            args.exactly(1)?;
+            list::raze(args.value(0)?)
+        }
+        B::Enlist => {
+            args.exactly(1)?;
+            Ok(list::enlist(args.value(0)?))
+        }
+        B::ToList => {
+            args.exactly(1)?;
+            list::to_list(&*args.vector(0)?)
+        }
+        B::Match => {
+            args.exactly(2)?;
+            Ok(Value::from_bools(vec![list::values_match(args.value(0)?, args.value(1)?)]))
+        }
+        B::Each | B::EachItem | B::EachLeft | B::EachRight => list::each(b, &args, env),
+        B::Enum | B::Dict | B::Table | B::KTable | B::Keys | B::Values | B::Meta
+        | B::ColumnValue | B::LoadTable | B::Fetch | B::Flip => db::call(b, &args, env),
+        B::LoadCsv => bail!("reading CSV files from a program is not supported; load the data with the data registry instead"),
+        B::Print => {
+            args.exactly(1)?;
+            let value = args.value(0)?;
+            env.print(value)?;
+            Ok(value.clone())
+        }
+        B::Str | B::Format => {
+            args.exactly(1)?;
+            io::to_text(b, args.value(0)?)
+        }
+        B::Rand => {
+            args.exactly(1)?;
+            io::rand(&*args.vector(0)?)
+        }
+        B::Randk => {
+            args.exactly(2)?;
+            io::randk(&*args.vector(0)?, &*args.vector(1)?)
+        }
+        B::Seed => {
+            args.exactly(1)?;
+            io::seed(&*args.vector(0)?)
+        }
+    }
+}
+
+use crate::bail;
+
+/// The arguments of one builtin call, with checked accessors.
+pub(crate) struct Args<'a, 'v> {
+    pub list: &'a [ArgValue<'v>],
+}
+
+impl<'a, 'v> Args<'a, 'v> {
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Fails unless there are exactly `n` arguments.
+    pub fn exactly(&self, n: usize) -> Result<()> {
+        if self.list.len() != n {
+            bail!("takes {n} argument(s), got {}", self.list.len());
+        }
+        Ok(())
+    }
+
+    /// Argument `i` as a value (not a function literal).
+    pub fn value(&self, i: usize) -> Result<&'v Value> {
+        match self.list.get(i) {
+            Some(ArgValue::Value(v)) => Ok(v),
+            Some(ArgValue::Function(_)) => {
+                bail!("argument {} must be a value, got a function literal", i + 1)
+            }
+            None => bail!("missing argument {}", i + 1),
+        }
+    }
+
+    /// Argument `i` as a vector; an enum stands for its values (its domain gathered).
+    pub fn vector(&self, i: usize) -> Result<Cow<'v, Vector>> {
+        as_vector(self.value(i)?)
+            .map_err(|e| RuntimeError::new(format!("argument {}: {}", i + 1, e.message)))
+    }
+
+    /// Argument `i` as a function literal.
+    pub fn function(&self, i: usize) -> Result<Callee> {
+        match self.list.get(i) {
+            Some(ArgValue::Function(f)) => Ok(*f),
+            Some(ArgValue::Value(v)) => {
+                bail!(
+                    "argument {} must be a function literal, got a {}",
+                    i + 1,
+                    v.ty()
+                )
+            }
+            None => bail!("missing argument {}", i + 1),
+        }
+    }
+
+    /// How many leading arguments are function literals.
+    pub fn leading_functions(&self) -> usize {
+        self.list
+            .iter()
+            .take_while(|a| matches!(a, ArgValue::Function(_)))
+            .count()
+    }
+}
+
+/// A value used where a vector is expected: a vector itself, or the values of an enum.
+pub(crate) fn as_vector(value: &Value) -> Result<Cow<'_, Vector>> {
+    match value {
+        Value::Vector(v) => Ok(Cow::Borrowed(v)),
+        Value::Enum(e) => Ok(Cow::Owned(e.domain.gather(&e.index)?)),
+        other => bail!("expected a vector, got a {}", other.ty()),
+    }
+}
+
+/// Calls a function literal on `args` and returns its single value: builtins directly,
+/// user functions through the environment.
+pub(crate) fn invoke(f: Callee, args: &[Value], env: &mut dyn Env) -> Result<Value> {
+    match f {
+        Callee::Builtin(b) => {
+            let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+            call_builtin(b, &refs, env)
+        }
+        Callee::Function(_) => {
+            let mut values = env.invoke(f, args)?;
+            if values.len() != 1 {
+                bail!(
+                    "the function passed must return one value, it returned {}",
+                    values.len()
+                );
+            }
+            values
+                .pop()
+                .ok_or_else(|| RuntimeError::new("the function passed returned no value"))
+        }
+    }
 }

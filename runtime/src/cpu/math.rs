@@ -1,0 +1,223 @@
+//! Unary numeric builtins: `@abs @neg @ceil @floor @round @conj @recip @signum @pi @fact`
+//! and the floating functions `@log @exp @log2 @log10 @sqrt`, trigonometric and hyperbolic.
+//!
+//! Types: `@abs @neg @signum` keep the integer or float type (a bool operand of `@neg`
+//! becomes i16); `@ceil @floor @round` keep the type (integers are unchanged); floating
+//! functions, `@recip` and `@pi` (`x·π`) give f32 for f32 input, else f64; `@fact` gives i64
+//! and fails past 20! (the largest that fits). Complex numbers support `@abs` (magnitude),
+//! `@neg` and `@conj`; `@conj` of a real is the real.
+
+use std::sync::Arc;
+
+use crate::bail;
+use crate::builtin::Builtin;
+use crate::error::{Result, RuntimeError};
+use crate::types::Type;
+use crate::value::{Complex, Vector};
+
+/// Applies an integer operation to every integer variant, keeping the type.
+macro_rules! map_ints {
+    ($v:expr, |$x:ident| $op:expr, else $other:expr) => {
+        match $v {
+            Vector::I8(v) => Vector::I8(Arc::new(v.iter().map(|&$x| $op).collect())),
+            Vector::I16(v) => Vector::I16(Arc::new(v.iter().map(|&$x| $op).collect())),
+            Vector::I32(v) => Vector::I32(Arc::new(v.iter().map(|&$x| $op).collect())),
+            Vector::I64(v) => Vector::I64(Arc::new(v.iter().map(|&$x| $op).collect())),
+            _ => $other,
+        }
+    };
+}
+
+/// Applies a float operation to f32 (as f32) or any other real (as f64).
+fn map_float(v: &Vector, f32_op: fn(f32) -> f32, f64_op: fn(f64) -> f64) -> Result<Vector> {
+    match v {
+        Vector::F32(x) => Ok(Vector::F32(Arc::new(
+            x.iter().map(|&e| f32_op(e)).collect(),
+        ))),
+        other => match other.to_f64s() {
+            Some(x) => Ok(Vector::from_f64s(x.into_iter().map(f64_op).collect())),
+            None => bail!("expected a real number, got {}", other.ty()),
+        },
+    }
+}
+
+/// The f32 and f64 versions of one floating function.
+type FloatFns = (fn(f32) -> f32, fn(f64) -> f64);
+
+fn float_fn(b: Builtin) -> Option<FloatFns> {
+    Some(match b {
+        Builtin::Log => (f32::ln, f64::ln),
+        Builtin::Exp => (f32::exp, f64::exp),
+        Builtin::Log2 => (f32::log2, f64::log2),
+        Builtin::Log10 => (f32::log10, f64::log10),
+        Builtin::Sqrt => (f32::sqrt, f64::sqrt),
+        Builtin::Cos => (f32::cos, f64::cos),
+        Builtin::Sin => (f32::sin, f64::sin),
+        Builtin::Tan => (f32::tan, f64::tan),
+        Builtin::Acos => (f32::acos, f64::acos),
+        Builtin::Asin => (f32::asin, f64::asin),
+        Builtin::Atan => (f32::atan, f64::atan),
+        Builtin::Cosh => (f32::cosh, f64::cosh),
+        Builtin::Sinh => (f32::sinh, f64::sinh),
+        Builtin::Tanh => (f32::tanh, f64::tanh),
+        Builtin::Acosh => (f32::acosh, f64::acosh),
+        Builtin::Asinh => (f32::asinh, f64::asinh),
+        Builtin::Atanh => (f32::atanh, f64::atanh),
+        Builtin::Recip => (|x| 1.0 / x, |x| 1.0 / x),
+        Builtin::Pi => (|x| x * std::f32::consts::PI, |x| x * std::f64::consts::PI),
+        _ => return None,
+    })
+}
+
+/// Evaluates a unary numeric builtin.
+pub(crate) fn unary(b: Builtin, v: &Vector) -> Result<Vector> {
+    if let Some((f32_op, f64_op)) = float_fn(b) {
+        return map_float(v, f32_op, f64_op);
+    }
+    let unsupported = || RuntimeError::new(format!("not defined on {}", v.ty()));
+    match b {
+        Builtin::Abs => match v {
+            Vector::Bool(_) => Ok(v.clone()),
+            Vector::F32(x) => Ok(Vector::F32(Arc::new(x.iter().map(|e| e.abs()).collect()))),
+            Vector::F64(x) => Ok(Vector::from_f64s(x.iter().map(|e| e.abs()).collect())),
+            Vector::Complex(x) => Ok(Vector::from_f64s(
+                x.iter().map(|c| c.re.hypot(c.im)).collect(),
+            )),
+            _ => Ok(map_ints!(v, |e| e.wrapping_abs(), else return Err(unsupported()))),
+        },
+        Builtin::Neg => match v {
+            Vector::Bool(_) => unary(b, &v.cast_real(&Type::I16)?),
+            Vector::F32(x) => Ok(Vector::F32(Arc::new(x.iter().map(|e| -e).collect()))),
+            Vector::F64(x) => Ok(Vector::from_f64s(x.iter().map(|e| -e).collect())),
+            Vector::Complex(x) => Ok(Vector::Complex(Arc::new(
+                x.iter()
+                    .map(|c| Complex {
+                        re: -c.re,
+                        im: -c.im,
+                    })
+                    .collect(),
+            ))),
+            _ => Ok(map_ints!(v, |e| e.wrapping_neg(), else return Err(unsupported()))),
+        },
+        Builtin::Signum => match v {
+            Vector::Bool(_) => Ok(v.clone()),
+            Vector::F32(x) => Ok(Vector::F32(Arc::new(
+                x.iter().map(|&e| float_sign(e.into()) as f32).collect(),
+            ))),
+            Vector::F64(x) => Ok(Vector::from_f64s(
+                x.iter().map(|&e| float_sign(e)).collect(),
+            )),
+            _ => Ok(map_ints!(v, |e| e.signum(), else return Err(unsupported()))),
+        },
+        Builtin::Ceil | Builtin::Floor | Builtin::Round => {
+            let op: fn(f64) -> f64 = match b {
+                Builtin::Ceil => f64::ceil,
+                Builtin::Floor => f64::floor,
+                _ => f64::round,
+            };
+            match v {
+                Vector::F32(x) => Ok(Vector::F32(Arc::new(
+                    x.iter().map(|&e| op(e.into()) as f32).collect(),
+                ))),
+                Vector::F64(x) => Ok(Vector::from_f64s(x.iter().map(|&e| op(e)).collect())),
+                _ if v.ty().is_integer() => Ok(v.clone()),
+                _ => Err(unsupported()),
+            }
+        }
+        Builtin::Conj => match v {
+            Vector::Complex(x) => Ok(Vector::Complex(Arc::new(
+                x.iter()
+                    .map(|c| Complex {
+                        re: c.re,
+                        im: -c.im,
+                    })
+                    .collect(),
+            ))),
+            _ if v.ty().is_real() => Ok(v.clone()),
+            _ => Err(unsupported()),
+        },
+        Builtin::Fact => {
+            let Some(n) = v.to_i64s() else {
+                return Err(unsupported());
+            };
+            let out = n
+                .iter()
+                .map(|&k| {
+                    factorial(k).ok_or_else(|| RuntimeError::new(format!("{k}! is not an i64")))
+                })
+                .collect::<Result<Vec<i64>>>()?;
+            Ok(Vector::from_i64s(out))
+        }
+        other => bail!("@{other} is not a unary numeric builtin"),
+    }
+}
+
+fn float_sign(x: f64) -> f64 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        x
+    }
+}
+
+fn factorial(n: i64) -> Option<i64> {
+    if n < 0 {
+        return None;
+    }
+    (1..=n).try_fold(1i64, |acc, k| acc.checked_mul(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use crate::builtin::Builtin as B;
+    use crate::value::{Value, Vector};
+    use std::sync::Arc;
+
+    #[test]
+    fn sign_and_rounding_keep_the_type() {
+        assert_eq!(run(B::Abs, &[i32s(&[-3, 4])]).unwrap(), i32s(&[3, 4]));
+        assert_eq!(run(B::Neg, &[f64s(&[1.5])]).unwrap(), f64s(&[-1.5]));
+        assert_eq!(
+            run(B::Neg, &[bools(&[1])]).unwrap(),
+            Value::Vector(Vector::I16(Arc::new(vec![-1])))
+        );
+        assert_eq!(
+            run(B::Ceil, &[f64s(&[-1.2, 1.2])]).unwrap(),
+            f64s(&[-1.0, 2.0])
+        );
+        assert_eq!(
+            run(B::Round, &[f64s(&[2.5, -2.5])]).unwrap(),
+            f64s(&[3.0, -3.0])
+        );
+        assert_eq!(run(B::Floor, &[i64s(&[7])]).unwrap(), i64s(&[7]));
+        assert_eq!(
+            run(B::Signum, &[i64s(&[-9, 0, 3])]).unwrap(),
+            i64s(&[-1, 0, 1])
+        );
+    }
+
+    #[test]
+    fn floating_functions_give_f64_for_integers() {
+        assert_eq!(run(B::Sqrt, &[i64s(&[9])]).unwrap(), f64s(&[3.0]));
+        assert_eq!(run(B::Recip, &[i32s(&[4])]).unwrap(), f64s(&[0.25]));
+        assert_eq!(
+            run(B::Pi, &[i32s(&[1])]).unwrap(),
+            f64s(&[std::f64::consts::PI])
+        );
+        assert_eq!(run(B::Exp, &[i64s(&[])]).unwrap(), f64s(&[]));
+        assert!(run(B::Log, &[syms(&["x"])]).is_err());
+    }
+
+    #[test]
+    fn factorial_is_exact_and_bounded() {
+        assert_eq!(
+            run(B::Fact, &[i32s(&[0, 5, 20])]).unwrap(),
+            i64s(&[1, 120, 2_432_902_008_176_640_000])
+        );
+        assert!(run(B::Fact, &[i32s(&[21])]).is_err());
+        assert!(run(B::Fact, &[i32s(&[-1])]).is_err());
+    }
+}

@@ -1,0 +1,373 @@
+//! Classic analyses on the data-flow framework: reaching definitions (and from them use-def
+//! and def-use chains), reaching uses (for anti dependences) and live variables (backward).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::sema::typed::{Function, LocalId, Stmt};
+
+use super::dataflow::{solve, DataFlowAnalysis, Direction, FlowResults, JoinPoint, NoFixedPoint};
+use super::statements::{definitions, uses, StatementTree, StmtId};
+
+/// Where a value of a local comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DefSite {
+    /// The value the function received for a parameter.
+    Entry,
+    /// An assignment statement.
+    Stmt(StmtId),
+}
+
+/// One definition: `local` assigned at `site`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Definition {
+    pub local: LocalId,
+    pub site: DefSite,
+}
+
+/// Forward, may-analysis: the definitions that reach each point without being overwritten.
+pub struct ReachingDefinitions {
+    params: Vec<LocalId>,
+}
+
+impl ReachingDefinitions {
+    pub fn new(function: &Function) -> ReachingDefinitions {
+        ReachingDefinitions {
+            params: function.params.clone(),
+        }
+    }
+}
+
+impl DataFlowAnalysis for ReachingDefinitions {
+    type Fact = BTreeSet<Definition>;
+
+    fn direction(&self) -> Direction {
+        Direction::Forward
+    }
+
+    fn boundary(&mut self) -> Self::Fact {
+        self.params
+            .iter()
+            .map(|&local| Definition {
+                local,
+                site: DefSite::Entry,
+            })
+            .collect()
+    }
+
+    fn unreachable(&mut self) -> Self::Fact {
+        BTreeSet::new()
+    }
+
+    fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
+        into.extend(other.iter().copied());
+    }
+
+    fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
+        let written = definitions(stmt);
+        if written.is_empty() {
+            return fact.clone();
+        }
+        let mut out: Self::Fact = fact
+            .iter()
+            .filter(|def| !written.contains(&def.local))
+            .copied()
+            .collect();
+        out.extend(written.into_iter().map(|local| Definition {
+            local,
+            site: DefSite::Stmt(id),
+        }));
+        out
+    }
+}
+
+/// Forward, may-analysis: the reads `(local, statement)` that reach each point without the
+/// local being overwritten since. A write of `x` after a reaching read of `x` is an anti
+/// (write-after-read) dependence.
+pub struct ReachingUses;
+
+impl DataFlowAnalysis for ReachingUses {
+    type Fact = BTreeSet<(LocalId, StmtId)>;
+
+    fn direction(&self) -> Direction {
+        Direction::Forward
+    }
+
+    fn boundary(&mut self) -> Self::Fact {
+        BTreeSet::new()
+    }
+
+    fn unreachable(&mut self) -> Self::Fact {
+        BTreeSet::new()
+    }
+
+    fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
+        into.extend(other.iter().copied());
+    }
+
+    fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
+        // The statement reads its operands before it writes its targets, so its own reads of
+        // a local it also writes are overwritten at once.
+        let written = definitions(stmt);
+        let mut out = fact.clone();
+        out.extend(uses(stmt).into_iter().map(|u| (u.local, id)));
+        out.retain(|(local, _)| !written.contains(local));
+        out
+    }
+}
+
+/// Backward, may-analysis: the locals whose current value may still be read.
+pub struct LiveVariables;
+
+impl DataFlowAnalysis for LiveVariables {
+    type Fact = BTreeSet<LocalId>;
+
+    fn direction(&self) -> Direction {
+        Direction::Backward
+    }
+
+    fn boundary(&mut self) -> Self::Fact {
+        BTreeSet::new()
+    }
+
+    fn unreachable(&mut self) -> Self::Fact {
+        BTreeSet::new()
+    }
+
+    fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
+        into.extend(other.iter().copied());
+    }
+
+    fn transfer(&mut self, _id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
+        let mut live = fact.clone();
+        for local in definitions(stmt) {
+            live.remove(&local);
+        }
+        live.extend(uses(stmt).into_iter().map(|u| u.local));
+        live
+    }
+}
+
+/// Use-def and def-use chains of one function.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UseDefChains {
+    /// For each statement and each local it reads: the definitions that may supply the value.
+    pub use_defs: BTreeMap<(StmtId, LocalId), BTreeSet<DefSite>>,
+    /// For each definition: the statements that may read it.
+    pub def_uses: BTreeMap<Definition, BTreeSet<StmtId>>,
+}
+
+impl UseDefChains {
+    /// Builds the chains from reaching definitions.
+    pub fn build(function: &Function) -> Result<UseDefChains, NoFixedPoint> {
+        let reaching = solve(&mut ReachingDefinitions::new(function), function)?;
+        Ok(UseDefChains::from_reaching(function, &reaching))
+    }
+
+    pub fn from_reaching(
+        function: &Function,
+        reaching: &FlowResults<BTreeSet<Definition>>,
+    ) -> UseDefChains {
+        let tree = StatementTree::new(function);
+        let mut chains = UseDefChains::default();
+        for (id, entry) in tree.iter() {
+            let Some(before) = reaching.before(id) else {
+                continue;
+            };
+            for used in uses(entry.stmt) {
+                let sites: BTreeSet<DefSite> = before
+                    .iter()
+                    .filter(|def| def.local == used.local)
+                    .map(|def| def.site)
+                    .collect();
+                for &site in &sites {
+                    chains
+                        .def_uses
+                        .entry(Definition {
+                            local: used.local,
+                            site,
+                        })
+                        .or_default()
+                        .insert(id);
+                }
+                chains
+                    .use_defs
+                    .entry((id, used.local))
+                    .or_default()
+                    .extend(sites);
+            }
+        }
+        chains
+    }
+
+    /// The definitions that may supply `local` where `stmt` reads it.
+    pub fn defs_of(&self, stmt: StmtId, local: LocalId) -> Option<&BTreeSet<DefSite>> {
+        self.use_defs.get(&(stmt, local))
+    }
+
+    /// The only definition reaching the read of `local` at `stmt`, if there is exactly one.
+    pub fn unique_def(&self, stmt: StmtId, local: LocalId) -> Option<DefSite> {
+        let defs = self.defs_of(stmt, local)?;
+        if defs.len() == 1 {
+            defs.iter().next().copied()
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::*;
+    use horsec_runtime::builtin::Builtin;
+    use horsec_runtime::types::Type;
+
+    #[test]
+    fn a_use_after_straight_line_code_sees_only_the_last_assignment() {
+        let mut f = FunctionBuilder::new("main");
+        let x = f.local("x", Type::I64);
+        let y = f.local("y", Type::I64);
+        f.assign(x, lit_i64(&[1])); // s0
+        f.assign(x, lit_i64(&[2])); // s1
+        f.assign(y, call(Builtin::Plus, vec![var(x), lit_i64(&[1])])); // s2
+        let function = f.finish();
+        let chains = UseDefChains::build(&function).unwrap();
+        assert_eq!(
+            chains.unique_def(StmtId(2), x),
+            Some(DefSite::Stmt(StmtId(1)))
+        );
+        let first = Definition {
+            local: x,
+            site: DefSite::Stmt(StmtId(0)),
+        };
+        assert!(!chains.def_uses.contains_key(&first));
+    }
+
+    #[test]
+    fn both_branches_of_an_if_reach_the_merge() {
+        let mut f = FunctionBuilder::new("main");
+        let c = f.param("c", Type::Bool);
+        let x = f.local("x", Type::I64);
+        let y = f.local("y", Type::I64);
+        f.assign(x, lit_i64(&[0])); // s0
+                                    // s1 if, s2 then, s3 else
+        f.if_else(
+            var(c),
+            |b| b.assign(x, lit_i64(&[1])),
+            |b| b.assign(x, lit_i64(&[2])),
+        );
+        f.assign(y, copy(x)); // s4
+        let function = f.finish();
+        let chains = UseDefChains::build(&function).unwrap();
+        let defs: Vec<DefSite> = chains
+            .defs_of(StmtId(4), x)
+            .unwrap()
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(
+            defs,
+            vec![DefSite::Stmt(StmtId(2)), DefSite::Stmt(StmtId(3))]
+        );
+        assert_eq!(chains.unique_def(StmtId(1), c), Some(DefSite::Entry));
+    }
+
+    #[test]
+    fn an_if_without_else_lets_the_earlier_definition_through() {
+        let mut f = FunctionBuilder::new("main");
+        let c = f.param("c", Type::Bool);
+        let x = f.local("x", Type::I64);
+        f.assign(x, lit_i64(&[0])); // s0
+        f.if_(var(c), |b| b.assign(x, lit_i64(&[1])));
+        f.ret(vec![var(x)]); // s3
+        let function = f.finish();
+        let chains = UseDefChains::build(&function).unwrap();
+        assert_eq!(chains.defs_of(StmtId(3), x).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_definition_at_the_end_of_a_loop_body_reaches_its_head_and_top() {
+        // x = 0; while (c) { y = x + 1; x = y; } return x;
+        let mut f = FunctionBuilder::new("main");
+        let c = f.param("c", Type::Bool);
+        let x = f.local("x", Type::I64);
+        let y = f.local("y", Type::I64);
+        f.assign(x, lit_i64(&[0])); // s0
+        f.while_(var(c), |b| {
+            // s1
+            b.assign(y, call(Builtin::Plus, vec![var(x), lit_i64(&[1])])); // s2
+            b.assign(x, copy(y)); // s3
+        });
+        f.ret(vec![var(x)]); // s4
+        let function = f.finish();
+        let chains = UseDefChains::build(&function).unwrap();
+        let expected: BTreeSet<DefSite> =
+            [DefSite::Stmt(StmtId(0)), DefSite::Stmt(StmtId(3))].into();
+        assert_eq!(chains.defs_of(StmtId(2), x), Some(&expected));
+        assert_eq!(chains.defs_of(StmtId(4), x), Some(&expected));
+    }
+
+    #[test]
+    fn break_carries_its_definitions_to_the_loop_exit_and_continue_to_the_head() {
+        // x = 0; while (c) { x = 1; if (c) { break; } x = 2; continue; } return x;
+        let mut f = FunctionBuilder::new("main");
+        let c = f.param("c", Type::Bool);
+        let x = f.local("x", Type::I64);
+        f.assign(x, lit_i64(&[0])); // s0
+        f.while_(var(c), |b| {
+            // s1
+            b.assign(x, lit_i64(&[1])); // s2
+            b.if_(var(c), |t| t.brk()); // s3, s4
+            b.assign(x, lit_i64(&[2])); // s5
+            b.cont(); // s6
+        });
+        f.ret(vec![var(x)]); // s7
+        let function = f.finish();
+        let chains = UseDefChains::build(&function).unwrap();
+        // Exit through the condition: x from before the loop or from the continue path (s5);
+        // exit through break: x = 1 (s2).
+        let expected: BTreeSet<DefSite> = [
+            DefSite::Stmt(StmtId(0)),
+            DefSite::Stmt(StmtId(2)),
+            DefSite::Stmt(StmtId(5)),
+        ]
+        .into();
+        assert_eq!(chains.defs_of(StmtId(7), x), Some(&expected));
+    }
+
+    #[test]
+    fn live_variables_flow_backward_through_loops() {
+        // x = 0; n = 5; repeat (n) { x = x + 1; } return x;
+        let mut f = FunctionBuilder::new("main");
+        let x = f.local("x", Type::I64);
+        let n = f.local("n", Type::I64);
+        f.assign(x, lit_i64(&[0])); // s0
+        f.assign(n, lit_i64(&[5])); // s1
+        f.repeat(var(n), |b| {
+            // s2
+            b.assign(x, call(Builtin::Plus, vec![var(x), lit_i64(&[1])])); // s3
+        });
+        f.ret(vec![var(x)]); // s4
+        let function = f.finish();
+        let live = solve(&mut LiveVariables, &function).unwrap();
+        assert_eq!(live.before[1], BTreeSet::from([x]));
+        assert_eq!(live.before[2], BTreeSet::from([x, n]));
+        // x is live around the body because the next iteration (or the return) reads it.
+        assert_eq!(live.after[3], BTreeSet::from([x]));
+        assert_eq!(live.before[0], BTreeSet::new());
+    }
+
+    #[test]
+    fn nothing_is_live_after_a_return() {
+        let mut f = FunctionBuilder::new("main");
+        let x = f.local("x", Type::I64);
+        let y = f.local("y", Type::I64);
+        f.assign(x, lit_i64(&[0])); // s0
+        f.assign(y, lit_i64(&[1])); // s1
+        f.ret(vec![var(x)]); // s2
+        let function = f.finish();
+        let live = solve(&mut LiveVariables, &function).unwrap();
+        assert_eq!(live.after[1], BTreeSet::from([x]));
+        assert!(!live.after[1].contains(&y));
+    }
+}

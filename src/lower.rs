@@ -1,0 +1,233 @@
+//! Lowering: the typed program becomes a runtime [`Plan`].
+//!
+//! Locals become frame slots one to one, literals become constant values in the runtime's
+//! encodings, globals (always literal-initialised) are inlined as constants, and every
+//! statement keeps the source location of its span for runtime errors.
+
+use std::sync::Arc;
+
+use horsec_runtime::plan::{
+    self, Arg, Callee, Expr, FunctionId, Location, Operand, Plan, PlanFunction, Slot, SlotInfo,
+    Step,
+};
+use horsec_runtime::types::Type;
+use horsec_runtime::value::{Complex, Strings, Value, Vector};
+
+use crate::diag::SourceFile;
+use crate::sema::typed::{self, TypedProgram};
+use crate::syntax::ast::{Literal, LiteralValue, Span};
+
+/// Lowers a typed program to a plan. `source` locates statements for runtime errors.
+pub fn lower(program: &TypedProgram, source: &SourceFile) -> Plan {
+    let lowering = Lowering { program, source };
+    Plan {
+        functions: program
+            .functions
+            .iter()
+            .map(|f| lowering.function(f))
+            .collect(),
+        entry: FunctionId(program.entry.0),
+    }
+}
+
+struct Lowering<'a> {
+    program: &'a TypedProgram,
+    source: &'a SourceFile,
+}
+
+impl Lowering<'_> {
+    fn function(&self, f: &typed::Function) -> PlanFunction {
+        PlanFunction {
+            name: f.qualified_name(),
+            params: f.params.iter().map(|l| Slot(l.0)).collect(),
+            returns: f.returns.clone(),
+            slots: f
+                .locals
+                .iter()
+                .map(|l| SlotInfo {
+                    name: l.name.clone(),
+                    ty: l.ty.clone(),
+                })
+                .collect(),
+            body: self.block(&f.body),
+        }
+    }
+
+    fn block(&self, stmts: &[typed::Stmt]) -> Vec<Step> {
+        stmts.iter().filter_map(|s| self.stmt(s)).collect()
+    }
+
+    fn location(&self, span: Span) -> Location {
+        let (line, column) = self.source.line_col(span.start);
+        Location {
+            line: line as u32,
+            column: column as u32,
+        }
+    }
+
+    fn stmt(&self, stmt: &typed::Stmt) -> Option<Step> {
+        let at = self.location(stmt.span);
+        Some(match &stmt.kind {
+            // A declaration without a value has nothing to execute.
+            typed::StmtKind::Declare(_) => return None,
+            typed::StmtKind::Assign { targets, expr, .. } => Step::Assign {
+                targets: targets
+                    .iter()
+                    .map(|t| match t {
+                        typed::Target::Local(l) => Some(Slot(l.0)),
+                        typed::Target::Discard => None,
+                    })
+                    .collect(),
+                expr: self.expr(expr),
+                at,
+            },
+            typed::StmtKind::Expr(expr) => Step::Assign {
+                targets: Vec::new(),
+                expr: self.expr(expr),
+                at,
+            },
+            typed::StmtKind::Return(values) => Step::Return {
+                values: values.iter().map(|v| self.operand(v)).collect(),
+                at,
+            },
+            typed::StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => Step::If {
+                cond: self.operand(cond),
+                then_body: self.block(then_body),
+                else_body: else_body
+                    .as_deref()
+                    .map_or_else(Vec::new, |b| self.block(b)),
+                at,
+            },
+            typed::StmtKind::While { cond, body } => Step::While {
+                cond: self.operand(cond),
+                body: self.block(body),
+                at,
+            },
+            typed::StmtKind::Repeat { count, body } => Step::Repeat {
+                count: self.operand(count),
+                body: self.block(body),
+                at,
+            },
+            typed::StmtKind::Break => Step::Break,
+            typed::StmtKind::Continue => Step::Continue,
+        })
+    }
+
+    fn expr(&self, expr: &typed::Expr) -> Expr {
+        match &expr.kind {
+            typed::ExprKind::Operand(op) => Expr::Operand(self.operand(op)),
+            typed::ExprKind::CheckCast { expr, ty } => Expr::CheckCast {
+                expr: Box::new(self.expr(expr)),
+                ty: ty.clone(),
+            },
+            typed::ExprKind::Call { callee, args } => Expr::Call {
+                callee: lower_callee(*callee),
+                args: args
+                    .iter()
+                    .map(|a| match a {
+                        typed::Arg::Operand(op) => Arg::Operand(self.operand(op)),
+                        typed::Arg::Function(f, _) => Arg::Function(lower_callee(*f)),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    fn operand(&self, op: &typed::Operand) -> Operand {
+        match op {
+            typed::Operand::Local(l, _) => Operand::Slot(Slot(l.0)),
+            typed::Operand::Global(g, _) => {
+                Operand::Const(literal_value(&self.program.globals[g.0].value))
+            }
+            typed::Operand::Literal(lit) => Operand::Const(literal_value(lit)),
+        }
+    }
+}
+
+fn lower_callee(callee: typed::Callee) -> Callee {
+    match callee {
+        typed::Callee::Builtin(b) => Callee::Builtin(b),
+        typed::Callee::Function(f) => Callee::Function(plan::FunctionId(f.0)),
+    }
+}
+
+/// The runtime value of a literal, in the encoding of its type. The parser has already
+/// checked every element against the type, so a mismatch here cannot happen; an element of
+/// another kind is converted as closely as the type allows.
+pub fn literal_value(lit: &Literal) -> Value {
+    let values = &lit.values;
+    let ints = || values.iter().map(int_of).collect::<Vec<i64>>();
+    let floats = || values.iter().map(float_of).collect::<Vec<f64>>();
+    let vector = match &lit.ty.ty {
+        Type::Bool => Vector::Bool(Arc::new(ints().into_iter().map(|v| v != 0).collect())),
+        Type::Char => Vector::Char(Arc::new(ints().into_iter().map(|v| v as u8).collect())),
+        Type::I8 => Vector::I8(Arc::new(ints().into_iter().map(|v| v as i8).collect())),
+        Type::I16 => Vector::I16(Arc::new(ints().into_iter().map(|v| v as i16).collect())),
+        Type::I32 => Vector::I32(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
+        Type::F32 => Vector::F32(Arc::new(floats().into_iter().map(|v| v as f32).collect())),
+        Type::F64 => Vector::F64(Arc::new(floats())),
+        Type::Complex => Vector::Complex(Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    LiteralValue::Complex { re, im } => Complex { re: *re, im: *im },
+                    other => Complex {
+                        re: float_of(other),
+                        im: 0.0,
+                    },
+                })
+                .collect(),
+        )),
+        Type::Sym => Vector::Sym(Strings::from_strs(&texts(values))),
+        Type::Str => Vector::Str(Strings::from_strs(&texts(values))),
+        Type::Month => Vector::Month(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
+        Type::Date => Vector::Date(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
+        Type::Minute => Vector::Minute(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
+        Type::Second => Vector::Second(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
+        Type::Time => Vector::Time(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
+        Type::Dt => Vector::Dt(Arc::new(ints())),
+        // i64, and any non-vector suffix the checker let through, as the widest integer.
+        _ => Vector::I64(Arc::new(ints())),
+    };
+    Value::Vector(vector)
+}
+
+fn int_of(v: &LiteralValue) -> i64 {
+    match v {
+        LiteralValue::Bool(b) => i64::from(*b),
+        LiteralValue::Char(c) => i64::from(*c),
+        LiteralValue::Int(i) => *i,
+        LiteralValue::Float(f) => *f as i64,
+        LiteralValue::Complex { re, .. } => *re as i64,
+        LiteralValue::Text(_) => 0,
+        LiteralValue::Date(d)
+        | LiteralValue::Month(d)
+        | LiteralValue::Minute(d)
+        | LiteralValue::Second(d)
+        | LiteralValue::Time(d) => i64::from(*d),
+        LiteralValue::Dt(d) => *d,
+    }
+}
+
+fn float_of(v: &LiteralValue) -> f64 {
+    match v {
+        LiteralValue::Float(f) => *f,
+        LiteralValue::Complex { re, .. } => *re,
+        other => int_of(other) as f64,
+    }
+}
+
+fn texts(values: &[LiteralValue]) -> Vec<String> {
+    values
+        .iter()
+        .map(|v| match v {
+            LiteralValue::Text(s) => s.clone(),
+            LiteralValue::Char(c) => char::from(*c).to_string(),
+            other => int_of(other).to_string(),
+        })
+        .collect()
+}
