@@ -1,0 +1,185 @@
+//! Typed device buffers: upload from slices, download into vectors.
+
+use std::marker::PhantomData;
+
+use wgpu::util::DeviceExt;
+
+use super::device::Device;
+use super::error::{GpuError, Result};
+
+/// Largest element count a kernel indexes: indexes are WGSL `u32`, and grid-stride loops add
+/// up to 65 535 × 256 to an index, which must not wrap.
+pub const MAX_ELEMENTS: usize = (u32::MAX / 2) as usize;
+
+/// Usage of every storage buffer: bindable, and copyable both ways (upload, download).
+const STORAGE_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::COPY_SRC)
+    .union(wgpu::BufferUsages::COPY_DST);
+
+/// A device buffer holding `len` elements of `T`. An empty buffer still owns a few bytes,
+/// because wgpu cannot bind a zero-sized buffer.
+#[derive(Debug)]
+pub struct GpuBuffer<T> {
+    buffer: wgpu::Buffer,
+    len: usize,
+    element: PhantomData<T>,
+}
+
+impl<T: bytemuck::Pod> GpuBuffer<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes the elements take (not counting the padding of an empty buffer).
+    pub fn byte_len(&self) -> u64 {
+        (self.len * std::mem::size_of::<T>()) as u64
+    }
+
+    /// The underlying wgpu buffer, for binding it to a kernel.
+    pub fn raw(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+}
+
+fn checked_bytes<T>(device: &Device, label: &str, len: usize) -> Result<u64> {
+    let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+    let limit = device.limits().max_buffer_size;
+    if len > MAX_ELEMENTS || bytes > limit {
+        return Err(GpuError::BufferTooLarge {
+            label: label.to_string(),
+            bytes,
+            limit: limit.min((MAX_ELEMENTS * std::mem::size_of::<T>()) as u64),
+        });
+    }
+    // Room for one element even when empty; copies and bindings need non-zero, 4-aligned sizes.
+    Ok(bytes.max(std::mem::size_of::<T>().max(4) as u64))
+}
+
+impl Device {
+    /// Copies `data` into a new storage buffer.
+    pub fn upload<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, data.len())?;
+        let make_error = |label, message| GpuError::Command { label, message };
+        let buffer = self.capture_errors(label, make_error, || {
+            if data.is_empty() {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: bytes,
+                    usage: STORAGE_USAGE,
+                    mapped_at_creation: false,
+                })
+            } else {
+                self.device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some(label),
+                        contents: bytemuck::cast_slice(data),
+                        usage: STORAGE_USAGE,
+                    })
+            }
+        })?;
+        Ok(GpuBuffer {
+            buffer,
+            len: data.len(),
+            element: PhantomData,
+        })
+    }
+
+    /// A new storage buffer of `len` zeros (wgpu zero-initialises every buffer).
+    pub fn zeroed<T: bytemuck::Pod>(&self, label: &str, len: usize) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, len)?;
+        let make_error = |label, message| GpuError::Command { label, message };
+        let buffer = self.capture_errors(label, make_error, || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage: STORAGE_USAGE,
+                mapped_at_creation: false,
+            })
+        })?;
+        Ok(GpuBuffer {
+            buffer,
+            len,
+            element: PhantomData,
+        })
+    }
+
+    /// A small uniform buffer holding `value` (kernel parameters).
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::bytes_of(value),
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
+    }
+
+    /// Copies the buffer back to the host, waiting for all work submitted before.
+    pub fn download<T: bytemuck::Pod>(&self, source: &GpuBuffer<T>) -> Result<Vec<T>> {
+        self.download_range(source, 0, source.len())
+    }
+
+    /// Copies `count` elements from `start` back to the host (e.g. only the total at the end
+    /// of a scan).
+    pub fn download_range<T: bytemuck::Pod>(
+        &self,
+        source: &GpuBuffer<T>,
+        start: usize,
+        count: usize,
+    ) -> Result<Vec<T>> {
+        let end = start.checked_add(count).filter(|&end| end <= source.len());
+        if end.is_none() {
+            return Err(GpuError::Readback(format!(
+                "range {start}..{start}+{count} is outside a buffer of {} elements",
+                source.len()
+            )));
+        }
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let bytes = count as u64 * size;
+        let make_error = |label, message| GpuError::Command { label, message };
+        let staging = self.capture_errors("download", make_error, || {
+            let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("download staging"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("download"),
+                });
+            encoder.copy_buffer_to_buffer(source.raw(), start as u64 * size, &staging, 0, bytes);
+            self.queue.submit([encoder.finish()]);
+            staging
+        })?;
+        let (sender, receiver) = std::sync::mpsc::channel();
+        staging
+            .slice(..)
+            .map_async(wgpu::MapMode::Read, move |result| {
+                // The receiver outlives the poll below; a failed send cannot happen.
+                let _ = sender.send(result);
+            });
+        self.wait_idle()?;
+        receiver
+            .recv()
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let values = {
+            let view = staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| GpuError::Readback(e.to_string()))?;
+            // The mapping's alignment is not guaranteed to suit `T`: copy, don't cast.
+            bytemuck::pod_collect_to_vec::<u8, T>(&view)
+        };
+        staging.unmap();
+        Ok(values)
+    }
+}

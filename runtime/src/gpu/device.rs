@@ -1,0 +1,419 @@
+//! Adapter selection and the logical device the GPU layer runs on.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::error::{GpuError, Result};
+use super::pipeline::Pipeline;
+use super::template::{
+    CPU_ITEMS_PER_THREAD, GPU_ITEMS_PER_THREAD, MAX_ITEMS_PER_THREAD, WORKGROUP_SIZE,
+};
+
+/// Environment variable that picks an adapter by a substring of its name (case-insensitive).
+pub const ADAPTER_ENV: &str = "HORSEC_ADAPTER";
+/// Environment variable that turns a missing adapter in tests into a failure (CI sets it).
+pub const REQUIRE_GPU_ENV: &str = "HORSEC_REQUIRE_GPU";
+
+/// Native features the kernels use when the adapter has them. None is mandatory for the
+/// library kernels of today; element types that need one check for it (see `GpuScalar`).
+pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SHADER_INT64_ATOMIC_MIN_MAX)
+    .union(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS)
+    .union(wgpu::Features::TIMESTAMP_QUERY);
+
+/// A GPU device with its queue, the features and limits it was created with, and the cache
+/// of compute pipelines built on it.
+pub struct Device {
+    // The instance owns the driver connection; keep it alive as long as the device.
+    _instance: wgpu::Instance,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    features: wgpu::Features,
+    limits: wgpu::Limits,
+    pub(crate) pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    /// Cap on workgroups per dispatch below the device limit; 0 means no cap.
+    workgroup_cap: AtomicU32,
+    /// Elements per invocation in the tiled kernels.
+    items_per_thread: AtomicU32,
+}
+
+/// Pipelines are cached by their full WGSL text and entry point.
+pub(crate) type PipelineKey = (String, String);
+
+impl Device {
+    /// Opens the best adapter: a discrete GPU first, then an integrated one, then anything
+    /// else, a software rasterizer (lavapipe) last. `HORSEC_ADAPTER=<substring>` overrides.
+    pub fn new() -> Result<Device> {
+        let wanted = std::env::var(ADAPTER_ENV).ok().filter(|s| !s.is_empty());
+        Device::with_adapter_filter(wanted.as_deref())
+    }
+
+    /// Like [`Device::new`], with the adapter name filter given explicitly.
+    pub fn with_adapter_filter(wanted: Option<&str>) -> Result<Device> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(|a| a.get_info()).collect();
+        let order = rank_adapters(&infos, wanted)?;
+        let mut refusals = Vec::new();
+        for index in order {
+            let Some(adapter) = adapters.get(index) else {
+                continue;
+            };
+            match open_device(adapter) {
+                Ok((device, queue, features, limits)) => {
+                    let info = adapter.get_info();
+                    let items_per_thread = if info.device_type == wgpu::DeviceType::Cpu {
+                        CPU_ITEMS_PER_THREAD
+                    } else {
+                        GPU_ITEMS_PER_THREAD
+                    };
+                    return Ok(Device {
+                        _instance: instance,
+                        device,
+                        queue,
+                        info,
+                        features,
+                        limits,
+                        pipelines: Mutex::new(HashMap::new()),
+                        workgroup_cap: AtomicU32::new(0),
+                        items_per_thread: AtomicU32::new(items_per_thread),
+                    });
+                }
+                Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
+            }
+        }
+        Err(GpuError::RequestDevice(refusals.join("; ")))
+    }
+
+    /// One line for `--time` output: adapter name, kind, backend and driver.
+    pub fn describe(&self) -> String {
+        let info = &self.info;
+        let driver = [info.driver.as_str(), info.driver_info.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!(
+            "{} ({}, {:?}, driver {})",
+            info.name,
+            device_type_name(info.device_type),
+            info.backend,
+            if driver.is_empty() {
+                "unknown"
+            } else {
+                &driver
+            }
+        )
+    }
+
+    /// The adapter this device runs on.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// The native features enabled on this device.
+    pub fn features(&self) -> wgpu::Features {
+        self.features
+    }
+
+    /// The limits this device was created with (the adapter's own limits).
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Whether GPU timestamps can be written (feature `TIMESTAMP_QUERY`).
+    pub fn has_timestamps(&self) -> bool {
+        self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// Fails with [`GpuError::MissingFeature`] unless `feature` is enabled.
+    pub fn require_feature(&self, feature: wgpu::Features, what: &str) -> Result<()> {
+        if self.features.contains(feature) {
+            Ok(())
+        } else {
+            Err(GpuError::MissingFeature {
+                what: what.to_string(),
+                feature: format!("{feature:?}"),
+            })
+        }
+    }
+
+    /// Most workgroups one dispatch uses: the device's per-dimension limit, or a lower cap.
+    pub fn max_workgroups_per_dispatch(&self) -> u32 {
+        let limit = self.limits.max_compute_workgroups_per_dimension;
+        match self.workgroup_cap.load(Ordering::Relaxed) {
+            0 => limit,
+            cap => cap.min(limit),
+        }
+    }
+
+    /// Caps the workgroups of every later dispatch (`None` lifts the cap). Kernels loop
+    /// grid-stride, so results do not change; tests use a small cap to make the loops run
+    /// many rounds on small inputs.
+    pub fn set_workgroup_cap(&self, cap: Option<u32>) {
+        self.workgroup_cap
+            .store(cap.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// Elements each invocation of a tiled kernel (scan, radix sort) handles: by default
+    /// [`CPU_ITEMS_PER_THREAD`] on a software driver, [`GPU_ITEMS_PER_THREAD`] elsewhere.
+    pub fn items_per_thread(&self) -> u32 {
+        self.items_per_thread.load(Ordering::Relaxed)
+    }
+
+    /// Elements per tile of the tiled kernels.
+    pub fn tile_size(&self) -> u32 {
+        WORKGROUP_SIZE * self.items_per_thread()
+    }
+
+    /// Sets the elements per invocation of the tiled kernels for later calls (1 to
+    /// [`MAX_ITEMS_PER_THREAD`]): a tuning knob per device, and a way for tests to get
+    /// many scan levels from small inputs.
+    pub fn set_items_per_thread(&self, items: u32) -> Result<()> {
+        if !(1..=MAX_ITEMS_PER_THREAD).contains(&items) {
+            return Err(GpuError::Command {
+                label: "set_items_per_thread".to_string(),
+                message: format!(
+                    "{items} items per invocation; allowed: 1 to {MAX_ITEMS_PER_THREAD}"
+                ),
+            });
+        }
+        self.items_per_thread.store(items, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Blocks until all submitted work has finished.
+    pub fn wait_idle(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| GpuError::Readback(e.to_string()))
+    }
+
+    /// Runs `body` with wgpu's validation and out-of-memory errors captured instead of
+    /// reaching the default handler (which panics); a captured error becomes `make_error`.
+    pub(crate) fn capture_errors<R>(
+        &self,
+        label: &str,
+        make_error: fn(String, String) -> GpuError,
+        body: impl FnOnce() -> R,
+    ) -> Result<R> {
+        let out_of_memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = body();
+        // Scopes pop innermost first.
+        let validation_error = pollster::block_on(validation.pop());
+        let memory_error = pollster::block_on(out_of_memory.pop());
+        match validation_error.or(memory_error) {
+            Some(error) => Err(make_error(label.to_string(), error.to_string())),
+            None => Ok(value),
+        }
+    }
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("adapter", &self.describe())
+            .field("features", &self.features)
+            .finish_non_exhaustive()
+    }
+}
+
+type OpenDevice = (wgpu::Device, wgpu::Queue, wgpu::Features, wgpu::Limits);
+
+fn open_device(adapter: &wgpu::Adapter) -> std::result::Result<OpenDevice, String> {
+    let features = adapter.features() & OPTIONAL_FEATURES;
+    // Ask for the adapter's real limits: the defaults are WebGPU's portable minimums
+    // (e.g. 128 MiB bindings, 8 storage buffers per stage), far below a real GPU.
+    let limits = adapter.limits();
+    let descriptor = wgpu::DeviceDescriptor {
+        label: Some("horsec"),
+        required_features: features,
+        required_limits: limits.clone(),
+        ..Default::default()
+    };
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| e.to_string())?;
+    Ok((device, queue, features, limits))
+}
+
+/// Preference of a device type: lower is better.
+fn device_type_rank(device_type: wgpu::DeviceType) -> u8 {
+    match device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+fn device_type_name(device_type: wgpu::DeviceType) -> &'static str {
+    match device_type {
+        wgpu::DeviceType::DiscreteGpu => "discrete GPU",
+        wgpu::DeviceType::IntegratedGpu => "integrated GPU",
+        wgpu::DeviceType::VirtualGpu => "virtual GPU",
+        wgpu::DeviceType::Other => "other",
+        wgpu::DeviceType::Cpu => "CPU",
+    }
+}
+
+/// Indexes of the adapters to try, best first. With `wanted`, only adapters whose name
+/// contains it (case-insensitive) qualify. The GL backend is never used: it lacks the
+/// 64-bit integers and storage limits the kernels assume.
+pub(crate) fn rank_adapters(
+    infos: &[wgpu::AdapterInfo],
+    wanted: Option<&str>,
+) -> Result<Vec<usize>> {
+    let wanted_lower = wanted.map(str::to_lowercase);
+    let mut candidates: Vec<usize> = (0..infos.len())
+        .filter(|&i| infos[i].backend != wgpu::Backend::Gl)
+        .filter(|&i| match &wanted_lower {
+            Some(w) => infos[i].name.to_lowercase().contains(w.as_str()),
+            None => true,
+        })
+        .collect();
+    if candidates.is_empty() {
+        let names: Vec<String> = infos
+            .iter()
+            .map(|i| format!("{} ({:?})", i.name, i.backend))
+            .collect();
+        return Err(GpuError::NoAdapter(match wanted {
+            Some(w) => format!(
+                "no adapter name contains `{w}` ({ADAPTER_ENV}); available: {}",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ),
+            None if names.is_empty() => {
+                "no Vulkan, Metal or DX12 adapter found (on Linux without a GPU, install \
+                 Mesa's lavapipe: apt-get install mesa-vulkan-drivers libvulkan1)"
+                    .to_string()
+            }
+            None => format!("no usable adapter among: {}", names.join(", ")),
+        }));
+    }
+    // Stable sort keeps the driver's order within one device type.
+    candidates.sort_by_key(|&i| device_type_rank(infos[i].device_type));
+    Ok(candidates)
+}
+
+/// For GPU tests: the device, or `None` after printing "SKIPPED: no GPU adapter" when the
+/// machine has none. With `HORSEC_REQUIRE_GPU=1` a missing adapter panics instead, so CI
+/// cannot pass by skipping. Any other failure to open the device always panics: it is a bug
+/// or a broken driver, not a missing GPU.
+pub fn require_gpu_or_skip() -> Option<Device> {
+    match Device::new() {
+        Ok(device) => Some(device),
+        Err(GpuError::NoAdapter(why)) => {
+            if std::env::var(REQUIRE_GPU_ENV).is_ok_and(|v| v == "1") {
+                panic!("{REQUIRE_GPU_ENV}=1 but there is no GPU adapter: {why}");
+            }
+            eprintln!("SKIPPED: no GPU adapter ({why})");
+            None
+        }
+        Err(other) => panic!("a GPU adapter exists but could not be opened: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(
+        name: &str,
+        device_type: wgpu::DeviceType,
+        backend: wgpu::Backend,
+    ) -> wgpu::AdapterInfo {
+        wgpu::AdapterInfo {
+            name: name.to_string(),
+            ..wgpu::AdapterInfo::new(device_type, backend)
+        }
+    }
+
+    #[test]
+    fn discrete_beats_integrated_beats_software() {
+        let infos = [
+            info(
+                "llvmpipe (LLVM 15)",
+                wgpu::DeviceType::Cpu,
+                wgpu::Backend::Vulkan,
+            ),
+            info(
+                "Intel UHD",
+                wgpu::DeviceType::IntegratedGpu,
+                wgpu::Backend::Vulkan,
+            ),
+            info(
+                "NVIDIA H100",
+                wgpu::DeviceType::DiscreteGpu,
+                wgpu::Backend::Vulkan,
+            ),
+        ];
+        assert_eq!(rank_adapters(&infos, None).ok(), Some(vec![2, 1, 0]));
+    }
+
+    #[test]
+    fn env_filter_picks_by_case_insensitive_substring() {
+        let infos = [
+            info(
+                "NVIDIA H100",
+                wgpu::DeviceType::DiscreteGpu,
+                wgpu::Backend::Vulkan,
+            ),
+            info(
+                "llvmpipe (LLVM 15)",
+                wgpu::DeviceType::Cpu,
+                wgpu::Backend::Vulkan,
+            ),
+        ];
+        assert_eq!(rank_adapters(&infos, Some("LLVMPIPE")).ok(), Some(vec![1]));
+    }
+
+    #[test]
+    fn unmatched_filter_lists_what_exists() {
+        let infos = [info(
+            "llvmpipe",
+            wgpu::DeviceType::Cpu,
+            wgpu::Backend::Vulkan,
+        )];
+        let error = rank_adapters(&infos, Some("h100"))
+            .err()
+            .map(|e| e.to_string());
+        let message = error.unwrap_or_default();
+        assert!(
+            message.contains("h100") && message.contains("llvmpipe"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn no_adapter_at_all_is_a_no_adapter_error() {
+        assert!(matches!(
+            rank_adapters(&[], None),
+            Err(GpuError::NoAdapter(_))
+        ));
+    }
+
+    #[test]
+    fn gl_adapters_are_never_chosen() {
+        let infos = [info(
+            "Mesa GL",
+            wgpu::DeviceType::IntegratedGpu,
+            wgpu::Backend::Gl,
+        )];
+        assert!(matches!(
+            rank_adapters(&infos, None),
+            Err(GpuError::NoAdapter(_))
+        ));
+    }
+}

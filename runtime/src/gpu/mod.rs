@@ -1,0 +1,23 @@
+//! The GPU layer of the runtime: device selection ([`Device`]), typed buffers
+//! ([`GpuBuffer`]), a pipeline cache with grid-stride dispatch ([`Commands`]), and the first
+//! library kernels (WGSL in `shaders/`): prefix sum, stream compaction, radix sort, OR
+//! reduction.
+//!
+//! Everything here runs on the GPU adapter and reads results back; there is no CPU fallback.
+//! The CPU backend (`crate::cpu`) is the oracle tests compare against.
+
+mod buffer;
+pub mod compact;
+mod device;
+mod error;
+mod pipeline;
+pub mod reduce;
+pub mod scan;
+pub mod sort;
+pub mod template;
+
+pub use buffer::{GpuBuffer, MAX_ELEMENTS};
+pub use device::{require_gpu_or_skip, Device, ADAPTER_ENV, OPTIONAL_FEATURES, REQUIRE_GPU_ENV};
+pub use error::{GpuError, Result};
+pub use pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
+pub use wgpu;

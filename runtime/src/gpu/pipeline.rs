@@ -1,0 +1,249 @@
+//! Compute pipelines (cached by WGSL text and entry point) and the recording of dispatches.
+
+use std::sync::Arc;
+
+use super::buffer::GpuBuffer;
+use super::device::Device;
+use super::error::{GpuError, Result};
+
+/// How a kernel sees one binding of bind group 0. Bindings are numbered in list order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindingKind {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<storage, read>`.
+    StorageRead,
+    /// `var<storage, read_write>`.
+    StorageReadWrite,
+}
+
+/// A compute kernel: its WGSL (already specialised), entry point, and the kinds of its
+/// bindings in group 0, in binding order.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSpec<'a> {
+    pub label: &'a str,
+    pub source: &'a str,
+    pub entry_point: &'a str,
+    pub bindings: &'a [BindingKind],
+}
+
+/// A compiled compute pipeline with its explicit bind group layout.
+#[derive(Debug)]
+pub struct Pipeline {
+    label: String,
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    bindings: Vec<BindingKind>,
+}
+
+impl Device {
+    /// The pipeline for `spec`, compiled on first use and cached afterwards (keyed by the
+    /// WGSL text and entry point). A shader that naga or the driver rejects is an error.
+    pub fn pipeline(&self, spec: &KernelSpec<'_>) -> Result<Arc<Pipeline>> {
+        let key = (spec.source.to_string(), spec.entry_point.to_string());
+        {
+            let cache = self.pipelines.lock().map_err(|_| poisoned(spec.label))?;
+            if let Some(pipeline) = cache.get(&key) {
+                return Ok(Arc::clone(pipeline));
+            }
+        }
+        // Compile outside the lock: compiling can take a while on a software driver.
+        let pipeline = Arc::new(self.compile(spec)?);
+        let mut cache = self.pipelines.lock().map_err(|_| poisoned(spec.label))?;
+        Ok(Arc::clone(cache.entry(key).or_insert(pipeline)))
+    }
+
+    /// Number of cached pipelines.
+    pub fn cached_pipelines(&self) -> usize {
+        self.pipelines.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    fn compile(&self, spec: &KernelSpec<'_>) -> Result<Pipeline> {
+        let make_error = |label, message| GpuError::Shader { label, message };
+        self.capture_errors(spec.label, make_error, || {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(spec.label),
+                    source: wgpu::ShaderSource::Wgsl(spec.source.into()),
+                });
+            let entries: Vec<wgpu::BindGroupLayoutEntry> = spec
+                .bindings
+                .iter()
+                .enumerate()
+                .map(|(binding, kind)| wgpu::BindGroupLayoutEntry {
+                    binding: binding as u32,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: match kind {
+                            BindingKind::Uniform => wgpu::BufferBindingType::Uniform,
+                            BindingKind::StorageRead => {
+                                wgpu::BufferBindingType::Storage { read_only: true }
+                            }
+                            BindingKind::StorageReadWrite => {
+                                wgpu::BufferBindingType::Storage { read_only: false }
+                            }
+                        },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                })
+                .collect();
+            let layout = self
+                .device
+                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some(spec.label),
+                    entries: &entries,
+                });
+            let pipeline_layout =
+                self.device
+                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some(spec.label),
+                        bind_group_layouts: &[Some(&layout)],
+                        immediate_size: 0,
+                    });
+            let pipeline = self
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(spec.label),
+                    layout: Some(&pipeline_layout),
+                    module: &module,
+                    entry_point: Some(spec.entry_point),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+            Pipeline {
+                label: spec.label.to_string(),
+                pipeline,
+                layout,
+                bindings: spec.bindings.to_vec(),
+            }
+        })
+    }
+}
+
+fn poisoned(label: &str) -> GpuError {
+    GpuError::Shader {
+        label: label.to_string(),
+        message: "the pipeline cache lock was poisoned by a panic".to_string(),
+    }
+}
+
+/// One argument of a dispatch: a whole buffer, bound at the kernel's next binding.
+pub type Arg<'a> = &'a wgpu::Buffer;
+
+/// Records dispatches into one command buffer; [`Commands::submit`] sends them to the queue.
+/// Dispatches run in recording order, each seeing the writes of the ones before.
+pub struct Commands<'d> {
+    device: &'d Device,
+    label: String,
+    encoder: wgpu::CommandEncoder,
+}
+
+impl<'d> Commands<'d> {
+    pub fn new(device: &'d Device, label: &str) -> Commands<'d> {
+        let encoder = device
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        Commands {
+            device,
+            label: label.to_string(),
+            encoder,
+        }
+    }
+
+    pub fn device(&self) -> &'d Device {
+        self.device
+    }
+
+    /// Records one dispatch of `pipeline` over `workgroups` workgroups (in x). Kernels loop
+    /// grid-stride over their work, so the count is clamped to
+    /// [`Device::max_workgroups_per_dispatch`] (65 535 on most devices) without losing work;
+    /// 0 records nothing.
+    pub fn dispatch(
+        &mut self,
+        pipeline: &Pipeline,
+        args: &[Arg<'_>],
+        workgroups: u64,
+    ) -> Result<()> {
+        if args.len() != pipeline.bindings.len() {
+            return Err(GpuError::Command {
+                label: pipeline.label.clone(),
+                message: format!(
+                    "kernel has {} bindings, dispatch passed {} buffers",
+                    pipeline.bindings.len(),
+                    args.len()
+                ),
+            });
+        }
+        let limits = self.device.limits();
+        for (buffer, kind) in args.iter().zip(&pipeline.bindings) {
+            let limit = match kind {
+                BindingKind::Uniform => limits.max_uniform_buffer_binding_size,
+                _ => limits.max_storage_buffer_binding_size,
+            };
+            if buffer.size() > limit {
+                return Err(GpuError::BindingTooLarge {
+                    label: pipeline.label.clone(),
+                    bytes: buffer.size(),
+                    limit,
+                });
+            }
+        }
+        if workgroups == 0 {
+            return Ok(());
+        }
+        let clamped = workgroups.min(u64::from(self.device.max_workgroups_per_dispatch())) as u32;
+        let make_error = |label, message| GpuError::Command { label, message };
+        let encoder = &mut self.encoder;
+        self.device.capture_errors(&pipeline.label, make_error, || {
+            let entries: Vec<wgpu::BindGroupEntry> = args
+                .iter()
+                .enumerate()
+                .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                    binding: binding as u32,
+                    resource: buffer.as_entire_binding(),
+                })
+                .collect();
+            let bind_group = self
+                .device
+                .device
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(&pipeline.label),
+                    layout: &pipeline.layout,
+                    entries: &entries,
+                });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&pipeline.label),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&pipeline.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(clamped, 1, 1);
+        })
+    }
+
+    /// Records a copy of the whole of `source` into the start of `destination`.
+    pub fn copy<T: bytemuck::Pod>(&mut self, source: &GpuBuffer<T>, destination: &wgpu::Buffer) {
+        let bytes = source.byte_len();
+        if bytes > 0 {
+            self.encoder
+                .copy_buffer_to_buffer(source.raw(), 0, destination, 0, bytes);
+        }
+    }
+
+    /// Sends the recorded work to the queue. It runs asynchronously; a later download (or
+    /// [`Device::wait_idle`]) waits for it.
+    pub fn submit(self) -> Result<()> {
+        let Commands {
+            device,
+            label,
+            encoder,
+        } = self;
+        let make_error = |label, message| GpuError::Command { label, message };
+        device.capture_errors(&label, make_error, || {
+            device.queue.submit([encoder.finish()]);
+        })
+    }
+}
