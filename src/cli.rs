@@ -38,6 +38,15 @@ enum Command {
     },
     /// Run a program and print the table it returns.
     Run(RunArgs),
+    /// Write TPC-H at a scale factor as dbgen `.tbl` files (the data `run --data DIR` reads).
+    GenTpch {
+        /// Scale factor (1 = 6 million lineitems).
+        #[arg(long, value_name = "SF")]
+        sf: f64,
+        /// Directory to write `<table>.tbl` into (created when missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -106,6 +115,7 @@ pub fn main() -> ExitCode {
             Command::Check { files } => check(&files),
             Command::Compile { file, emit, out } => compile_command(&file, emit, out.as_deref()),
             Command::Run(args) => run(&args),
+            Command::GenTpch { sf, out } => gen_tpch(sf, &out),
         });
     let ok = match worker.map(|w| w.join()) {
         Ok(Ok(ok)) => ok,
@@ -122,6 +132,24 @@ pub fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn gen_tpch(sf: f64, out: &Path) -> bool {
+    let start = std::time::Instant::now();
+    match horsec_runtime::data::write_tpch_tbl(sf, out, true) {
+        Ok(()) => {
+            eprintln!(
+                "wrote TPC-H SF {sf} to {} in {:.1} s",
+                out.display(),
+                start.elapsed().as_secs_f64()
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
     }
 }
 

@@ -28,13 +28,22 @@ pub fn conformance_dir() -> Option<PathBuf> {
     }
 }
 
-/// TPC-H at scale factor `sf`, generated once per test binary and shared.
+/// TPC-H at scale factor `sf` (0.01 or 1), made once per test binary and shared: SF 1 is
+/// read from the `.tbl` directory `HORSEC_TPCH_SF1` names, when it names one, and otherwise
+/// generated in process.
 pub fn tpch(sf: f64) -> Arc<Database> {
     static SMALL: OnceLock<Arc<Database>> = OnceLock::new();
     static SF1: OnceLock<Arc<Database>> = OnceLock::new();
     let cell = if sf >= 1.0 { &SF1 } else { &SMALL };
     cell.get_or_init(|| {
-        Arc::new(Database::tpch(sf, false).unwrap_or_else(|e| panic!("TPC-H SF {sf}: {e}")))
+        let dir = std::env::var_os("HORSEC_TPCH_SF1")
+            .map(PathBuf::from)
+            .filter(|d| sf >= 1.0 && d.is_dir());
+        let db = match dir {
+            Some(dir) => Database::from_tbl_dir(&dir, false),
+            None => Database::tpch(sf, false),
+        };
+        Arc::new(db.unwrap_or_else(|e| panic!("TPC-H SF {sf}: {e}")))
     })
     .clone()
 }

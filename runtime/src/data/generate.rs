@@ -397,6 +397,48 @@ fn generate_part(
     })
 }
 
+/// Writes the eight TPC-H tables at `scale_factor` as dbgen `.tbl` files in `dir` (created
+/// when missing), one table per core at a time. The rows are those `Database::tpch` loads.
+pub fn write_tpch_tbl(scale_factor: f64, dir: &std::path::Path, progress: bool) -> Result<()> {
+    use std::io::Write as _;
+    if !(scale_factor.is_finite() && scale_factor > 0.0) {
+        bail!("the TPC-H scale factor must be a positive number, not {scale_factor}");
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RuntimeError::new(format!("cannot create `{}`: {e}", dir.display())))?;
+    let progress = Progress::new(progress);
+    let sf = scale_factor;
+    TPCH_SCHEMA.par_iter().try_for_each(|spec| -> Result<()> {
+        let path = dir.join(format!("{}.tbl", spec.name));
+        let fail = |e: std::io::Error| {
+            RuntimeError::new(format!("cannot write `{}`: {e}", path.display()))
+        };
+        let file = std::fs::File::create(&path).map_err(fail)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let bar = progress.bar(spec.name, driving_rows(spec.name, sf).max(0) as u64, false);
+        let mut ticker = Ticker::new(&bar);
+        macro_rules! rows {
+            ($generator:ident) => {
+                for row in $generator::new(sf, 1, 1).iter() {
+                    writeln!(w, "{row}").map_err(fail)?;
+                    ticker.tick(1);
+                }
+            };
+        }
+        match spec.name {
+            "region" => rows!(RegionGenerator),
+            "nation" => rows!(NationGenerator),
+            "supplier" => rows!(SupplierGenerator),
+            "customer" => rows!(CustomerGenerator),
+            "part" => rows!(PartGenerator),
+            "partsupp" => rows!(PartSuppGenerator),
+            "orders" => rows!(OrderGenerator),
+            _ => rows!(LineItemGenerator),
+        }
+        w.flush().map_err(fail)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@ use crate::bail;
 use crate::error::Result;
 use crate::value::Table;
 
+pub use self::generate::write_tpch_tbl;
 pub use self::tpch::{tpch_table, ColumnKind, ColumnSpec, TableSpec, TPCH_SCHEMA};
 
 /// Tables by name.
