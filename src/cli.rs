@@ -7,10 +7,13 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use horsec_runtime::data::Database;
+use horsec_runtime::engine::GpuEngine;
 use horsec_runtime::format::{write_value, OutputFormat};
+use horsec_runtime::gpu::{Device, GpuError};
 use horsec_runtime::interp;
+use horsec_runtime::profile::Profile;
 
-use crate::driver::{compile, Compilation, Stage};
+use crate::driver::{compile_for, Compilation, Stage, Target};
 
 #[derive(Parser, Debug)]
 #[command(name = "horsec", version, about = "A GPU query compiler for HorseIR")]
@@ -35,6 +38,9 @@ enum Command {
         /// Write the output to this directory (as FILE-STEM.EXT) instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The backend `--emit plan` compiles for.
+        #[arg(long, value_enum, default_value_t = Backend::Gpu)]
+        backend: Backend,
     },
     /// Run a program and print the table it returns.
     Run(RunArgs),
@@ -47,14 +53,42 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Benchmark: `--graph SF10,SF100` times shortest-path lengths of random pairs, GPU IBFS
+    /// beside the multi-threaded CPU MS-BFS (checking they agree).
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// Query programs to benchmark (not supported yet: use --graph).
+    files: Vec<PathBuf>,
+    /// Median over this many timed runs.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Generated graphs sized like LDBC SNB persons/knows: SF1, SF10, SF100 (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "PRESET")]
+    graph: Vec<String>,
+    /// Random (source, destination) pairs per search (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "COUNT", default_values_t = [1024, 16384, 65536])]
+    pairs: Vec<usize>,
+    /// Seed of the generated graph and pairs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// GPU lanes per vertex in u32 words (omega = 32 x W, W up to 32); 0 chooses.
+    #[arg(long, default_value_t = 0)]
+    lane_words: usize,
 }
 
 #[derive(clap::Args, Debug)]
 struct RunArgs {
     file: PathBuf,
-    /// Where builtins execute.
-    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
-    backend: Backend,
+    /// Where builtins execute. Default: the GPU; on a machine with no GPU adapter at all,
+    /// the CPU, with a warning saying so.
+    #[arg(long, value_enum)]
+    backend: Option<Backend>,
+    /// Use the adapter whose name contains this text (also `HORSEC_ADAPTER`).
+    #[arg(long, value_name = "NAME")]
+    adapter: Option<String>,
     /// Generate TPC-H data in process at this scale factor (the default data: SF 0.01).
     #[arg(long, value_name = "SF", conflicts_with = "data")]
     tpch: Option<f64>,
@@ -67,6 +101,20 @@ struct RunArgs {
     /// Print where the time went (to stderr).
     #[arg(long)]
     time: bool,
+    /// Load a CSV file (header line; column types inferred: i64, f64, date, else sym) as
+    /// table NAME; repeatable. Without --tpch or --data, only these tables are loaded.
+    #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg)]
+    tables: Vec<(String, PathBuf)>,
+}
+
+/// `NAME=PATH` of `--table`.
+fn parse_table_arg(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!("expected NAME=PATH, got `{text}`")),
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -75,12 +123,22 @@ enum Emit {
     Ast,
     /// The typed program, every type explicit.
     Typed,
+    /// The shape of every value of every function.
+    Shapes,
+    /// The outlined program: host statements, library calls and `kernel` definitions.
+    Outline,
+    /// The dependence graph in Graphviz dot, kernels as clusters.
+    Dot,
+    /// One WGSL module per kernel (with --out: one `<kernel>.wgsl` file each).
+    Wgsl,
     /// The runtime plan.
     Plan,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Backend {
+    /// Kernels and library builtins on the GPU through wgpu (the default).
+    Gpu,
     /// Every builtin on the CPU (the reference implementation).
     Cpu,
 }
@@ -113,9 +171,15 @@ pub fn main() -> ExitCode {
         .stack_size(512 << 20)
         .spawn(move || match cli.command {
             Command::Check { files } => check(&files),
-            Command::Compile { file, emit, out } => compile_command(&file, emit, out.as_deref()),
+            Command::Compile {
+                file,
+                emit,
+                out,
+                backend,
+            } => compile_command(&file, emit, out.as_deref(), backend),
             Command::Run(args) => run(&args),
             Command::GenTpch { sf, out } => gen_tpch(sf, &out),
+            Command::Bench(args) => bench(&args),
         });
     let ok = match worker.map(|w| w.join()) {
         Ok(Ok(ok)) => ok,
@@ -132,6 +196,47 @@ pub fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn bench(args: &BenchArgs) -> bool {
+    use horsec_runtime::graph::bench::{preset_named, run, GraphBench};
+    use horsec_runtime::graph::gpu::GpuOptions;
+    if !args.files.is_empty() {
+        eprintln!("error: benchmarking query files is not supported yet; use --graph");
+        return false;
+    }
+    if args.graph.is_empty() {
+        eprintln!("error: nothing to benchmark: give --graph SF1,SF10,SF100");
+        return false;
+    }
+    let mut presets = Vec::new();
+    for name in &args.graph {
+        match preset_named(name) {
+            Some(preset) => presets.push(preset),
+            None => {
+                eprintln!("error: unknown graph `{name}`: expected SF1, SF10 or SF100");
+                return false;
+            }
+        }
+    }
+    let config = GraphBench {
+        presets,
+        pair_counts: args.pairs.clone(),
+        runs: args.runs,
+        seed: args.seed,
+        gpu: GpuOptions {
+            lane_words: args.lane_words,
+            ..GpuOptions::default()
+        },
+    };
+    let stdout = std::io::stdout();
+    match run(&config, &mut stdout.lock()) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
     }
 }
 
@@ -174,9 +279,13 @@ fn read_source(path: &Path) -> Option<String> {
 }
 
 /// Compiles `path` up to `until`, printing diagnostics; None when it failed.
-fn compile_file(path: &Path, until: Stage) -> Option<Compilation> {
+fn compile_file(path: &Path, until: Stage, backend: Backend) -> Option<Compilation> {
     let text = read_source(path)?;
-    let compilation = compile(&path.display().to_string(), &text, until);
+    let target = match backend {
+        Backend::Gpu => Target::Gpu,
+        Backend::Cpu => Target::Cpu,
+    };
+    let compilation = compile_for(&path.display().to_string(), &text, until, target);
     eprint!("{}", compilation.render_diagnostics());
     if compilation.failed() {
         None
@@ -188,20 +297,24 @@ fn compile_file(path: &Path, until: Stage) -> Option<Compilation> {
 fn check(files: &[PathBuf]) -> bool {
     let mut all_ok = true;
     for file in files {
-        all_ok &= compile_file(file, Stage::Analyze).is_some();
+        all_ok &= compile_file(file, Stage::Analyze, Backend::Cpu).is_some();
     }
     all_ok
 }
 
-fn compile_command(file: &Path, emit: Emit, out: Option<&Path>) -> bool {
+fn compile_command(file: &Path, emit: Emit, out: Option<&Path>, backend: Backend) -> bool {
     let until = match emit {
         Emit::Ast => Stage::Parse,
         Emit::Typed => Stage::Analyze,
+        Emit::Shapes | Emit::Outline | Emit::Dot | Emit::Wgsl => Stage::Outline,
         Emit::Plan => Stage::Plan,
     };
-    let Some(c) = compile_file(file, until) else {
+    let Some(c) = compile_file(file, until, backend) else {
         return false;
     };
+    if let Emit::Wgsl = emit {
+        return emit_wgsl(file, &c, out);
+    }
     let (text, ext) = match emit {
         Emit::Ast => (
             c.ast.as_ref().map(crate::syntax::printer::print_program),
@@ -211,7 +324,17 @@ fn compile_command(file: &Path, emit: Emit, out: Option<&Path>) -> bool {
             c.typed.as_ref().map(crate::sema::printer::print_typed),
             "typed.hir",
         ),
+        Emit::Shapes => (
+            outlined_text(&c, crate::outline::print_all_shapes),
+            "shapes",
+        ),
+        Emit::Outline => (
+            outlined_text(&c, crate::outline::print_outline),
+            "outline.hir",
+        ),
+        Emit::Dot => (outlined_text(&c, crate::outline::print_dot), "dot"),
         Emit::Plan => (c.plan.as_ref().map(|p| p.to_string()), "plan"),
+        Emit::Wgsl => (None, "wgsl"),
     };
     let Some(text) = text else {
         eprintln!(
@@ -221,6 +344,51 @@ fn compile_command(file: &Path, emit: Emit, out: Option<&Path>) -> bool {
         return false;
     };
     write_output(file, out, ext, &text)
+}
+
+/// `--emit wgsl`: every kernel's module, to stdout one after another, or with `out` one
+/// `<kernel>.wgsl` file per kernel.
+fn emit_wgsl(file: &Path, c: &Compilation, out: Option<&Path>) -> bool {
+    let (Some(typed), Some(outlined)) = (c.typed.as_ref(), c.outlined.as_ref()) else {
+        eprintln!("{}: error: the program was not outlined", file.display());
+        return false;
+    };
+    let modules = match crate::codegen::generate_program(typed, outlined) {
+        Ok(modules) => modules,
+        Err(e) => {
+            eprintln!("{}: error: {e}", file.display());
+            return false;
+        }
+    };
+    let Some(dir) = out else {
+        for module in &modules {
+            println!("// ===== kernel {} =====", module.name);
+            print!("{}", module.wgsl);
+        }
+        return true;
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("{}: error: cannot create: {e}", dir.display());
+        return false;
+    }
+    modules.iter().all(|module| {
+        let target = dir.join(format!("{}.wgsl", module.name));
+        match std::fs::write(&target, &module.wgsl) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("{}: error: cannot write: {e}", target.display());
+                false
+            }
+        }
+    })
+}
+
+/// A printer of the outlined program applied to the compilation, when it got that far.
+fn outlined_text(
+    c: &Compilation,
+    print: fn(&crate::sema::typed::TypedProgram, &crate::outline::OutlinedProgram) -> String,
+) -> Option<String> {
+    Some(print(c.typed.as_ref()?, c.outlined.as_ref()?))
 }
 
 fn write_output(file: &Path, out: Option<&Path>, ext: &str, text: &str) -> bool {
@@ -241,8 +409,32 @@ fn write_output(file: &Path, out: Option<&Path>, ext: &str, text: &str) -> bool 
 }
 
 fn run(args: &RunArgs) -> bool {
+    // The device first: which backend runs decides what to compile.
+    let device = match args.backend {
+        Some(Backend::Cpu) => None,
+        wanted => match open_device(args.adapter.as_deref()) {
+            Ok(device) => Some(device),
+            Err(e) if wanted.is_none() && e.is_no_adapter() => {
+                eprintln!(
+                    "warning: {e}; running on the CPU backend \
+                     (install a Vulkan driver, e.g. mesa-vulkan-drivers, for the GPU)"
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("error: --backend gpu: {e}");
+                return false;
+            }
+        },
+    };
+    let backend = if device.is_some() {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+
     let start = Instant::now();
-    let Some(c) = compile_file(&args.file, Stage::Plan) else {
+    let Some(c) = compile_file(&args.file, Stage::Plan, backend) else {
         return false;
     };
     let compile_time = start.elapsed();
@@ -254,21 +446,36 @@ fn run(args: &RunArgs) -> bool {
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let loaded = match (&args.data, args.tpch) {
         (Some(dir), _) => Database::from_tbl_dir(dir, progress),
+        // `--table` alone: the program's own tables instead of TPC-H.
+        (None, None) if !args.tables.is_empty() => Ok(Database::new()),
         (None, sf) => Database::tpch(sf.unwrap_or(0.01), progress),
     };
-    let db = match loaded {
+    let mut db = match loaded {
         Ok(db) => db,
         Err(e) => {
             eprintln!("error: loading data: {e}");
             return false;
         }
     };
+    for (name, path) in &args.tables {
+        if let Err(e) = db.load_csv(name, path) {
+            eprintln!("error: loading table `{name}`: {e}");
+            return false;
+        }
+    }
     let load_time = start.elapsed();
 
     let start = Instant::now();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let result = interp::run(plan, &db, &mut out);
+    let mut profile = Profile::new();
+    let result = match &device {
+        Some(device) => {
+            let mut engine = GpuEngine::new(device);
+            interp::run_with(plan, &db, &mut out, &mut engine, &mut profile)
+        }
+        None => interp::run_with(plan, &db, &mut out, &mut interp::CpuOnly, &mut profile),
+    };
     let exec_time = start.elapsed();
     let values = match result {
         Ok(values) => values,
@@ -294,12 +501,28 @@ fn run(args: &RunArgs) -> bool {
         }
         report += &format!("  compile total      {}\n", ms(compile_time));
         report += &format!("  load data          {}\n", ms(load_time));
-        report += &format!("  execute (cpu)      {}\n", ms(exec_time));
+        if let Some(device) = &device {
+            report += &format!("  pipelines cached   {:>10}\n", device.cached_pipelines());
+        }
+        report += &format!("  execute            {}\n", ms(exec_time));
         report += &format!("  output             {}\n", ms(output_time));
-        report += &format!("  backend: {:?}; every step ran on the CPU\n", args.backend);
+        report += &match &device {
+            Some(device) => format!("  backend: GPU ({})\n", device.describe()),
+            None => "  backend: CPU\n".to_string(),
+        };
+        report += &profile.report();
         eprint!("{report}");
     }
     true
+}
+
+/// The GPU device: the named adapter, or the best one (`Device::new` honours
+/// `HORSEC_ADAPTER`).
+fn open_device(adapter: Option<&str>) -> Result<Device, GpuError> {
+    match adapter {
+        Some(name) => Device::with_adapter_filter(Some(name)),
+        None => Device::new(),
+    }
 }
 
 fn ms(d: Duration) -> String {

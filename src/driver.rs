@@ -3,9 +3,14 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use horsec_runtime::kernel::KernelLaunch;
 use horsec_runtime::plan::Plan;
+pub use horsec_runtime::plan::Target;
 
 use crate::diag::{has_errors, Diagnostic, SourceFile};
+use crate::outline::{outline_program, OutlinedProgram};
 use crate::sema::{self, typed::TypedProgram};
 use crate::syntax::{self, ast::Program};
 
@@ -16,6 +21,11 @@ pub struct Compilation {
     pub diagnostics: Vec<Diagnostic>,
     pub ast: Option<Program>,
     pub typed: Option<TypedProgram>,
+    /// Kernels, library calls and host statements of every function.
+    pub outlined: Option<OutlinedProgram>,
+    /// Generated kernels: `kernels[f][k]` is kernel `k` of `outlined.functions[f]`, None
+    /// where code generation does not cover a builtin yet (those statements run on the CPU).
+    pub kernels: Option<Vec<Vec<Option<Arc<KernelLaunch>>>>>,
     pub plan: Option<Plan>,
     /// Wall time of each stage that ran, in order.
     pub stage_times: Vec<(&'static str, Duration)>,
@@ -38,16 +48,28 @@ impl Compilation {
 pub enum Stage {
     Parse,
     Analyze,
+    /// Shape and geometry analysis and the kernel outliner.
+    Outline,
     Plan,
 }
 
-/// Compiles `text` (named `name` in diagnostics) up to and including `until`.
+/// Compiles `text` (named `name` in diagnostics) up to and including `until`, for the CPU
+/// backend: `Stage::Plan` gives a plan of builtin calls only (no outlining).
 pub fn compile(name: &str, text: &str, until: Stage) -> Compilation {
+    compile_for(name, text, until, Target::Cpu)
+}
+
+/// Compiles `text` up to and including `until` for `target`. For the GPU, `Stage::Plan`
+/// outlines kernels, generates and validates their WGSL, and lowers to a plan that launches
+/// them.
+pub fn compile_for(name: &str, text: &str, until: Stage, target: Target) -> Compilation {
     let mut c = Compilation {
         file: SourceFile::new(name, text),
         diagnostics: Vec::new(),
         ast: None,
         typed: None,
+        outlined: None,
+        kernels: None,
         plan: None,
         stage_times: Vec::new(),
     };
@@ -72,13 +94,100 @@ pub fn compile(name: &str, text: &str, until: Stage) -> Compilation {
     let Some(typed) = c.typed.as_ref().filter(|_| !has_errors(&c.diagnostics)) else {
         return c;
     };
-    if until < Stage::Plan {
+    if until < Stage::Outline {
+        return c;
+    }
+    if until == Stage::Plan && target == Target::Cpu {
+        let start = Instant::now();
+        let plan = crate::lower::lower(typed, &c.file);
+        c.stage_times.push(("lower", start.elapsed()));
+        c.plan = Some(plan);
         return c;
     }
 
     let start = Instant::now();
-    let plan = crate::lower::lower(typed, &c.file);
+    let outlined = outline_program(typed);
+    c.stage_times.push(("outline", start.elapsed()));
+    match outlined {
+        Ok(outlined) => c.outlined = Some(outlined),
+        Err(e) => {
+            c.diagnostics
+                .push(Diagnostic::error(Default::default(), e.to_string()));
+            return c;
+        }
+    }
+    if until < Stage::Plan {
+        return c;
+    }
+
+    if target == Target::Cpu {
+        let start = Instant::now();
+        let plan = crate::lower::lower(typed, &c.file);
+        c.stage_times.push(("lower", start.elapsed()));
+        c.plan = Some(plan);
+        return c;
+    }
+    let Some(outlined) = c.outlined.as_ref() else {
+        return c;
+    };
+
+    let start = Instant::now();
+    let mut kernels = Vec::with_capacity(outlined.functions.len());
+    for function in &outlined.functions {
+        let mut modules = Vec::with_capacity(function.kernels.len());
+        for kernel in &function.kernels {
+            match crate::codegen::generate_kernel(typed, &function.analysis, kernel) {
+                Ok(module) => modules.push(Some(Arc::new(module))),
+                // A builtin without GPU code yet: the kernel's statements run on the CPU,
+                // said here and listed again by `--time` as CPU compute steps.
+                Err(e) if !e.is_compiler_bug() => {
+                    let span = kernel_span(typed, function, kernel);
+                    c.diagnostics.push(Diagnostic::warning(
+                        span,
+                        format!("{e}; kernel {} runs on the CPU", kernel.name),
+                    ));
+                    modules.push(None);
+                }
+                Err(e) => {
+                    let span = kernel_span(typed, function, kernel);
+                    c.diagnostics.push(Diagnostic::error(span, e.to_string()));
+                }
+            }
+        }
+        kernels.push(modules);
+    }
+    c.stage_times.push(("codegen", start.elapsed()));
+    if c.failed() {
+        return c;
+    }
+
+    let start = Instant::now();
+    match crate::lower::lower_gpu(typed, outlined, &kernels, &c.file) {
+        Ok(plan) => c.plan = Some(plan),
+        Err(message) => c.diagnostics.push(Diagnostic::error(
+            Default::default(),
+            format!("internal compiler error (a bug in horsec): lowering the GPU plan: {message}"),
+        )),
+    }
     c.stage_times.push(("lower", start.elapsed()));
-    c.plan = Some(plan);
+    c.kernels = Some(kernels);
     c
+}
+
+/// The span of a kernel's first statement, to locate a code generation error.
+fn kernel_span(
+    typed: &TypedProgram,
+    function: &crate::outline::OutlinedFunction,
+    kernel: &crate::outline::Kernel,
+) -> crate::syntax::ast::Span {
+    let Some(f) = typed.functions.get(function.function.0) else {
+        return Default::default();
+    };
+    let tree = crate::analysis::statements::StatementTree::new(f);
+    kernel
+        .statements
+        .first()
+        .and_then(|id| tree.get(*id))
+        .map(|entry| entry.stmt.span)
+        .unwrap_or_default()
 }

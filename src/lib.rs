@@ -6,8 +6,10 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod codegen;
 pub mod diag;
 pub mod driver;
 pub mod lower;
+pub mod outline;
 pub mod sema;
 pub mod syntax;

@@ -13,7 +13,12 @@ use horsec_runtime::plan::{
 use horsec_runtime::types::Type;
 use horsec_runtime::value::{Complex, Strings, Value, Vector};
 
+use horsec_runtime::kernel::KernelLaunch;
+
+use crate::analysis::statements::StatementTree;
+use crate::analysis::StmtId;
 use crate::diag::SourceFile;
+use crate::outline::{KernelId, OutlinedFunction, OutlinedProgram, OutlinedStmt};
 use crate::sema::typed::{self, TypedProgram};
 use crate::syntax::ast::{Literal, LiteralValue, Span};
 
@@ -27,6 +32,178 @@ pub fn lower(program: &TypedProgram, source: &SourceFile) -> Plan {
             .map(|f| lowering.function(f))
             .collect(),
         entry: FunctionId(program.entry.0),
+        target: plan::Target::Cpu,
+    }
+}
+
+/// Lowers an outlined program to a GPU plan: host and library statements become steps as in
+/// [`lower`], each kernel becomes a [`Step::Launch`] of its generated module.
+/// `modules[f][k]` is the module of kernel `k` of `outlined.functions[f]`; a kernel without
+/// one (code generation does not cover it) becomes its statements, run on the CPU.
+pub fn lower_gpu(
+    program: &TypedProgram,
+    outlined: &OutlinedProgram,
+    modules: &[Vec<Option<Arc<KernelLaunch>>>],
+    source: &SourceFile,
+) -> Result<Plan, String> {
+    let lowering = Lowering { program, source };
+    let mut functions: Vec<PlanFunction> = program
+        .functions
+        .iter()
+        .map(|f| lowering.function(f))
+        .collect();
+    for (index, outlined_function) in outlined.functions.iter().enumerate() {
+        let id = outlined_function.function;
+        let function = program
+            .functions
+            .get(id.0)
+            .ok_or_else(|| format!("outlined function #{} is not in the program", id.0))?;
+        let tree = StatementTree::new(function);
+        let kernels = modules
+            .get(index)
+            .ok_or_else(|| format!("no kernel modules for {}", function.qualified_name()))?;
+        let gpu = GpuLowering {
+            lowering: &lowering,
+            tree: &tree,
+            outlined: outlined_function,
+            kernels,
+        };
+        functions[id.0].body = gpu.body(&outlined_function.body)?;
+    }
+    Ok(Plan {
+        functions,
+        entry: FunctionId(program.entry.0),
+        target: plan::Target::Gpu,
+    })
+}
+
+struct GpuLowering<'a> {
+    lowering: &'a Lowering<'a>,
+    tree: &'a StatementTree<'a>,
+    outlined: &'a OutlinedFunction,
+    kernels: &'a [Option<Arc<KernelLaunch>>],
+}
+
+impl GpuLowering<'_> {
+    fn body(&self, stmts: &[OutlinedStmt]) -> Result<Vec<Step>, String> {
+        let mut steps = Vec::with_capacity(stmts.len());
+        for stmt in stmts {
+            match stmt {
+                OutlinedStmt::Launch(k) if matches!(self.kernels.get(k.0), Some(None)) => {
+                    steps.extend(self.kernel_on_host(*k)?);
+                }
+                _ => steps.extend(self.stmt(stmt)?),
+            }
+        }
+        Ok(steps)
+    }
+
+    /// The statements of a kernel that has no GPU module, as host steps in program order
+    /// (a compound statement brings its body, so statements nested in one are skipped).
+    fn kernel_on_host(&self, k: KernelId) -> Result<Vec<Step>, String> {
+        let kernel = self
+            .outlined
+            .kernel(k)
+            .ok_or_else(|| format!("kernel #{} is not in the function", k.0))?;
+        let listed: std::collections::HashSet<StmtId> = kernel.statements.iter().copied().collect();
+        let mut steps = Vec::new();
+        for id in &kernel.statements {
+            let mut parent = self.tree.get(*id).and_then(|e| e.parent);
+            let mut nested = false;
+            while let Some(p) = parent {
+                if listed.contains(&p) {
+                    nested = true;
+                    break;
+                }
+                parent = self.tree.get(p).and_then(|e| e.parent);
+            }
+            if !nested {
+                steps.extend(self.lowering.stmt(self.typed(*id)?));
+            }
+        }
+        Ok(steps)
+    }
+
+    fn typed(&self, id: StmtId) -> Result<&typed::Stmt, String> {
+        self.tree
+            .get(id)
+            .map(|entry| entry.stmt)
+            .ok_or_else(|| format!("statement {id} is not in the function"))
+    }
+
+    fn stmt(&self, stmt: &OutlinedStmt) -> Result<Option<Step>, String> {
+        if let OutlinedStmt::Launch(k) = stmt {
+            if let Some(None) = self.kernels.get(k.0) {
+                return Err(format!("kernel #{} has no module", k.0));
+            }
+        }
+        Ok(match stmt {
+            OutlinedStmt::Host(id) | OutlinedStmt::Library(id) => {
+                self.lowering.stmt(self.typed(*id)?)
+            }
+            OutlinedStmt::Launch(k) => {
+                let kernel = self
+                    .outlined
+                    .kernel(*k)
+                    .ok_or_else(|| format!("kernel #{} is not in the function", k.0))?;
+                let module = self
+                    .kernels
+                    .get(k.0)
+                    .ok_or_else(|| format!("kernel {} has no module", kernel.name))?
+                    .as_ref()
+                    .ok_or_else(|| format!("kernel {} has no module", kernel.name))?;
+                let first = kernel
+                    .statements
+                    .first()
+                    .ok_or_else(|| format!("kernel {} has no statements", kernel.name))?;
+                Some(Step::Launch {
+                    kernel: module.clone(),
+                    inputs: kernel.inputs.iter().map(|l| Slot(l.0)).collect(),
+                    at: self.lowering.location(self.typed(*first)?.span),
+                })
+            }
+            OutlinedStmt::If {
+                stmt,
+                then_body,
+                else_body,
+            } => {
+                let typed = self.typed(*stmt)?;
+                let typed::StmtKind::If { cond, .. } = &typed.kind else {
+                    return Err(format!("statement {stmt} is not an if"));
+                };
+                Some(Step::If {
+                    cond: self.lowering.operand(cond),
+                    then_body: self.body(then_body)?,
+                    else_body: match else_body {
+                        Some(b) => self.body(b)?,
+                        None => Vec::new(),
+                    },
+                    at: self.lowering.location(typed.span),
+                })
+            }
+            OutlinedStmt::While { stmt, body } => {
+                let typed = self.typed(*stmt)?;
+                let typed::StmtKind::While { cond, .. } = &typed.kind else {
+                    return Err(format!("statement {stmt} is not a while"));
+                };
+                Some(Step::While {
+                    cond: self.lowering.operand(cond),
+                    body: self.body(body)?,
+                    at: self.lowering.location(typed.span),
+                })
+            }
+            OutlinedStmt::Repeat { stmt, body } => {
+                let typed = self.typed(*stmt)?;
+                let typed::StmtKind::Repeat { count, .. } = &typed.kind else {
+                    return Err(format!("statement {stmt} is not a repeat"));
+                };
+                Some(Step::Repeat {
+                    count: self.lowering.operand(count),
+                    body: self.body(body)?,
+                    at: self.lowering.location(typed.span),
+                })
+            }
+        })
     }
 }
 

@@ -79,6 +79,8 @@ builtins! {
     SubString => "sub_string",
     // other
     LoadCsv => "load_csv", Print => "print", Format => "format",
+    // graphs
+    Csr => "csr", ShortestPathLength => "shortest_path_length", Reachable => "reachable",
 }
 
 impl fmt::Display for Builtin {

@@ -7,9 +7,15 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::builtin::Builtin;
 use crate::cpu::{self, ArgValue, Env};
 use crate::error::{Result, RuntimeError};
+use crate::kernel::KernelLaunch;
 use crate::plan::{Arg, Callee, Expr, FunctionId, Location, Operand, Plan, Slot, Step};
+use crate::profile::{is_host_builtin, Placement, Profile};
 use crate::types::Type;
 use crate::value::{Table, Value, Vector};
 
@@ -22,13 +28,62 @@ pub trait Catalog {
 /// stack overflow. Callers run the interpreter on a thread with a large stack (see the CLI).
 pub const MAX_CALL_DEPTH: usize = 2_000;
 
-/// Runs `plan`'s entry function with no arguments; returns the values it returns.
+/// A backend that runs some builtins itself (the GPU engine); the rest run on the CPU.
+pub trait Accelerator {
+    /// Runs `b` on `args` and says where it ran, or None to leave it to the CPU.
+    fn builtin(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Option<Result<(Value, Placement)>>;
+
+    /// Runs a generated kernel on `inputs`; returns the values of its output slots.
+    fn launch(
+        &mut self,
+        kernel: &KernelLaunch,
+        inputs: &HashMap<Slot, Value>,
+        profile: &mut Profile,
+    ) -> Result<Vec<(Slot, Value)>>;
+}
+
+/// The CPU backend: accelerates nothing.
+pub struct CpuOnly;
+
+impl Accelerator for CpuOnly {
+    fn builtin(&mut self, _: Builtin, _: &[ArgValue<'_>]) -> Option<Result<(Value, Placement)>> {
+        None
+    }
+
+    fn launch(
+        &mut self,
+        kernel: &KernelLaunch,
+        _: &HashMap<Slot, Value>,
+        _: &mut Profile,
+    ) -> Result<Vec<(Slot, Value)>> {
+        Err(RuntimeError::new(format!(
+            "kernel {} needs the GPU backend (this plan was compiled for the GPU)",
+            kernel.name
+        )))
+    }
+}
+
+/// Runs `plan`'s entry function with no arguments on the CPU; returns the values it returns.
 pub fn run(plan: &Plan, catalog: &dyn Catalog, out: &mut dyn Write) -> Result<Vec<Value>> {
+    run_with(plan, catalog, out, &mut CpuOnly, &mut Profile::new())
+}
+
+/// Runs `plan` with `accelerator` taking the builtins it can, recording every top-level
+/// builtin call in `profile`.
+pub fn run_with(
+    plan: &Plan,
+    catalog: &dyn Catalog,
+    out: &mut dyn Write,
+    accelerator: &mut dyn Accelerator,
+    profile: &mut Profile,
+) -> Result<Vec<Value>> {
     let mut interpreter = Interpreter {
         plan,
         catalog,
         out,
         depth: 0,
+        accelerator,
+        profile,
     };
     interpreter.call_function(plan.entry, Vec::new())
 }
@@ -38,6 +93,8 @@ struct Interpreter<'a> {
     catalog: &'a dyn Catalog,
     out: &'a mut dyn Write,
     depth: usize,
+    accelerator: &'a mut dyn Accelerator,
+    profile: &'a mut Profile,
 }
 
 /// How a sequence of steps ended.
@@ -164,6 +221,26 @@ impl Interpreter<'_> {
                 }
                 Ok(Flow::Next)
             }
+            Step::Launch { kernel, inputs, .. } => {
+                let mut values = HashMap::with_capacity(inputs.len());
+                for slot in inputs {
+                    values.insert(*slot, self.operand(&Operand::Slot(*slot), frame)?.clone());
+                }
+                let start = Instant::now();
+                let outputs = self.accelerator.launch(kernel, &values, self.profile)?;
+                self.profile
+                    .record(Placement::GpuKernel, &kernel.name, start.elapsed());
+                for (slot, value) in outputs {
+                    let cell = frame.slots.get_mut(slot.0).ok_or_else(|| {
+                        RuntimeError::new(format!(
+                            "{} writes slot {} outside the frame",
+                            kernel.name, slot.0
+                        ))
+                    })?;
+                    *cell = Some(value);
+                }
+                Ok(Flow::Next)
+            }
             Step::Break => Ok(Flow::Break),
             Step::Continue => Ok(Flow::Continue),
         }
@@ -211,7 +288,7 @@ impl Interpreter<'_> {
                     });
                 }
                 match callee {
-                    Callee::Builtin(b) => Ok(vec![cpu::call_builtin(*b, &arg_values, self)?]),
+                    Callee::Builtin(b) => Ok(vec![self.builtin(*b, &arg_values)?]),
                     Callee::Function(id) => {
                         let values = arg_values
                             .iter()
@@ -227,6 +304,31 @@ impl Interpreter<'_> {
                 }
             }
         }
+    }
+}
+
+impl Interpreter<'_> {
+    /// A builtin call of the program: on the accelerator when it takes it, else on the CPU.
+    fn builtin(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Result<Value> {
+        let start = Instant::now();
+        let (value, placement) = match self.accelerator.builtin(b, args) {
+            Some(result) => result?,
+            None => {
+                let value = cpu::call_builtin(b, args, self)?;
+                // Taking a cell of a list (`@index(list, k)`) picks a container apart.
+                let list_cell = b == Builtin::Index
+                    && matches!(args.first(), Some(ArgValue::Value(Value::List(_))));
+                let placement = if is_host_builtin(b) || list_cell {
+                    Placement::Host
+                } else {
+                    Placement::Cpu
+                };
+                (value, placement)
+            }
+        };
+        self.profile
+            .record(placement, &format!("@{}", b.name()), start.elapsed());
+        Ok(value)
     }
 }
 
@@ -257,7 +359,8 @@ fn step_location(step: &Step) -> Option<Location> {
         | Step::Return { at, .. }
         | Step::If { at, .. }
         | Step::While { at, .. }
-        | Step::Repeat { at, .. } => Some(*at),
+        | Step::Repeat { at, .. }
+        | Step::Launch { at, .. } => Some(*at),
         Step::Break | Step::Continue => None,
     }
 }

@@ -4,12 +4,15 @@
 pub mod builtin;
 pub mod cpu;
 pub mod data;
+pub mod engine;
 pub mod error;
 pub mod format;
 pub mod gpu;
 pub mod graph;
 pub mod interp;
+pub mod kernel;
 pub mod plan;
+pub mod profile;
 pub mod temporal;
 pub mod types;
 pub mod value;

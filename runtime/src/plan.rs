@@ -5,7 +5,10 @@
 //! launches and library calls join this list with the GPU backend.) A plan is printable
 //! (`horsec compile --emit plan`) and can be executed any number of times.
 
+use std::sync::Arc;
+
 use crate::builtin::Builtin;
+use crate::kernel::KernelLaunch;
 use crate::types::Type;
 use crate::value::Value;
 
@@ -22,6 +25,16 @@ pub struct Plan {
     pub functions: Vec<PlanFunction>,
     /// The entry point (`main`).
     pub entry: FunctionId,
+    /// The backend it was compiled for.
+    pub target: Target,
+}
+
+/// Which backend a plan is for: a CPU plan calls builtins only; a GPU plan launches kernels,
+/// calls library builtins that run on the GPU, and keeps container builtins on the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Cpu,
+    Gpu,
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +92,13 @@ pub enum Step {
     },
     Break,
     Continue,
+    /// A generated GPU kernel: reads the values in `inputs`' slots, writes its outputs' slots
+    /// (see [`KernelLaunch::outputs`]).
+    Launch {
+        kernel: Arc<KernelLaunch>,
+        inputs: Vec<Slot>,
+        at: Location,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -213,6 +233,27 @@ impl StepPrinter<'_> {
                 }
                 Step::Break => writeln!(f, "{pad}break")?,
                 Step::Continue => writeln!(f, "{pad}continue")?,
+                Step::Launch { kernel, inputs, at } => {
+                    let outputs: Vec<String> = kernel
+                        .outputs
+                        .iter()
+                        .map(|o| slot_decl(self.function, o.slot))
+                        .collect();
+                    let inputs: Vec<String> = inputs
+                        .iter()
+                        .map(|s| self.operand(&Operand::Slot(*s)))
+                        .collect();
+                    writeln!(
+                        f,
+                        "{pad}{} = launch {}({})    <gpu kernel, {} pass(es)>    [{}:{}]",
+                        outputs.join(", "),
+                        kernel.name,
+                        inputs.join(", "),
+                        kernel.passes.len(),
+                        at.line,
+                        at.column
+                    )?;
+                }
             }
         }
         Ok(())
@@ -230,7 +271,22 @@ impl StepPrinter<'_> {
                         Arg::Function(c) => self.callee(*c),
                     })
                     .collect();
-                format!("{}({})    <cpu>", self.callee(*callee), args.join(", "))
+                let placement = match (callee, self.plan.target) {
+                    (Callee::Function(_), _) => "call",
+                    (Callee::Builtin(b), _) if crate::profile::is_host_builtin(*b) => "host",
+                    (Callee::Builtin(_), Target::Cpu) => "cpu",
+                    (Callee::Builtin(b), Target::Gpu)
+                        if crate::gpu::library::LIBRARY_BUILTINS.contains(b) =>
+                    {
+                        "gpu library"
+                    }
+                    (Callee::Builtin(_), Target::Gpu) => "cpu (no GPU kernel)",
+                };
+                format!(
+                    "{}({})    <{placement}>",
+                    self.callee(*callee),
+                    args.join(", ")
+                )
             }
         }
     }

@@ -7,7 +7,8 @@
 //! - **Gpu**: element-wise builtins, `@compress`/`@where`, gathers (`@index` on a vector),
 //!   reductions, `@each*` of a GPU builtin, `@raze`, `@vector`, `@append` of vectors, copies.
 //! - **Library**: whole-operation kernels from the runtime's library: `@order`, `@group`,
-//!   `@join_index`, `@unique`, `@member`, `@like`, `@sub_string`, `@index_a` (scatter).
+//!   `@join_index`, `@unique`, `@member`, `@like`, `@sub_string`, `@index_a` (scatter),
+//!   and the graph builtins `@csr`, `@shortest_path_length`, `@reachable`.
 //! - **Cpu**: tables, columns, lists and dictionaries as containers (`@load_table`,
 //!   `@column_value`, `@list`, `@table`, `@keys`, `@values`, `@fetch`…), `@print`, calls of
 //!   user functions, and control statements.
@@ -311,6 +312,9 @@ pub fn call_properties(
         B::Unique | B::Group | B::Order | B::JoinIndex | B::Member | B::Like | B::SubString => {
             (Device::Library, none)
         }
+        // Graph builtins are whole-operation library kernels: `@csr` a counting sort of the
+        // edges, the searches the IBFS kernel (runtime `graph::gpu`).
+        B::Csr | B::ShortestPathLength | B::Reachable => (Device::Library, none),
         B::Str
         | B::Rand
         | B::Seed

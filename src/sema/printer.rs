@@ -49,6 +49,46 @@ pub fn print_typed(program: &TypedProgram) -> String {
     printer.out
 }
 
+/// Statements of `function` printed as [`print_typed`] prints them, `depth` levels deep: for
+/// the printers of later stages that show parts of a function (the outliner's kernels).
+pub(crate) fn print_statements(
+    program: &TypedProgram,
+    function: &Function,
+    stmts: &[Stmt],
+    depth: usize,
+) -> String {
+    let mut printer = Printer {
+        program,
+        out: String::new(),
+        depth,
+        module_functions: program
+            .functions
+            .iter()
+            .filter(|f| f.module == function.module)
+            .map(|f| f.name.as_str())
+            .collect(),
+    };
+    for stmt in stmts {
+        printer.stmt(function, stmt);
+    }
+    printer.out
+}
+
+/// An operand of `function` as [`print_typed`] prints it.
+pub(crate) fn print_operand(
+    program: &TypedProgram,
+    function: &Function,
+    operand: &Operand,
+) -> String {
+    let printer = Printer {
+        program,
+        out: String::new(),
+        depth: 0,
+        module_functions: HashSet::new(),
+    };
+    printer.operand(function, operand)
+}
+
 struct Printer<'a> {
     program: &'a TypedProgram,
     out: String,

@@ -65,9 +65,15 @@ pub fn arity(builtin: Builtin) -> Arity {
     match builtin {
         B::List => Arity::AtLeast(0),
         B::JoinIndex => Arity::AtLeast(3),
-        B::EachItem | B::EachLeft | B::EachRight | B::IndexA | B::DatetimeAdd | B::DatetimeSub => {
-            Arity::Exactly(3)
-        }
+        B::EachItem
+        | B::EachLeft
+        | B::EachRight
+        | B::IndexA
+        | B::DatetimeAdd
+        | B::DatetimeSub
+        | B::Csr
+        | B::ShortestPathLength
+        | B::Reachable => Arity::Exactly(3),
         B::Lt
         | B::Gt
         | B::Leq
@@ -360,6 +366,8 @@ impl Call<'_> {
         let integer = |t: &Type| t.is_integer();
         let boolean = |t: &Type| *t == Type::Bool;
         let basic = |t: &Type| t.is_basic();
+        // Graph vertices: integer indexes, or an enum (its row indexes into the vertex table).
+        let vertex_ids = |t: &Type| t.is_integer() || matches!(t, Type::Enum(_));
         match self.builtin {
             // Unary element-wise.
             B::Abs | B::Ceil | B::Floor | B::Round => {
@@ -814,6 +822,26 @@ impl Call<'_> {
             B::Format => {
                 self.value(0)?;
                 Ok(Type::Str)
+            }
+
+            // Graphs: vertices are integer indexes or enums into a vertex table (their rows).
+            B::Csr => {
+                self.value_where(0, "integer vertex indexes or an enum", vertex_ids)?;
+                self.value_where(1, "integer vertex indexes or an enum", vertex_ids)?;
+                self.value_where(2, "an integer vertex count", integer)?;
+                Ok(list(Type::I64))
+            }
+            B::ShortestPathLength | B::Reachable => {
+                self.value_where(0, "a graph (list<i64> from @csr)", |t| {
+                    *t == list(Type::I64)
+                })?;
+                self.value_where(1, "integer vertex indexes or an enum", vertex_ids)?;
+                self.value_where(2, "integer vertex indexes or an enum", vertex_ids)?;
+                Ok(if self.builtin == B::Reachable {
+                    Type::Bool
+                } else {
+                    Type::I64
+                })
             }
         }
     }

@@ -66,6 +66,53 @@ pub fn run_tsv(path: &std::path::Path, db: &Database) -> Result<String, String> 
     String::from_utf8(out).map_err(|e| e.to_string())
 }
 
+/// One GPU device for the whole test binary (opening one is slow on lavapipe), or None after
+/// a loud "SKIPPED" (a failure under `HORSEC_REQUIRE_GPU=1`).
+pub fn gpu() -> Option<&'static horsec_runtime::gpu::Device> {
+    static DEVICE: OnceLock<Option<horsec_runtime::gpu::Device>> = OnceLock::new();
+    DEVICE
+        .get_or_init(horsec_runtime::gpu::require_gpu_or_skip)
+        .as_ref()
+}
+
+/// Compiles the program in `path` for the GPU and runs it there; returns its result as TSV
+/// and the names of the compute steps that ran on the CPU.
+pub fn run_gpu_tsv(
+    path: &std::path::Path,
+    db: &Database,
+    device: &horsec_runtime::gpu::Device,
+) -> Result<(String, Vec<String>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let c = horsec::driver::compile_for(
+        &path.display().to_string(),
+        &text,
+        Stage::Plan,
+        horsec::driver::Target::Gpu,
+    );
+    if c.failed() {
+        return Err(c.render_diagnostics());
+    }
+    let plan = c.plan.as_ref().ok_or("no plan")?;
+    let mut printed = Vec::new();
+    let mut engine = horsec_runtime::engine::GpuEngine::new(device);
+    let mut profile = horsec_runtime::profile::Profile::new();
+    let values = interp::run_with(plan, db, &mut printed, &mut engine, &mut profile)
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for v in &values {
+        write_value(v, OutputFormat::Tsv, &mut out).map_err(|e| e.to_string())?;
+    }
+    let cpu_steps = profile
+        .cpu_compute_steps()
+        .into_iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    Ok((
+        String::from_utf8(out).map_err(|e| e.to_string())?,
+        cpu_steps,
+    ))
+}
+
 /// The ORDER BY columns of each TPC-H query (by output column name), from the SQL.
 pub fn tpch_sort_keys(query: u32) -> &'static [&'static str] {
     match query {

@@ -18,6 +18,7 @@ mod arith;
 mod compare;
 mod db;
 mod elementwise;
+pub(crate) mod graph;
 mod group;
 mod io;
 mod join;
@@ -219,6 +220,9 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
             args.exactly(1)?;
             io::seed(&*args.vector(0)?)
         }
+        B::Csr => graph::csr(&args),
+        B::ShortestPathLength => graph::shortest_path_length(&args),
+        B::Reachable => graph::reachable(&args),
     }
 }
 

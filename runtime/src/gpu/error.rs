@@ -31,6 +31,16 @@ pub enum GpuError {
     MissingFeature { what: String, feature: String },
     /// Waiting for the device or mapping a buffer for reading failed.
     Readback(String),
+    /// A library kernel does not handle these arguments (a type it has no GPU encoding for,
+    /// a result too large for its index width); `what` names the builtin or kernel.
+    Unsupported { what: String, message: String },
+}
+
+impl GpuError {
+    /// True when no adapter could be found at all (as opposed to one failing).
+    pub fn is_no_adapter(&self) -> bool {
+        matches!(self, GpuError::NoAdapter(_))
+    }
 }
 
 impl fmt::Display for GpuError {
@@ -68,6 +78,9 @@ impl fmt::Display for GpuError {
                 )
             }
             GpuError::Readback(why) => write!(f, "reading back from the GPU failed: {why}"),
+            GpuError::Unsupported { what, message } => {
+                write!(f, "{what} on the GPU: {message}")
+            }
         }
     }
 }

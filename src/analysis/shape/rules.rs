@@ -451,6 +451,21 @@ impl ShapeAnalysis<'_> {
                 Shape::Enumeration { values, .. } => Some(Shape::Vector(values.clone())),
                 _ => None,
             }),
+            // A graph: one cell of neighbours per vertex (`n` cells, a literal or not).
+            B::Csr => {
+                let vertices = match arg(2).and_then(ArgInfo::int_value) {
+                    Some(n) if n >= 0 => Size::Constant(n.unsigned_abs()),
+                    _ => self.call_size(id, prefix, PART_RESULT),
+                };
+                let neighbours = self.call_size(id, prefix, PART_CELLS);
+                Some(Shape::list(vertices, Shape::Vector(neighbours)))
+            }
+            // One answer per pair: as long as the sources (the destinations match them).
+            B::ShortestPathLength | B::Reachable => arg(1).map(|sources| match &sources.shape {
+                Shape::Vector(size) => Shape::Vector(size.clone()),
+                Shape::Enumeration { values, .. } => Shape::Vector(values.clone()),
+                _ => self.dynamic_vector(id, prefix),
+            }),
             B::Meta | B::LoadCsv => Some(Shape::Table {
                 columns: self.call_size(id, prefix, PART_RESULT),
                 rows: self.call_size(id, prefix, PART_CELLS),

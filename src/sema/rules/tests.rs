@@ -356,6 +356,12 @@ fn every_builtin_has_a_rule_that_accepts_some_arguments() {
                 vec![f(Builtin::Eq), v(Type::I64), v(Type::I64)],
                 vec![v(Type::I64), v(Type::I64), v(Type::I64)],
                 vec![v(Type::Date), v(Type::I64), v(Type::Sym)],
+                // A graph search: @shortest_path_length(g, sources, destinations).
+                vec![
+                    v(Type::List(Box::new(Type::I64))),
+                    v(Type::I64),
+                    v(Type::I64),
+                ],
                 vec![],
             ],
         };
@@ -366,4 +372,53 @@ fn every_builtin_has_a_rule_that_accepts_some_arguments() {
             "no candidate call type-checks for @{b}"
         );
     }
+}
+
+#[test]
+fn graph_builtins_take_integer_or_enum_vertices() {
+    let graph = Type::List(Box::new(Type::I64));
+    assert_eq!(
+        one(Builtin::Csr, &[v(Type::I64), v(Type::I32), v(Type::I64)]),
+        graph
+    );
+    assert_eq!(
+        one(
+            Builtin::Csr,
+            &[v(enum_of(Type::I32)), v(enum_of(Type::I32)), v(Type::I64)]
+        ),
+        graph
+    );
+    assert_eq!(
+        one(
+            Builtin::ShortestPathLength,
+            &[v(graph.clone()), v(Type::I64), v(enum_of(Type::Sym))]
+        ),
+        Type::I64
+    );
+    assert_eq!(
+        one(
+            Builtin::Reachable,
+            &[v(graph.clone()), v(Type::I32), v(Type::I64)]
+        ),
+        Type::Bool
+    );
+    let e = fails(Builtin::Csr, &[v(Type::F64), v(Type::I64), v(Type::I64)]);
+    assert_eq!(
+        e.message,
+        "`@csr` expects integer vertex indexes or an enum as argument 1, found f64"
+    );
+    let e = fails(Builtin::Csr, &[v(Type::I64), v(Type::I64), v(Type::Sym)]);
+    assert_eq!(e.arg, Some(2));
+    let e = fails(
+        Builtin::ShortestPathLength,
+        &[v(Type::I64), v(Type::I64), v(Type::I64)],
+    );
+    assert_eq!(
+        e.message,
+        "`@shortest_path_length` expects a graph (list<i64> from @csr) as argument 1, found i64"
+    );
+    let e = fails(Builtin::Reachable, &[v(graph), v(Type::I64), v(Type::Str)]);
+    assert_eq!(e.arg, Some(2));
+    let e = fails(Builtin::Reachable, &[v(Type::I64)]);
+    assert_eq!(e.message, "`@reachable` takes 3 arguments, found 1");
 }

@@ -1,0 +1,508 @@
+//! Runs one generated kernel from its launch description ([`KernelLaunch`]): resolves lengths
+//! and parameters, binds inputs (from the residency cache), outputs and scratch buffers, records
+//! the passes into as few submissions as the data allows, checks the status word, and reads
+//! the outputs back as values.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use wgpu::util::DeviceExt;
+
+use super::encode::{dictionary_of, merged_dictionary, part_len, recode, vector_from_words};
+use super::residency::Residency;
+use crate::error::{Result, RuntimeError};
+use crate::gpu::scan::{record_scan, SUM_VALUES};
+use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
+use crate::kernel::{
+    Access, BufferRef, DictionarySource, KernelLaunch, LaunchRequirement, Length, OutputLayout,
+    ParamValue, Pass, ScratchId, ValuePart,
+};
+use crate::plan::Slot;
+use crate::types::Type;
+use crate::value::{List, StrDict, Value};
+
+/// What one launch cost, for the profile.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LaunchCost {
+    pub upload_bytes: u64,
+    pub download_bytes: u64,
+}
+
+/// Runs `kernel` on `inputs` (every slot the description names); returns its outputs.
+pub(crate) fn launch(
+    device: &Device,
+    residency: &mut Residency,
+    kernel: &KernelLaunch,
+    inputs: &HashMap<Slot, Value>,
+    cost: &mut LaunchCost,
+) -> Result<Vec<(Slot, Value)>> {
+    let gpu_error = |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
+    if kernel.features.int64 && !device.features().contains(wgpu::Features::SHADER_INT64) {
+        return Err(RuntimeError::new(format!(
+            "{}: the GPU lacks 64-bit integers (SHADER_INT64)",
+            kernel.name
+        )));
+    }
+    if kernel.features.float64 && !device.features().contains(wgpu::Features::SHADER_F64) {
+        return Err(RuntimeError::new(format!(
+            "{}: the GPU lacks f64 (SHADER_F64)",
+            kernel.name
+        )));
+    }
+
+    // Requirements first: they may replace input values (re-coded strings).
+    let mut values: HashMap<Slot, Value> = inputs.clone();
+    for requirement in &kernel.requirements {
+        match requirement {
+            LaunchRequirement::SameDictionary(a, b) => {
+                let (va, vb) = (input(&values, *a, kernel)?, input(&values, *b, kernel)?);
+                if let (Some(da), Some(db)) = (dictionary_of(va), dictionary_of(vb)) {
+                    if !Arc::ptr_eq(&da, &db) && da != db {
+                        let merged = merged_dictionary(&da, &db);
+                        let (ra, rb) = (recode(va, &merged)?, recode(vb, &merged)?);
+                        values.insert(*a, ra);
+                        values.insert(*b, rb);
+                    }
+                }
+            }
+        }
+    }
+
+    let mut run = Run {
+        device,
+        kernel,
+        values: &values,
+        scratch: HashMap::new(),
+        compacted: HashMap::new(),
+        commands: None,
+    };
+
+    // Scratch buffers (zeroed: the status word and flags rely on it).
+    for (i, scratch) in kernel.scratch.iter().enumerate() {
+        let n = run.resolve(&scratch.elements)?;
+        // At least 8 bytes: a binding of 8-byte elements needs one even when empty.
+        let words = (n as usize * (scratch.element.size() as usize / 4)).max(2);
+        let buffer = device
+            .zeroed::<u32>(&format!("{} scratch {i}", kernel.name), words)
+            .map_err(gpu_error)?;
+        run.scratch.insert(ScratchId(i), buffer);
+    }
+
+    // Outputs, at their capacity.
+    let mut outputs: HashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>> = HashMap::new();
+    for binding in &kernel.bindings {
+        if let BufferRef::Output { slot, part } = &binding.buffer {
+            let output = kernel
+                .outputs
+                .iter()
+                .find(|o| o.slot == *slot)
+                .ok_or_else(|| {
+                    RuntimeError::new(format!(
+                        "{}: binding `{}` writes slot {} that is not an output",
+                        kernel.name, binding.name, slot.0
+                    ))
+                })?;
+            let elements = match &output.layout {
+                OutputLayout::Vector { capacity, .. } => run.resolve(capacity)?,
+                OutputLayout::List { values, .. } => run.resolve(values)?,
+                OutputLayout::ListOfScalars { cells } => run.resolve(cells)?,
+            };
+            let words = (elements as usize * (binding.element.size() as usize / 4)).max(2);
+            let buffer = device
+                .zeroed::<u32>(&format!("{}.{}", kernel.name, binding.name), words)
+                .map_err(gpu_error)?;
+            outputs.insert((*slot, *part), Arc::new(buffer));
+        }
+    }
+
+    // Inputs, uploaded once per value (the residency cache keeps them between launches).
+    let mut input_buffers: Vec<Arc<GpuBuffer<u32>>> = Vec::new();
+    let mut input_index: HashMap<(Slot, ValuePart), usize> = HashMap::new();
+    for binding in &kernel.bindings {
+        if let BufferRef::Input { slot, part } = &binding.buffer {
+            if input_index.contains_key(&(*slot, *part)) {
+                continue;
+            }
+            let value = input(&values, *slot, kernel)?;
+            let (buffer, uploaded) = residency.buffer(device, value, *part, binding.element)?;
+            cost.upload_bytes += uploaded;
+            input_index.insert((*slot, *part), input_buffers.len());
+            input_buffers.push(buffer);
+        }
+    }
+
+    let mut binding_kinds = vec![BindingKind::Uniform];
+    binding_kinds.extend(kernel.bindings.iter().map(|b| match b.access {
+        Access::Read => BindingKind::StorageRead,
+        Access::ReadWrite => BindingKind::StorageReadWrite,
+    }));
+
+    // Workgroups of each pass, for `ParamValue::Workgroups` (resolved before recording, so a
+    // compacted length read back mid-launch is known by then).
+    let mut pass_workgroups = Vec::with_capacity(kernel.passes.len());
+    for pass in &kernel.passes {
+        pass_workgroups.push(match pass {
+            Pass::Entry { dispatch, .. } => {
+                let length = match dispatch.length() {
+                    Some(l) => run.resolve_deferred(l)?,
+                    None => Some(0),
+                };
+                length.map(|n| dispatch.workgroups(n))
+            }
+            Pass::ExclusiveScan { .. } => Some(0),
+        });
+    }
+
+    for (index, pass) in kernel.passes.iter().enumerate() {
+        match pass {
+            Pass::Entry {
+                entry_point,
+                dispatch,
+            } => {
+                let workgroups = match pass_workgroups[index] {
+                    Some(w) => w,
+                    None => {
+                        // The length is a compaction's count: read it back now.
+                        let n = run.resolve(dispatch.length().ok_or_else(|| {
+                            RuntimeError::new(format!("{}: a pass without a length", kernel.name))
+                        })?)?;
+                        let w = dispatch.workgroups(n);
+                        pass_workgroups[index] = Some(w);
+                        w
+                    }
+                };
+                let params = run.params(&pass_workgroups)?;
+                let uniform = device
+                    .device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some(&kernel.name),
+                        contents: bytemuck::cast_slice(&params),
+                        usage: wgpu::BufferUsages::UNIFORM,
+                    });
+                let pipeline = device
+                    .pipeline(&KernelSpec {
+                        label: &kernel.name,
+                        source: &kernel.wgsl,
+                        entry_point,
+                        bindings: &binding_kinds,
+                    })
+                    .map_err(gpu_error)?;
+                let mut bound: Vec<wgpu::Buffer> = vec![uniform];
+                for binding in &kernel.bindings {
+                    bound.push(match &binding.buffer {
+                        BufferRef::Input { slot, part } => {
+                            input_buffers[input_index[&(*slot, *part)]].raw().clone()
+                        }
+                        BufferRef::Output { slot, part } => outputs[&(*slot, *part)].raw().clone(),
+                        BufferRef::Scratch(id) => run.scratch_buffer(*id)?.raw().clone(),
+                    });
+                }
+                let args: Vec<&wgpu::Buffer> = bound.iter().collect();
+                let commands = run.commands();
+                commands
+                    .dispatch(&pipeline, &args, u64::from(workgroups))
+                    .map_err(gpu_error)?;
+            }
+            Pass::ExclusiveScan {
+                flags,
+                offsets,
+                length,
+            } => {
+                let n = run.resolve(length)? as usize;
+                let flags_buffer = run.scratch_buffer(*flags)?.raw().clone();
+                let commands = run.commands();
+                let scanned =
+                    record_scan(commands, &flags_buffer, n, SUM_VALUES).map_err(gpu_error)?;
+                run.scratch.insert(*offsets, scanned);
+                run.compacted.remove(offsets);
+            }
+        }
+    }
+    run.flush()?;
+
+    // Errors the kernel detected.
+    if !kernel.checks.is_empty() {
+        let mut status_words: HashMap<ScratchId, u32> = HashMap::new();
+        for check in &kernel.checks {
+            let word = match status_words.get(&check.status) {
+                Some(w) => *w,
+                None => {
+                    let w = device
+                        .download_range(run.scratch_buffer(check.status)?, 0, 1)
+                        .map_err(gpu_error)?[0];
+                    status_words.insert(check.status, w);
+                    w
+                }
+            };
+            if word & (1 << check.bit) != 0 {
+                return Err(RuntimeError::new(check.message.clone()));
+            }
+        }
+    }
+
+    // Outputs back to values.
+    let mut produced = Vec::with_capacity(kernel.outputs.len());
+    for output in &kernel.outputs {
+        let dict: Option<Arc<StrDict>> = match &output.dictionary {
+            None => None,
+            Some(DictionarySource::Input(slot)) => dictionary_of(input(&values, *slot, kernel)?),
+            Some(DictionarySource::Literal(strings)) => Some(Arc::new(StrDict {
+                strings: strings
+                    .iter()
+                    .map(|s| Arc::<str>::from(s.as_str()))
+                    .collect(),
+            })),
+        };
+        let buffer_of = |part: ValuePart| {
+            outputs.get(&(output.slot, part)).ok_or_else(|| {
+                RuntimeError::new(format!(
+                    "{}: output slot {} has no {part:?} binding",
+                    kernel.name, output.slot.0
+                ))
+            })
+        };
+        let value = match &output.layout {
+            OutputLayout::Vector { length, .. } => {
+                let n = run.resolve(length)? as usize;
+                let buffer = buffer_of(ValuePart::Elements)?;
+                let vector = download_vector(device, buffer, &output.ty, n, dict, cost)
+                    .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
+                let value = Value::Vector(vector);
+                if let Some(element) = crate::kernel::GpuElement::of_type(&output.ty) {
+                    residency.adopt(&value, ValuePart::Elements, element, buffer.clone());
+                }
+                value
+            }
+            OutputLayout::List {
+                offsets_of,
+                values: n,
+            } => {
+                let n = run.resolve(n)? as usize;
+                let Value::List(List::Flat { offsets, .. }) = input(&values, *offsets_of, kernel)?
+                else {
+                    return Err(RuntimeError::new(format!(
+                        "{}: slot {} is not a flat list",
+                        kernel.name, offsets_of.0
+                    )));
+                };
+                let cell_type = list_cell_type(&output.ty);
+                let flat = download_vector(
+                    device,
+                    buffer_of(ValuePart::ListValues)?,
+                    &cell_type,
+                    n,
+                    dict,
+                    cost,
+                )?;
+                Value::List(List::Flat {
+                    values: flat,
+                    offsets: offsets.clone(),
+                })
+            }
+            OutputLayout::ListOfScalars { cells } => {
+                let n = run.resolve(cells)? as usize;
+                let cell_type = list_cell_type(&output.ty);
+                let flat = download_vector(
+                    device,
+                    buffer_of(ValuePart::ListValues)?,
+                    &cell_type,
+                    n,
+                    dict,
+                    cost,
+                )?;
+                Value::List(List::Flat {
+                    values: flat,
+                    offsets: Arc::new((0..=n).collect()),
+                })
+            }
+        };
+        produced.push((output.slot, value));
+    }
+    Ok(produced)
+}
+
+fn list_cell_type(ty: &Type) -> Type {
+    match ty {
+        Type::List(inner) => (**inner).clone(),
+        other => other.clone(),
+    }
+}
+
+fn download_vector(
+    device: &Device,
+    buffer: &GpuBuffer<u32>,
+    ty: &Type,
+    n: usize,
+    dict: Option<Arc<StrDict>>,
+    cost: &mut LaunchCost,
+) -> Result<crate::value::Vector> {
+    let element = crate::kernel::GpuElement::of_type(ty)
+        .ok_or_else(|| RuntimeError::new(format!("{ty} values have no GPU layout")))?;
+    let words = n * (element.size() as usize / 4);
+    let data = device
+        .download_range(buffer, 0, words)
+        .map_err(|e| RuntimeError::new(e.to_string()))?;
+    cost.download_bytes += (words * 4) as u64;
+    vector_from_words(ty, &data, n, dict)
+}
+
+fn input<'v>(
+    values: &'v HashMap<Slot, Value>,
+    slot: Slot,
+    kernel: &KernelLaunch,
+) -> Result<&'v Value> {
+    values.get(&slot).ok_or_else(|| {
+        RuntimeError::new(format!(
+            "{}: input slot {} was not passed to the launch",
+            kernel.name, slot.0
+        ))
+    })
+}
+
+/// The state of one launch in progress.
+struct Run<'a> {
+    device: &'a Device,
+    kernel: &'a KernelLaunch,
+    values: &'a HashMap<Slot, Value>,
+    scratch: HashMap<ScratchId, GpuBuffer<u32>>,
+    /// Counts of compactions already read back.
+    compacted: HashMap<ScratchId, u64>,
+    /// Recorded work not yet submitted.
+    commands: Option<Commands<'a>>,
+}
+
+impl<'a> Run<'a> {
+    fn commands(&mut self) -> &mut Commands<'a> {
+        let (device, name) = (self.device, &self.kernel.name);
+        self.commands
+            .get_or_insert_with(|| Commands::new(device, name))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if let Some(commands) = self.commands.take() {
+            commands
+                .submit()
+                .map_err(|e| RuntimeError::new(format!("{}: {e}", self.kernel.name)))?;
+        }
+        Ok(())
+    }
+
+    fn scratch_buffer(&self, id: ScratchId) -> Result<&GpuBuffer<u32>> {
+        self.scratch.get(&id).ok_or_else(|| {
+            RuntimeError::new(format!("{}: no scratch buffer {}", self.kernel.name, id.0))
+        })
+    }
+
+    /// A length known without reading anything back, or None for a pending compaction.
+    fn resolve_deferred(&mut self, length: &Length) -> Result<Option<u64>> {
+        match length {
+            Length::Compacted(id) if !self.compacted.contains_key(id) => Ok(None),
+            Length::Sum(a, b) => Ok(
+                match (self.resolve_deferred(a)?, self.resolve_deferred(b)?) {
+                    (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                    _ => None,
+                },
+            ),
+            other => self.resolve(other).map(Some),
+        }
+    }
+
+    /// A length, reading a compaction's count back when needed.
+    fn resolve(&mut self, length: &Length) -> Result<u64> {
+        let kernel = self.kernel;
+        Ok(match length {
+            Length::Constant(n) => *n,
+            Length::Sum(a, b) => {
+                let (a, b) = (self.resolve(a)?, self.resolve(b)?);
+                a.checked_add(b)
+                    .ok_or_else(|| RuntimeError::new("a length overflows"))?
+            }
+            Length::Of { slot, part } => part_len(input(self.values, *slot, kernel)?, *part)?,
+            Length::ValueOf(slot) => {
+                let value = input(self.values, *slot, kernel)?;
+                let n = match value {
+                    Value::Vector(v) if v.len() == 1 => v.integer_at(0),
+                    _ => None,
+                };
+                let n = n.ok_or_else(|| {
+                    RuntimeError::new(format!(
+                        "{}: slot {} must hold one integer (a length)",
+                        kernel.name, slot.0
+                    ))
+                })?;
+                u64::try_from(n).map_err(|_| {
+                    RuntimeError::new(format!("a length must not be negative, got {n}"))
+                })?
+            }
+            Length::Compacted(id) => {
+                if let Some(n) = self.compacted.get(id) {
+                    return Ok(*n);
+                }
+                self.flush()?;
+                let offsets = self.scratch_buffer(*id)?;
+                let last = offsets.len().checked_sub(1).ok_or_else(|| {
+                    RuntimeError::new(format!("{}: an empty offsets buffer", kernel.name))
+                })?;
+                let n = u64::from(
+                    self.device
+                        .download_range(offsets, last, 1)
+                        .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?[0],
+                );
+                self.compacted.insert(*id, n);
+                n
+            }
+        })
+    }
+
+    /// The parameter words, padded to a multiple of four.
+    fn params(&mut self, pass_workgroups: &[Option<u32>]) -> Result<Vec<u32>> {
+        let kernel = self.kernel;
+        let mut words = Vec::with_capacity(kernel.params.len().next_multiple_of(4).max(4));
+        for field in &kernel.params {
+            let word = match &field.value {
+                ParamValue::Length(length) => {
+                    let n = self.resolve(length)?;
+                    u32::try_from(n).map_err(|_| {
+                        RuntimeError::new(format!(
+                            "{}: length {n} of `{}` does not fit the GPU's 32-bit indexes",
+                            kernel.name, field.name
+                        ))
+                    })?
+                }
+                ParamValue::Workgroups { pass } => {
+                    pass_workgroups.get(*pass).copied().flatten().unwrap_or(1)
+                }
+                ParamValue::SymbolLower { text, slot } => {
+                    rank(input(self.values, *slot, kernel)?, text, false, kernel)?
+                }
+                ParamValue::SymbolUpper { text, slot } => {
+                    rank(input(self.values, *slot, kernel)?, text, true, kernel)?
+                }
+            };
+            words.push(word);
+        }
+        while words.len() % 4 != 0 || words.is_empty() {
+            words.push(0);
+        }
+        Ok(words)
+    }
+}
+
+/// Strings of `value`'s dictionary before `text` (and equal to it, with `inclusive`).
+fn rank(value: &Value, text: &str, inclusive: bool, kernel: &KernelLaunch) -> Result<u32> {
+    let dict = dictionary_of(value).ok_or_else(|| {
+        RuntimeError::new(format!(
+            "{}: a string literal compared with a {} value",
+            kernel.name,
+            value.ty()
+        ))
+    })?;
+    let n = dict.strings.partition_point(|s| {
+        if inclusive {
+            s.as_ref() <= text
+        } else {
+            s.as_ref() < text
+        }
+    });
+    Ok(n as u32)
+}

@@ -1,0 +1,396 @@
+//! The GPU hash table over key-matrix rows (`shaders/hash.wgsl`) and the library kernels
+//! built on it: `@group` (hash-based, with a sort-based alternative), `@unique` and
+//! `@member`.
+
+use std::sync::Arc;
+
+use super::buffer::GpuBuffer;
+use super::compact::{element_workgroups, where_true};
+use super::device::Device;
+use super::error::{GpuError, Result};
+use super::keys::{
+    check_len, filled, gather, gather_rows, params, record_keys, unused, KeyMatrix, NONE,
+};
+use super::order::order_permutation;
+use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
+use super::scan::exclusive_scan;
+use super::sort::radix_sort_u32;
+use super::template::{render, workgroup_size_text};
+
+/// `shaders/hash.wgsl`: open-addressing hash table over key rows.
+pub const HASH_WGSL: &str = include_str!("../../../shaders/hash.wgsl");
+
+const HASH_BINDINGS: &[BindingKind] = &[
+    BindingKind::Uniform,
+    BindingKind::StorageRead,
+    BindingKind::StorageRead,
+    BindingKind::StorageReadWrite,
+    BindingKind::StorageReadWrite,
+    BindingKind::StorageReadWrite,
+    BindingKind::StorageReadWrite,
+];
+
+/// The hash module, specialised.
+pub fn hash_source() -> Result<String> {
+    render(
+        "hash.wgsl",
+        HASH_WGSL,
+        &[("WORKGROUP_SIZE", &workgroup_size_text())],
+    )
+}
+
+fn hash_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
+    let source = hash_source()?;
+    device.pipeline(&KernelSpec {
+        label: &format!("hash.{entry}"),
+        source: &source,
+        entry_point: entry,
+        bindings: HASH_BINDINGS,
+    })
+}
+
+/// Slots for `rows` inserted rows: a power of two, at least twice the rows (linear probing
+/// stays short and always finds an empty slot).
+pub fn table_capacity(rows: usize) -> usize {
+    rows.saturating_mul(2).max(64).next_power_of_two()
+}
+
+/// Whether a table for `rows` rows fits the device's buffer and binding limits.
+pub fn hash_table_fits(device: &Device, rows: usize) -> bool {
+    let bytes = (table_capacity(rows) as u64).saturating_mul(4);
+    let limits = device.limits();
+    bytes <= limits.max_storage_buffer_binding_size
+        && bytes <= limits.max_buffer_size
+        && table_capacity(rows) < NONE as usize
+}
+
+/// A filled hash table: `slots[i]` is the slot of build row `i`; rows with equal keys share
+/// a slot, rows with different keys never do.
+#[derive(Debug)]
+pub struct HashTable {
+    pub table: GpuBuffer<u32>,
+    pub slots: GpuBuffer<u32>,
+    pub capacity: usize,
+}
+
+struct Bindings<'a> {
+    build: &'a wgpu::Buffer,
+    probe: &'a wgpu::Buffer,
+    table: &'a wgpu::Buffer,
+    slots: &'a wgpu::Buffer,
+    counters: &'a wgpu::Buffer,
+    flags: &'a wgpu::Buffer,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_hash(
+    commands: &mut Commands<'_>,
+    entry: &str,
+    n: usize,
+    words: usize,
+    capacity: usize,
+    build_rows: usize,
+    probe_rows: usize,
+    b: &Bindings<'_>,
+) -> Result<()> {
+    let device = commands.device();
+    let pipeline = hash_pipeline(device, entry)?;
+    let what = "hash table";
+    let uniform = params(
+        device,
+        entry,
+        [
+            check_len(what, n)?,
+            check_len(what, words)?,
+            check_len(what, capacity.saturating_sub(1))?,
+            check_len(what, build_rows)?,
+            check_len(what, probe_rows)?,
+            0,
+            0,
+            0,
+        ],
+    );
+    commands.dispatch(
+        &pipeline,
+        &[
+            &uniform, b.build, b.probe, b.table, b.slots, b.counters, b.flags,
+        ],
+        element_workgroups(n),
+    )
+}
+
+/// Inserts every row of `keys` into a new table.
+pub fn hash_insert(device: &Device, what: &str, keys: &KeyMatrix) -> Result<HashTable> {
+    if !hash_table_fits(device, keys.rows) {
+        return Err(GpuError::Unsupported {
+            what: what.to_string(),
+            message: format!(
+                "a hash table for {} rows exceeds the device's buffer limits",
+                keys.rows
+            ),
+        });
+    }
+    let capacity = table_capacity(keys.rows);
+    let table = device.zeroed::<u32>("hash table", capacity)?;
+    let slots = device.zeroed::<u32>("hash slots", keys.rows)?;
+    let (probe, counters, flags) = (unused(device)?, unused(device)?, unused(device)?);
+    let mut commands = Commands::new(device, "hash insert");
+    record_hash(
+        &mut commands,
+        "insert",
+        keys.rows,
+        keys.num_words(),
+        capacity,
+        keys.rows,
+        keys.rows,
+        &Bindings {
+            build: keys.words.raw(),
+            probe: probe.raw(),
+            table: table.raw(),
+            slots: slots.raw(),
+            counters: counters.raw(),
+            flags: flags.raw(),
+        },
+    )?;
+    commands.submit()?;
+    Ok(HashTable {
+        table,
+        slots,
+        capacity,
+    })
+}
+
+/// For each row of `probe`, the slot of the equal key among the rows of `build` (which
+/// filled `table`), or [`NONE`]. The two matrices must have the same word layout.
+pub fn hash_probe(
+    device: &Device,
+    table: &HashTable,
+    build: &KeyMatrix,
+    probe: &KeyMatrix,
+) -> Result<GpuBuffer<u32>> {
+    let slots = device.zeroed::<u32>("probe slots", probe.rows)?;
+    let (counters, flags) = (unused(device)?, unused(device)?);
+    let mut commands = Commands::new(device, "hash probe");
+    record_hash(
+        &mut commands,
+        "probe",
+        probe.rows,
+        build.num_words(),
+        table.capacity,
+        build.rows,
+        probe.rows,
+        &Bindings {
+            build: build.words.raw(),
+            probe: probe.words.raw(),
+            table: table.table.raw(),
+            slots: slots.raw(),
+            counters: counters.raw(),
+            flags: flags.raw(),
+        },
+    )?;
+    commands.submit()?;
+    Ok(slots)
+}
+
+/// Counts per slot of the rows with a slot (`NONE` rows skipped): `buckets` counters.
+pub fn count_slots(
+    device: &Device,
+    slots: &GpuBuffer<u32>,
+    buckets: usize,
+) -> Result<GpuBuffer<u32>> {
+    let counters = device.zeroed::<u32>("slot counts", buckets)?;
+    let (build, probe, table, flags) = (
+        unused(device)?,
+        unused(device)?,
+        unused(device)?,
+        unused(device)?,
+    );
+    let mut commands = Commands::new(device, "count slots");
+    record_hash(
+        &mut commands,
+        "count_slots",
+        slots.len(),
+        0,
+        1,
+        0,
+        0,
+        &Bindings {
+            build: build.raw(),
+            probe: probe.raw(),
+            table: table.raw(),
+            slots: slots.raw(),
+            counters: counters.raw(),
+            flags: flags.raw(),
+        },
+    )?;
+    commands.submit()?;
+    Ok(counters)
+}
+
+/// The first row (lowest index) of each distinct key of `keys`, ascending — the order of
+/// first appearance — together with the table, whose slots the caller may reuse.
+fn first_rows(
+    device: &Device,
+    what: &str,
+    keys: &KeyMatrix,
+) -> Result<(GpuBuffer<u32>, HashTable)> {
+    let table = hash_insert(device, what, keys)?;
+    let counters = filled(device, table.capacity, NONE)?;
+    let flags = device.zeroed::<u32>("first row flags", keys.rows)?;
+    let (build, probe) = (unused(device)?, unused(device)?);
+    let mut commands = Commands::new(device, "first rows");
+    for entry in ["first_rows", "is_first"] {
+        record_hash(
+            &mut commands,
+            entry,
+            keys.rows,
+            0,
+            table.capacity,
+            keys.rows,
+            0,
+            &Bindings {
+                build: build.raw(),
+                probe: probe.raw(),
+                table: table.table.raw(),
+                slots: table.slots.raw(),
+                counters: counters.raw(),
+                flags: flags.raw(),
+            },
+        )?;
+    }
+    commands.submit()?;
+    Ok((where_true(device, &flags)?, table))
+}
+
+/// `@unique` on the GPU: the first row of each distinct key, in order of appearance.
+pub fn unique_rows(device: &Device, keys: &KeyMatrix) -> Result<GpuBuffer<u32>> {
+    Ok(first_rows(device, "@unique", keys)?.0)
+}
+
+/// `@member` on the GPU: for each row of `x`, whether its key occurs among the rows of `y`
+/// (as flags: the slot found, or [`NONE`] when absent). The table is built on `y`.
+pub fn member_slots(device: &Device, x: &KeyMatrix, y: &KeyMatrix) -> Result<GpuBuffer<u32>> {
+    let table = hash_insert(device, "@member", y)?;
+    hash_probe(device, &table, y, x)
+}
+
+/// The result of `@group`: `keys[g]` is the first row of group `g`, groups in ascending key
+/// order; the rows of group `g` are `rows[offsets[g] .. offsets[g + 1]]`, ascending.
+#[derive(Debug)]
+pub struct Groups {
+    pub keys: GpuBuffer<u32>,
+    pub rows: GpuBuffer<u32>,
+    /// `groups + 1` offsets into `rows`.
+    pub offsets: GpuBuffer<u32>,
+}
+
+/// How `@group` assigns rows to groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupStrategy {
+    /// Hashing when the table fits the device's limits, sorting otherwise.
+    Auto,
+    /// Hash the keys (rows per group then by a radix sort on the group rank only).
+    Hash,
+    /// Sort all key words, then cut at the boundaries.
+    Sort,
+}
+
+/// `@group` on the GPU; both strategies give the CPU builtin's exact result.
+///
+/// Hash: insert every row (its slot is its group), find each group's first row, sort just
+/// those first rows by key (few rows when there are few groups) to rank the groups, and
+/// place each row by a stable radix sort of its group rank — log2(groups) bits, not the
+/// key's width. Sort: the full multi-key radix sort of `@order`, then a group starts where a
+/// row's key differs from the one before. Sorting serves where hashing cannot: when the
+/// table of 2 × rows slots does not fit the device's buffer or binding limits.
+pub fn group(device: &Device, keys: &KeyMatrix, strategy: GroupStrategy) -> Result<Groups> {
+    let hash = match strategy {
+        GroupStrategy::Hash => true,
+        GroupStrategy::Sort => false,
+        GroupStrategy::Auto => hash_table_fits(device, keys.rows),
+    };
+    if hash {
+        group_by_hash(device, keys)
+    } else {
+        group_by_sort(device, keys)
+    }
+}
+
+fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
+    let (firsts, table) = first_rows(device, "@group", keys)?;
+    let groups = firsts.len();
+    // Rank the groups: sort their first rows by key.
+    let distinct = gather_rows(device, keys, &firsts)?;
+    let by_key = order_permutation(device, &distinct, &[true])?;
+    let group_keys = gather(device, &firsts, &by_key)?;
+    // rank_of_slot[slot of group g's first row] = g; each row's rank through its slot.
+    let key_slots = gather(device, &table.slots, &group_keys)?;
+    let rank_of_slot = device.zeroed::<u32>("rank of slot", table.capacity)?;
+    let aux_dummy = unused(device)?;
+    let mut commands = Commands::new(device, "group ranks");
+    let values = [check_len("@group", groups)?, 0, 0, 0, 0, 0, 0, 0];
+    record_keys(
+        &mut commands,
+        "scatter_index",
+        values,
+        aux_dummy.raw(),
+        key_slots.raw(),
+        rank_of_slot.raw(),
+        groups,
+    )?;
+    commands.submit()?;
+    let row_rank = gather(device, &rank_of_slot, &table.slots)?;
+    // Rows by group rank; the sort is stable, so rows stay ascending within a group.
+    let sorted = radix_sort_u32(device, &row_rank)?;
+    let counts = count_slots(device, &row_rank, groups)?;
+    let offsets = exclusive_scan(device, &counts)?;
+    Ok(Groups {
+        keys: group_keys,
+        rows: sorted.permutation,
+        offsets,
+    })
+}
+
+fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
+    let n = keys.rows;
+    let permutation = order_permutation(device, keys, &[true])?;
+    let flags = device.zeroed::<u32>("group boundaries", n)?;
+    let mut commands = Commands::new(device, "group boundaries");
+    let values = [
+        check_len("@group", n)?,
+        0,
+        check_len("@group", keys.num_words())?,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    record_keys(
+        &mut commands,
+        "boundaries",
+        values,
+        keys.words.raw(),
+        permutation.raw(),
+        flags.raw(),
+        n,
+    )?;
+    commands.submit()?;
+    let starts = where_true(device, &flags)?;
+    let groups = starts.len();
+    let group_keys = gather(device, &permutation, &starts)?;
+    let offsets = device.zeroed::<u32>("group offsets", groups + 1)?;
+    let mut commands = Commands::new(device, "group offsets");
+    commands.copy(&starts, offsets.raw());
+    commands.submit()?;
+    device.queue.write_buffer(
+        offsets.raw(),
+        (groups * 4) as u64,
+        bytemuck::bytes_of(&check_len("@group", n)?),
+    );
+    Ok(Groups {
+        keys: group_keys,
+        rows: permutation,
+        offsets,
+    })
+}

@@ -1,0 +1,676 @@
+//! The value-level entry point of the GPU library kernels: [`run_library`] takes a builtin
+//! and its arguments as the CPU builtins do, uploads what it needs, runs the kernels, and
+//! downloads the result as a [`Value`] equal to the CPU builtin's.
+//!
+//! Covered: `@order`, `@group`, `@unique`, `@member`, `@join_index`, `@index_a`, `@like`,
+//! `@sub_string`. Anything else, and argument types without a GPU encoding, is an error
+//! naming the builtin (`@member: comparing i32 with f64 needs …`), never a CPU fallback.
+//!
+//! Work on the CPU, all of it per distinct string or per argument, never per row:
+//! merging two string dictionaries (`keys::paired_columns_merging_dictionaries_on_cpu`), and
+//! building `@sub_string`'s new dictionary ([`sub_string_dictionary_on_cpu`]). Uploads widen
+//! `bool`/`char`/`i8`/`i16` to u32 words and downloads narrow them back (WGSL has no 8- or
+//! 16-bit storage); offsets of `@group`'s list become `usize`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::buffer::GpuBuffer;
+use super::compact::element_workgroups;
+use super::device::Device;
+use super::error::{GpuError, Result as GpuResult};
+use super::hash::{group, member_slots, unique_rows, GroupStrategy};
+use super::join::{join_index, JoinKeys};
+use super::keys::{
+    check_len, download_as_bools, download_as_i64, encode_keys, gather, own_column,
+    paired_columns_merging_dictionaries_on_cpu, params, ColumnSource, Encoding, NONE,
+};
+use super::order::order_permutation;
+use super::pipeline::{BindingKind, Commands, KernelSpec};
+use super::template::{render, workgroup_size_text};
+use crate::builtin::Builtin;
+use crate::cpu::ArgValue;
+use crate::error::{Result, RuntimeError};
+use crate::plan::Callee;
+use crate::value::{Dict, List, StrDict, Strings, Value, Vector};
+
+/// `shaders/index_assign.wgsl`.
+pub const INDEX_ASSIGN_WGSL: &str = include_str!("../../../shaders/index_assign.wgsl");
+/// `shaders/like.wgsl`.
+pub const LIKE_WGSL: &str = include_str!("../../../shaders/like.wgsl");
+
+/// The builtins [`run_library`] runs.
+pub const LIBRARY_BUILTINS: &[Builtin] = &[
+    Builtin::Order,
+    Builtin::Group,
+    Builtin::Unique,
+    Builtin::Member,
+    Builtin::JoinIndex,
+    Builtin::IndexA,
+    Builtin::Like,
+    Builtin::SubString,
+];
+
+/// Runs library builtin `builtin` on the GPU. Errors start with `@name: `, like the CPU's.
+pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Result<Value> {
+    let name = format!("@{}", builtin.name());
+    let result = match builtin {
+        Builtin::Order => order(device, args),
+        Builtin::Group => group_value(device, args, GroupStrategy::Auto),
+        Builtin::Unique => unique(device, args),
+        Builtin::Member => member(device, args),
+        Builtin::JoinIndex => join(device, args),
+        Builtin::IndexA => index_assign(device, args),
+        Builtin::Like => like(device, args),
+        Builtin::SubString => sub_string(device, args),
+        other => Err(Failure::Message(format!(
+            "@{} is not a GPU library kernel",
+            other.name()
+        ))),
+    };
+    result.map_err(|failure| {
+        let message = match failure {
+            Failure::Message(m) => m,
+            Failure::Gpu(GpuError::Unsupported { message, .. }) => message,
+            Failure::Gpu(other) => other.to_string(),
+        };
+        if message.starts_with('@') {
+            RuntimeError::new(message)
+        } else {
+            RuntimeError::new(format!("{name}: {message} (GPU)"))
+        }
+    })
+}
+
+/// `@group` with an explicit strategy (tests run both; [`run_library`] uses `Auto`).
+pub fn run_group(device: &Device, k: &Value, strategy: GroupStrategy) -> Result<Value> {
+    group_value(device, &[ArgValue::Value(k)], strategy).map_err(|failure| match failure {
+        Failure::Message(m) => RuntimeError::new(format!("@group: {m} (GPU)")),
+        Failure::Gpu(e) => RuntimeError::new(format!("@group: {e}")),
+    })
+}
+
+enum Failure {
+    Message(String),
+    Gpu(GpuError),
+}
+
+impl From<GpuError> for Failure {
+    fn from(e: GpuError) -> Failure {
+        Failure::Gpu(e)
+    }
+}
+
+type Out<T> = std::result::Result<T, Failure>;
+
+macro_rules! fail {
+    ($($arg:tt)*) => {
+        return Err(Failure::Message(format!($($arg)*)))
+    };
+}
+
+fn exactly(args: &[ArgValue<'_>], n: usize) -> Out<()> {
+    if args.len() != n {
+        fail!("takes {n} argument(s), got {}", args.len());
+    }
+    Ok(())
+}
+
+fn value<'v>(args: &[ArgValue<'v>], i: usize) -> Out<&'v Value> {
+    match args.get(i) {
+        Some(ArgValue::Value(v)) => Ok(v),
+        Some(ArgValue::Function(_)) => fail!("argument {} must be a value", i + 1),
+        None => fail!("missing argument {}", i + 1),
+    }
+}
+
+fn vector<'v>(args: &[ArgValue<'v>], i: usize) -> Out<&'v Vector> {
+    as_vector(value(args, i)?)
+}
+
+fn as_vector(v: &Value) -> Out<&Vector> {
+    match v {
+        Value::Vector(v) => Ok(v),
+        Value::Enum(_) => {
+            fail!("enum arguments are not supported on the GPU (materialise the values first)")
+        }
+        other => fail!("expected a vector, got a {}", other.ty()),
+    }
+}
+
+/// A vector is one key column; a list gives one column per cell.
+fn key_columns(v: &Value) -> Out<Vec<Cow<'_, Vector>>> {
+    match v {
+        Value::List(list @ List::Flat { .. }) => list
+            .cells()
+            .into_iter()
+            .map(|c| match c {
+                Value::Vector(v) => Ok(Cow::Owned(v)),
+                other => Err(Failure::Message(format!(
+                    "expected vector cells, got a {}",
+                    other.ty()
+                ))),
+            })
+            .collect(),
+        Value::List(List::Mixed(cells)) => cells
+            .iter()
+            .map(|c| as_vector(c).map(Cow::Borrowed))
+            .collect(),
+        other => Ok(vec![Cow::Borrowed(as_vector(other)?)]),
+    }
+}
+
+fn common_rows(columns: &[Cow<'_, Vector>]) -> Out<usize> {
+    let rows = columns.first().map_or(0, |c| c.len());
+    if let Some(c) = columns.iter().find(|c| c.len() != rows) {
+        fail!("key columns have different lengths ({rows} vs {})", c.len());
+    }
+    Ok(rows)
+}
+
+fn own_matrix(
+    device: &Device,
+    what: &str,
+    columns: &[Cow<'_, Vector>],
+) -> Out<super::keys::KeyMatrix> {
+    if columns.is_empty() {
+        fail!("no key columns");
+    }
+    let rows = common_rows(columns)?;
+    let sources = columns
+        .iter()
+        .map(|c| own_column(what, c))
+        .collect::<GpuResult<Vec<_>>>()?;
+    Ok(encode_keys(device, what, rows, &sources)?)
+}
+
+fn order(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    exactly(args, 2)?;
+    let columns = key_columns(value(args, 0)?)?;
+    let dirs = vector(args, 1)?;
+    let Some(dirs) = dirs.as_bools() else {
+        fail!("the directions must be bool, got {}", dirs.ty());
+    };
+    if columns.is_empty() {
+        fail!("no key columns to sort by");
+    }
+    if dirs.len() != columns.len() && dirs.len() != 1 {
+        fail!(
+            "{} direction(s) for {} key column(s)",
+            dirs.len(),
+            columns.len()
+        );
+    }
+    let keys = own_matrix(device, "@order", &columns)?;
+    let permutation = order_permutation(device, &keys, dirs)?;
+    Ok(Value::from_i64s(download_as_i64(device, &[&permutation])?))
+}
+
+fn group_value(device: &Device, args: &[ArgValue<'_>], strategy: GroupStrategy) -> Out<Value> {
+    exactly(args, 1)?;
+    let columns = key_columns(value(args, 0)?)?;
+    let keys = own_matrix(device, "@group", &columns)?;
+    let groups = group(device, &keys, strategy)?;
+    let mut both = download_as_i64(device, &[&groups.keys, &groups.rows])?;
+    let rows = both.split_off(groups.keys.len());
+    let offsets: Vec<usize> = device
+        .download(&groups.offsets)?
+        .into_iter()
+        .map(|o| o as usize)
+        .collect();
+    Ok(Value::Dict(Dict {
+        keys: Box::new(Value::from_i64s(both)),
+        values: Box::new(Value::List(List::Flat {
+            values: Vector::I64(Arc::new(rows)),
+            offsets: Arc::new(offsets),
+        })),
+    }))
+}
+
+fn unique(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    exactly(args, 1)?;
+    let columns = key_columns(value(args, 0)?)?;
+    let keys = own_matrix(device, "@unique", &columns)?;
+    let rows = unique_rows(device, &keys)?;
+    Ok(Value::from_i64s(download_as_i64(device, &[&rows])?))
+}
+
+fn member(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    exactly(args, 2)?;
+    let (x, y) = (vector(args, 0)?, vector(args, 1)?);
+    let (cx, cy) = paired_columns_merging_dictionaries_on_cpu("@member", x, y)?;
+    let kx = encode_keys(device, "@member", x.len(), &[cx])?;
+    let ky = encode_keys(device, "@member", y.len(), &[cy])?;
+    let slots = member_slots(device, &kx, &ky)?;
+    Ok(Value::from_bools(download_as_bools(device, &slots, NONE)?))
+}
+
+fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    let k = args
+        .iter()
+        .take_while(|a| matches!(a, ArgValue::Function(_)))
+        .count();
+    if k == 0 {
+        fail!("expected one or more comparison function literals first");
+    }
+    exactly(args, k + 2)?;
+    let mut ops = Vec::with_capacity(k);
+    for arg in &args[..k] {
+        match arg {
+            ArgValue::Function(Callee::Builtin(
+                op @ (Builtin::Eq
+                | Builtin::Neq
+                | Builtin::Lt
+                | Builtin::Gt
+                | Builtin::Leq
+                | Builtin::Geq),
+            )) => ops.push(*op),
+            ArgValue::Function(Callee::Builtin(other)) => {
+                fail!("@{other} is not a comparison (use @eq, @neq, @lt, @gt, @leq or @geq)")
+            }
+            _ => fail!("user functions are not supported as join predicates"),
+        }
+    }
+    let (ca, cb) = (
+        key_columns(value(args, k)?)?,
+        key_columns(value(args, k + 1)?)?,
+    );
+    // One predicate over lists of several columns applies to every column pair.
+    if k == 1 && ca.len() == cb.len() && ca.len() > 1 {
+        ops.resize(ca.len(), ops[0]);
+    }
+    if ca.len() != ops.len() || cb.len() != ops.len() {
+        fail!(
+            "{k} predicate(s) need {k} key column(s) per side, got {} and {}",
+            ca.len(),
+            cb.len()
+        );
+    }
+    let (rows_a, rows_b) = (common_rows(&ca)?, common_rows(&cb)?);
+    let (mut equal_a, mut equal_b, mut check_a, mut check_b) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut check_ops = Vec::new();
+    for ((op, a), b) in ops.iter().zip(&ca).zip(&cb) {
+        let (sa, sb) = paired_columns_merging_dictionaries_on_cpu("@join_index", a, b)?;
+        if *op == Builtin::Eq {
+            equal_a.push(sa);
+            equal_b.push(sb);
+        } else {
+            check_a.push(sa);
+            check_b.push(sb);
+            check_ops.push(*op);
+        }
+    }
+    let matrices = |a: &[ColumnSource<'_>], b: &[ColumnSource<'_>]| -> Out<_> {
+        if a.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((
+            encode_keys(device, "@join_index", rows_a, a)?,
+            encode_keys(device, "@join_index", rows_b, b)?,
+        )))
+    };
+    let keys = JoinKeys {
+        equal: matrices(&equal_a, &equal_b)?,
+        checks: matrices(&check_a, &check_b)?,
+        check_ops,
+        rows_a,
+        rows_b,
+    };
+    let pairs = join_index(device, &keys)?;
+    let n = pairs.a.len();
+    let both = download_as_i64(device, &[&pairs.a, &pairs.b])?;
+    Ok(Value::List(List::Flat {
+        values: Vector::I64(Arc::new(both)),
+        offsets: Arc::new(vec![0, n, 2 * n]),
+    }))
+}
+
+/// The stored words of an `@index_a` operand and words per element. `bool`, `char`, `i8`
+/// and `i16` are widened to one word each on upload.
+fn element_words(v: &Vector) -> Out<(Cow<'_, [u32]>, u32)> {
+    Ok(match v {
+        Vector::Bool(x) => (x.iter().map(|&b| u32::from(b)).collect(), 1),
+        Vector::Char(x) => (x.iter().map(|&c| u32::from(c)).collect(), 1),
+        Vector::I8(x) => (x.iter().map(|&e| i32::from(e) as u32).collect(), 1),
+        Vector::I16(x) => (x.iter().map(|&e| i32::from(e) as u32).collect(), 1),
+        Vector::I32(x)
+        | Vector::Month(x)
+        | Vector::Date(x)
+        | Vector::Minute(x)
+        | Vector::Second(x)
+        | Vector::Time(x) => (Cow::Borrowed(bytemuck::cast_slice(x.as_slice())), 1),
+        Vector::I64(x) | Vector::Dt(x) => (Cow::Borrowed(bytemuck::cast_slice(x.as_slice())), 2),
+        Vector::F32(x) => (Cow::Borrowed(bytemuck::cast_slice(x.as_slice())), 1),
+        Vector::F64(x) => (Cow::Borrowed(bytemuck::cast_slice(x.as_slice())), 2),
+        Vector::Sym(s) | Vector::Str(s) => (Cow::Borrowed(s.codes.as_slice()), 1),
+        Vector::Complex(_) => fail!("cannot assign complex values on the GPU"),
+    })
+}
+
+/// Rebuilds a vector of `like`'s type from downloaded words.
+fn from_words(like: &Vector, words: Vec<u32>, strings: Option<&Arc<StrDict>>) -> Out<Vector> {
+    Ok(match like {
+        Vector::Bool(_) => Vector::Bool(Arc::new(words.iter().map(|&w| w != 0).collect())),
+        Vector::Char(_) => Vector::Char(Arc::new(words.iter().map(|&w| w as u8).collect())),
+        Vector::I8(_) => Vector::I8(Arc::new(words.iter().map(|&w| w as i32 as i8).collect())),
+        Vector::I16(_) => Vector::I16(Arc::new(words.iter().map(|&w| w as i32 as i16).collect())),
+        Vector::I32(_) => Vector::I32(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::Month(_) => Vector::Month(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::Date(_) => Vector::Date(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::Minute(_) => Vector::Minute(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::Second(_) => Vector::Second(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::Time(_) => Vector::Time(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::I64(_) => Vector::I64(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::Dt(_) => Vector::Dt(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::F32(_) => Vector::F32(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::F64(_) => Vector::F64(Arc::new(bytemuck::pod_collect_to_vec(&words))),
+        Vector::Sym(_) | Vector::Str(_) => {
+            let Some(dict) = strings else {
+                fail!("string result without a dictionary");
+            };
+            let s = Strings {
+                dict: dict.clone(),
+                codes: Arc::new(words),
+            };
+            if matches!(like, Vector::Sym(_)) {
+                Vector::Sym(s)
+            } else {
+                Vector::Str(s)
+            }
+        }
+        Vector::Complex(_) => fail!("cannot assign complex values on the GPU"),
+    })
+}
+
+/// String codes of `s` re-coded by `map` on the GPU (the `Remap` key encoding).
+fn remapped_codes(device: &Device, s: &Strings, map: Vec<u32>) -> Out<GpuBuffer<u32>> {
+    let source = ColumnSource {
+        data: Cow::Borrowed(s.codes.as_slice()),
+        rows: s.len(),
+        encoding: Encoding::Remap,
+        remap: Some(map),
+    };
+    Ok(encode_keys(device, "@index_a", s.len(), &[source])?.words)
+}
+
+/// `@index_a(x, i, v)`: a copy of `x` with `x[i[j]] = v[j]`; where several j name one
+/// position the last (largest j) wins, as in the CPU's sequential loop. `v` must have
+/// `x`'s type (the CPU's real-to-real conversion is not done on the GPU).
+fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    exactly(args, 3)?;
+    let (x, i, v) = (vector(args, 0)?, vector(args, 1)?, vector(args, 2)?);
+    let (index_words, wide_index): (Cow<'_, [u32]>, bool) = match i {
+        Vector::I64(e) => (Cow::Borrowed(bytemuck::cast_slice(e.as_slice())), true),
+        Vector::I32(e) => (Cow::Borrowed(bytemuck::cast_slice(e.as_slice())), false),
+        Vector::I16(e) => (e.iter().map(|&k| i32::from(k) as u32).collect(), false),
+        Vector::I8(e) => (e.iter().map(|&k| i32::from(k) as u32).collect(), false),
+        Vector::Bool(e) => (e.iter().map(|&k| u32::from(k)).collect(), false),
+        other => fail!("expected integer indices, got {}", other.ty()),
+    };
+    let n = i.len();
+    if v.len() != 1 && v.len() != n {
+        fail!("length mismatch ({} indices vs {} values)", n, v.len());
+    }
+    let same = x.ty() == v.ty()
+        || matches!(
+            (x, v),
+            (Vector::Sym(_), Vector::Sym(_)) | (Vector::Str(_), Vector::Str(_))
+        );
+    if !same {
+        fail!(
+            "cannot assign {} values into a {} vector on the GPU (same types only)",
+            v.ty(),
+            x.ty()
+        );
+    }
+    // Strings: both sides re-coded into the merged dictionary (merged on the CPU, per
+    // distinct string; the codes re-coded on the GPU).
+    let (x_words, v_words, elem_words, dict) = match (x.as_strings(), v.as_strings()) {
+        (Some(sx), Some(sv)) if !Arc::ptr_eq(&sx.dict, &sv.dict) && sx.dict != sv.dict => {
+            let merge = StrDict::merge(&[&sx.dict, &sv.dict]);
+            let mut maps = merge.maps.into_iter();
+            let (Some(mx), Some(mv)) = (maps.next(), maps.next()) else {
+                fail!("dictionary merge lost an input");
+            };
+            let xb = remapped_codes(device, sx, mx)?;
+            let vb = remapped_codes(device, sv, mv)?;
+            (xb, vb, 1u32, Some(merge.dict))
+        }
+        (sx, _) => {
+            let (xw, elem) = element_words(x)?;
+            let (vw, _) = element_words(v)?;
+            (
+                device.upload("index_a x", &xw)?,
+                device.upload("index_a v", &vw)?,
+                elem,
+                sx.map(|s| s.dict.clone()),
+            )
+        }
+    };
+    let len_x = x.len();
+    let out = device.zeroed::<u32>("index_a out", len_x * elem_words as usize)?;
+    let winner = device.zeroed::<u32>("index_a winner", len_x)?;
+    let error = device.zeroed::<u32>("index_a error", 1)?;
+    let index = device.upload("index_a index", &index_words)?;
+    let source = render(
+        "index_assign.wgsl",
+        INDEX_ASSIGN_WGSL,
+        &[("WORKGROUP_SIZE", &workgroup_size_text())],
+    )?;
+    let uniform = params(
+        device,
+        "index_a params",
+        [
+            check_len("@index_a", n)?,
+            check_len("@index_a", len_x)?,
+            elem_words,
+            u32::from(wide_index),
+            u32::from(v.len() == 1),
+            0,
+            0,
+            0,
+        ],
+    );
+    let mut commands = Commands::new(device, "index_a");
+    commands.copy(&x_words, out.raw());
+    for entry in ["claim", "write"] {
+        let pipeline = device.pipeline(&KernelSpec {
+            label: &format!("index_assign.{entry}"),
+            source: &source,
+            entry_point: entry,
+            bindings: &[
+                BindingKind::Uniform,
+                BindingKind::StorageRead,
+                BindingKind::StorageRead,
+                BindingKind::StorageReadWrite,
+                BindingKind::StorageReadWrite,
+                BindingKind::StorageReadWrite,
+            ],
+        })?;
+        commands.dispatch(
+            &pipeline,
+            &[
+                &uniform,
+                index.raw(),
+                v_words.raw(),
+                winner.raw(),
+                out.raw(),
+                error.raw(),
+            ],
+            element_workgroups(n),
+        )?;
+    }
+    commands.submit()?;
+    let bad = device.download(&error)?.first().copied().unwrap_or(0);
+    if bad != 0 {
+        let j = (u32::MAX - bad) as usize;
+        let k = i.integer_at(j).unwrap_or(-1);
+        fail!("index {k} out of range for length {len_x}");
+    }
+    let words = device.download(&out)?;
+    Ok(Value::Vector(from_words(x, words, dict.as_ref())?))
+}
+
+fn strings_arg<'v>(v: &'v Vector, what: &str) -> Out<&'v Strings> {
+    match v.as_strings() {
+        Some(s) => Ok(s),
+        None => fail!("{what} must be sym or str, got {}", v.ty()),
+    }
+}
+
+/// Bytes packed four to a little-endian u32 word, zero-padded.
+fn pack_bytes(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks(4)
+        .map(|c| {
+            let mut word = [0u8; 4];
+            word[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(word)
+        })
+        .collect()
+}
+
+/// `@like(s, pattern)`: the pattern is matched once per distinct string of `s`'s dictionary
+/// on the GPU (`shaders/like.wgsl`), then gathered to the rows by their codes on the GPU.
+/// The dictionary is uploaded as UTF-8 bytes with offsets.
+fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    exactly(args, 2)?;
+    let strings = strings_arg(vector(args, 0)?, "the strings")?;
+    let pattern = strings_arg(vector(args, 1)?, "the pattern")?;
+    if pattern.len() != 1 {
+        fail!("expected one pattern, got {}", pattern.len());
+    }
+    let entries = &strings.dict.strings;
+    let mut bytes = Vec::new();
+    let mut offsets = Vec::with_capacity(entries.len() + 1);
+    offsets.push(0u32);
+    for entry in entries {
+        bytes.extend_from_slice(entry.as_bytes());
+        offsets.push(check_len("@like", bytes.len())?);
+    }
+    let pattern_bytes = pattern.get(0).as_bytes();
+    let dict_bytes = device.upload("like dictionary", &pack_bytes(&bytes))?;
+    let dict_offsets = device.upload("like offsets", &offsets)?;
+    let pattern_words = device.upload("like pattern", &pack_bytes(pattern_bytes))?;
+    let matched = device.zeroed::<u32>("like per entry", entries.len())?;
+    let source = render(
+        "like.wgsl",
+        LIKE_WGSL,
+        &[("WORKGROUP_SIZE", &workgroup_size_text())],
+    )?;
+    let pipeline = device.pipeline(&KernelSpec {
+        label: "like.like_entries",
+        source: &source,
+        entry_point: "like_entries",
+        bindings: &[
+            BindingKind::Uniform,
+            BindingKind::StorageRead,
+            BindingKind::StorageRead,
+            BindingKind::StorageRead,
+            BindingKind::StorageReadWrite,
+        ],
+    })?;
+    let uniform = params(
+        device,
+        "like params",
+        [
+            check_len("@like", entries.len())?,
+            check_len("@like", pattern_bytes.len())?,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ],
+    );
+    let mut commands = Commands::new(device, "like");
+    commands.dispatch(
+        &pipeline,
+        &[
+            &uniform,
+            dict_bytes.raw(),
+            dict_offsets.raw(),
+            pattern_words.raw(),
+            matched.raw(),
+        ],
+        element_workgroups(entries.len()),
+    )?;
+    commands.submit()?;
+    let codes = device.upload("like codes", strings.codes.as_slice())?;
+    let per_row = gather(device, &matched, &codes)?;
+    Ok(Value::from_bools(download_as_bools(device, &per_row, 0)?))
+}
+
+/// `@sub_string`'s per-distinct-string step, on the CPU: the substring of each dictionary
+/// entry (1-based `pos`, `len` characters, clipped), the sorted dictionary of the results,
+/// and the map from old codes to new ones.
+pub fn sub_string_dictionary_on_cpu(
+    dict: &StrDict,
+    pos: i64,
+    len: i64,
+) -> (Arc<StrDict>, Vec<u32>) {
+    let start = pos.saturating_sub(1);
+    let end = start.saturating_add(len);
+    let from = start.max(0) as usize;
+    let to = end.max(0) as usize;
+    let per_entry: Vec<String> = dict
+        .strings
+        .iter()
+        .map(|entry| {
+            entry
+                .chars()
+                .skip(from)
+                .take(to.saturating_sub(from))
+                .collect()
+        })
+        .collect();
+    let encoded = Strings::from_strs(&per_entry);
+    let map = encoded.codes.as_ref().clone();
+    (encoded.dict, map)
+}
+
+/// `@sub_string(s, (pos, len))` or `@sub_string(s, pos, len)`: the new dictionary is built
+/// on the CPU ([`sub_string_dictionary_on_cpu`], once per distinct string); the rows are
+/// re-coded on the GPU by a gather.
+fn sub_string(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    let (pos, len) = match args.len() {
+        2 => {
+            let range = vector(args, 1)?;
+            match (range.len(), range.integer_at(0), range.integer_at(1)) {
+                (2, Some(p), Some(l)) => (p, l),
+                _ => fail!(
+                    "expected (position, length) as two integers, got {} element(s) of {}",
+                    range.len(),
+                    range.ty()
+                ),
+            }
+        }
+        3 => {
+            let (p, l) = (vector(args, 1)?, vector(args, 2)?);
+            match (p.len(), p.integer_at(0), l.len(), l.integer_at(0)) {
+                (1, Some(p), 1, Some(l)) => (p, l),
+                _ => fail!("expected an integer position and an integer length"),
+            }
+        }
+        n => fail!("takes 2 or 3 arguments, got {n}"),
+    };
+    if len < 0 {
+        fail!("negative length {len}");
+    }
+    let s = vector(args, 0)?;
+    let strings = strings_arg(s, "the strings")?;
+    let (dict, map) = sub_string_dictionary_on_cpu(&strings.dict, pos, len);
+    let map = device.upload("sub_string map", &map)?;
+    let codes = device.upload("sub_string codes", strings.codes.as_slice())?;
+    let recoded = gather(device, &map, &codes)?;
+    let result = Strings {
+        dict,
+        codes: Arc::new(device.download(&recoded)?),
+    };
+    Ok(Value::Vector(match s {
+        Vector::Sym(_) => Vector::Sym(result),
+        _ => Vector::Str(result),
+    }))
+}

@@ -1,0 +1,94 @@
+//! `@order` on the GPU: a stable multi-key LSD radix sort returning the sorting permutation.
+//!
+//! Keys are a [`KeyMatrix`] (order-preserving u32 words, see `keys.rs`). The words are sorted
+//! from the least significant (the last word of the last column) to the most significant,
+//! each pass a stable radix sort ([`radix_sort_u32`]) of that word gathered through the
+//! permutation so far, so the final permutation orders rows by all words, ties in input
+//! order — exactly the CPU's stable sort. For each word the minimum and maximum are read
+//! back first (`shaders/min_max.wgsl`): a word whose values are all equal is skipped, and
+//! the sort key is `word - min` (ascending) or `max - word` (descending), so the radix sort's
+//! OR-reduction trims the passes to the bits in which the keys really differ.
+
+use super::buffer::GpuBuffer;
+use super::device::Device;
+use super::error::{GpuError, Result};
+use super::keys::{check_len, gather, iota, record_keys, word_min_max, KeyMatrix};
+use super::pipeline::Commands;
+use super::sort::radix_sort_u32;
+
+/// The permutation that sorts the rows of `keys` stably, column `c` ascending when
+/// `ascending[c]` (one flag may stand for every column).
+pub fn order_permutation(
+    device: &Device,
+    keys: &KeyMatrix,
+    ascending: &[bool],
+) -> Result<GpuBuffer<u32>> {
+    let columns = keys.columns.len();
+    if ascending.len() != columns && ascending.len() != 1 {
+        return Err(GpuError::Unsupported {
+            what: "@order".to_string(),
+            message: format!(
+                "{} direction(s) for {columns} key column(s)",
+                ascending.len()
+            ),
+        });
+    }
+    let rows = keys.rows;
+    let rows32 = check_len("@order", rows)?;
+    let mut permutation: Option<GpuBuffer<u32>> = None;
+    for (c, &(first, count)) in keys.columns.iter().enumerate().rev() {
+        let up = ascending
+            .get(c)
+            .or(ascending.first())
+            .copied()
+            .unwrap_or(true);
+        for word in (first..first + count).rev() {
+            let (min, max) = word_min_max(device, keys, word)?;
+            if min == max {
+                // Every row has the same word: this pass would not move anything.
+                continue;
+            }
+            let sort_keys = device.zeroed::<u32>("order keys", rows)?;
+            let mut commands = Commands::new(device, "order keys");
+            let identity = permutation.is_none();
+            let dummy;
+            let through = match &permutation {
+                Some(p) => p.raw(),
+                None => {
+                    dummy = super::keys::unused(device)?;
+                    dummy.raw()
+                }
+            };
+            let values = [
+                rows32,
+                u32::from(!up),
+                check_len("@order", word * rows)?,
+                min,
+                max,
+                u32::from(identity),
+                0,
+                0,
+            ];
+            record_keys(
+                &mut commands,
+                "order_keys",
+                values,
+                keys.words.raw(),
+                through,
+                sort_keys.raw(),
+                rows,
+            )?;
+            commands.submit()?;
+            let sorted = radix_sort_u32(device, &sort_keys)?;
+            permutation = Some(match permutation {
+                None => sorted.permutation,
+                Some(p) => gather(device, &p, &sorted.permutation)?,
+            });
+        }
+    }
+    match permutation {
+        Some(p) => Ok(p),
+        // No word differs anywhere: the stable order is the input order.
+        None => iota(device, rows),
+    }
+}

@@ -1,0 +1,340 @@
+//! Launch descriptions of generated kernels: everything the GPU engine needs to run one
+//! compiled kernel module without re-deriving anything from the program.
+//!
+//! The compiler (`horsec::codegen`) writes one [`KernelLaunch`] per kernel: the WGSL text, the
+//! buffers it binds ([`Binding`]), the words of its parameter uniform ([`ParamField`]), the
+//! ordered passes to run ([`Pass`]) and, for each value it produces, how long it is
+//! ([`KernelOutput`]). Values are named by their plan [`Slot`] (the lowering maps the typed
+//! program's local `k` to slot `k`).
+//!
+//! Conventions every generated module follows:
+//! - Group 0, binding 0 is the parameter uniform: one `u32` per [`ParamField`], in order,
+//!   padded with zero words to a multiple of four.
+//! - Every other binding is a storage buffer of [`GpuElement`]s, in the order of
+//!   [`KernelLaunch::bindings`].
+//! - Every entry point runs [`KERNEL_WORKGROUP_SIZE`] invocations per workgroup and loops
+//!   grid-stride, so the engine may dispatch fewer workgroups than the data needs; the exact
+//!   count is given by [`Dispatch::workgroups`], which reductions rely on for their partials.
+//! - Data layout (DESIGN.md): bool/char as `u32` words, i8/i16/i32 and the day- or
+//!   unit-counting temporal types as `i32`, i64 and `dt` as `i64`, f32/f64 native, sym/str as
+//!   `u32` codes into the column's sorted dictionary. A list is a flat values buffer plus an
+//!   offsets buffer of `cells + 1` `u32` (cell `c` is `values[offsets[c]..offsets[c+1]]`). An
+//!   enum is its key column (`EnumKeys`) plus the i64 row positions (`EnumIndex`).
+
+use crate::plan::Slot;
+use crate::types::Type;
+
+/// Invocations per workgroup of every generated entry point.
+pub const KERNEL_WORKGROUP_SIZE: u32 = 256;
+/// Most workgroups one dispatch may use in a dimension (WebGPU's minimum limit).
+pub const MAX_DISPATCH_WORKGROUPS: u32 = 65_535;
+/// Workgroups of the first pass of a reduction: one partial result per workgroup, combined
+/// by a single workgroup in the next pass (each of its invocations folds
+/// `MAX_REDUCTION_WORKGROUPS / KERNEL_WORKGROUP_SIZE` partials in a fixed order).
+pub const MAX_REDUCTION_WORKGROUPS: u32 = 1024;
+
+/// One generated kernel, ready to launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelLaunch {
+    /// Unique within the program: `<function>_k<n>`; also the WGSL file's stem.
+    pub name: String,
+    /// The WGSL module, validated by naga when it was generated.
+    pub wgsl: String,
+    /// Device features the module needs.
+    pub features: KernelFeatures,
+    /// Storage buffers, in binding order (group 0, bindings 1, 2, …).
+    pub bindings: Vec<Binding>,
+    /// Words of the parameter uniform (group 0, binding 0), in order.
+    pub params: Vec<ParamField>,
+    /// Scratch buffers the engine allocates for the launch and frees after it.
+    pub scratch: Vec<Scratch>,
+    /// What to run, in order; each pass sees the writes of the previous ones.
+    pub passes: Vec<Pass>,
+    /// The values the kernel produces (the kernel's live-out locals), with their lengths.
+    pub outputs: Vec<KernelOutput>,
+    /// Conditions the engine must establish before the launch.
+    pub requirements: Vec<LaunchRequirement>,
+    /// Errors the kernel can detect (an index out of range, a minimum of no elements): the
+    /// engine reads the status scratch after the launch and fails with the message of the
+    /// first check whose bit is set, as the CPU backend would.
+    pub checks: Vec<StatusCheck>,
+}
+
+/// An error condition the kernel reports through a bit of a `Status` scratch word.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusCheck {
+    pub status: ScratchId,
+    /// The bit (0–31) of `status[0]` the kernel sets (with `atomicOr`) on this error.
+    pub bit: u32,
+    pub message: String,
+}
+
+/// Native features a module uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelFeatures {
+    /// `i64`/`u64` (wgpu `SHADER_INT64`).
+    pub int64: bool,
+    /// `f64` (wgpu `SHADER_F64`).
+    pub float64: bool,
+}
+
+/// The element type of a buffer as the GPU sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuElement {
+    U32,
+    I32,
+    F32,
+    I64,
+    F64,
+}
+
+impl GpuElement {
+    /// The storage element of a HorseIR vector type (see the module docs); `None` for types
+    /// that have no GPU layout (complex, containers).
+    pub fn of_type(ty: &Type) -> Option<GpuElement> {
+        Some(match ty {
+            Type::Bool | Type::Char | Type::Sym | Type::Str => GpuElement::U32,
+            Type::I8 | Type::I16 | Type::I32 => GpuElement::I32,
+            Type::Month | Type::Date | Type::Minute | Type::Second | Type::Time => GpuElement::I32,
+            Type::I64 | Type::Dt => GpuElement::I64,
+            Type::F32 => GpuElement::F32,
+            Type::F64 => GpuElement::F64,
+            _ => return None,
+        })
+    }
+
+    /// The WGSL spelling.
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            GpuElement::U32 => "u32",
+            GpuElement::I32 => "i32",
+            GpuElement::F32 => "f32",
+            GpuElement::I64 => "i64",
+            GpuElement::F64 => "f64",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> u64 {
+        match self {
+            GpuElement::U32 | GpuElement::I32 | GpuElement::F32 => 4,
+            GpuElement::I64 | GpuElement::F64 => 8,
+        }
+    }
+}
+
+/// Which buffer of a value (vectors have one; lists and enums two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValuePart {
+    /// The elements of a vector.
+    Elements,
+    /// The flat values of a list.
+    ListValues,
+    /// The `cells + 1` `u32` offsets of a list.
+    ListOffsets,
+    /// The key column an enum refers to (its domain), whole.
+    EnumKeys,
+    /// The i64 row positions of an enum, one per row.
+    EnumIndex,
+}
+
+/// A scratch buffer of a launch: index into [`KernelLaunch::scratch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ScratchId(pub usize);
+
+/// A buffer the engine allocates for one launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scratch {
+    pub element: GpuElement,
+    pub elements: Length,
+    pub purpose: ScratchPurpose,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScratchPurpose {
+    /// One partial result per workgroup of a reduction's first pass
+    /// ([`MAX_REDUCTION_WORKGROUPS`] elements).
+    Partials,
+    /// One `u32` flag (0/1) per thread: is the element kept by the compaction.
+    Flags,
+    /// The exclusive prefix sum of a `Flags` buffer, with the total last (`n + 1` elements).
+    Offsets,
+    /// One zero-initialised `u32` of error bits (see [`StatusCheck`]), bound as
+    /// `array<atomic<u32>>`.
+    Status,
+}
+
+/// What a storage binding holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BufferRef {
+    /// A value the kernel reads, defined before it.
+    Input {
+        slot: Slot,
+        part: ValuePart,
+    },
+    /// A value the kernel writes (see [`KernelOutput`] for its length and capacity).
+    Output {
+        slot: Slot,
+        part: ValuePart,
+    },
+    Scratch(ScratchId),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    ReadWrite,
+}
+
+/// One storage buffer binding (group 0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding {
+    pub group: u32,
+    pub binding: u32,
+    /// The WGSL variable name (for messages and debugging).
+    pub name: String,
+    pub buffer: BufferRef,
+    pub element: GpuElement,
+    pub access: Access,
+}
+
+/// A length the engine knows (or reads back) at launch time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Length {
+    Constant(u64),
+    /// The elements of a vector input, the cells of a list input (`part: ListOffsets`, i.e.
+    /// offsets minus one), the flat values of a list input (`ListValues`) or the rows of an
+    /// enum input (`EnumIndex`).
+    Of {
+        slot: Slot,
+        part: ValuePart,
+    },
+    /// The value of a one-element integer input (the `n` of `@vector(n, v)`).
+    ValueOf(Slot),
+    /// The sum of two lengths (the result of `@append`).
+    Sum(Box<Length>, Box<Length>),
+    /// The count a compaction kept: the last element of an `Offsets` scratch buffer, known
+    /// once the passes before have run (read back, or used on the device).
+    Compacted(ScratchId),
+}
+
+/// One `u32` word of the parameter uniform.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamField {
+    /// The WGSL field name.
+    pub name: String,
+    pub value: ParamValue,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    /// A length, as `u32` (the engine refuses lengths of 2³² or more).
+    Length(Length),
+    /// The workgroups [`Dispatch::workgroups`] gives pass `pass` (the number of partials a
+    /// reduction's first pass wrote).
+    Workgroups { pass: usize },
+    /// Resolved at launch: the number of strings of `slot`'s dictionary that sort strictly
+    /// before `text`. With [`ParamValue::SymbolUpper`] it turns a comparison with a string
+    /// literal into code comparisons: `x < s` is `code < lower`, `x <= s` is `code < upper`,
+    /// `x == s` is `lower <= code < upper` (empty when `s` is not in the dictionary).
+    SymbolLower { text: String, slot: Slot },
+    /// Resolved at launch: the number of strings of `slot`'s dictionary that sort before or
+    /// equal to `text`.
+    SymbolUpper { text: String, slot: Slot },
+}
+
+/// How many workgroups a pass runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dispatch {
+    /// Threads over `length` elements, grid-stride: `workgroups()` is
+    /// `clamp(ceil(length / KERNEL_WORKGROUP_SIZE), 1, max_workgroups)`.
+    Elements { length: Length, max_workgroups: u32 },
+    /// One workgroup per list cell, grid-stride over cells:
+    /// `clamp(cells, 1, max_workgroups)` workgroups.
+    Cells { cells: Length, max_workgroups: u32 },
+    /// Exactly one workgroup.
+    Single,
+}
+
+impl Dispatch {
+    /// The workgroup count for the resolved length (`length` ignored for `Single`).
+    pub fn workgroups(&self, length: u64) -> u32 {
+        let clamp = |wanted: u64, max: u32| wanted.clamp(1, u64::from(max)) as u32;
+        match self {
+            Dispatch::Elements { max_workgroups, .. } => clamp(
+                length.div_ceil(u64::from(KERNEL_WORKGROUP_SIZE)),
+                *max_workgroups,
+            ),
+            Dispatch::Cells { max_workgroups, .. } => clamp(length, *max_workgroups),
+            Dispatch::Single => 1,
+        }
+    }
+
+    /// The length the workgroup count derives from (none for `Single`).
+    pub fn length(&self) -> Option<&Length> {
+        match self {
+            Dispatch::Elements { length, .. } => Some(length),
+            Dispatch::Cells { cells, .. } => Some(cells),
+            Dispatch::Single => None,
+        }
+    }
+}
+
+/// One step of a launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pass {
+    /// An entry point of the kernel's module, with all of [`KernelLaunch::bindings`] bound.
+    Entry {
+        entry_point: String,
+        dispatch: Dispatch,
+    },
+    /// The runtime's library exclusive scan (`gpu::scan`): `offsets[i]` = number of non-zero
+    /// `flags[j]` with `j < i`, `offsets[length]` = the total.
+    ExclusiveScan {
+        flags: ScratchId,
+        offsets: ScratchId,
+        length: Length,
+    },
+}
+
+/// How a produced value is laid out and how long it is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutputLayout {
+    /// A vector of `length` elements in a buffer of at least `capacity` (they differ for a
+    /// compacted output, whose length is only known after the launch).
+    Vector { length: Length, capacity: Length },
+    /// A list whose offsets are those of the input list `offsets_of` (the kernel writes only
+    /// the flat values, `values` elements of them).
+    List { offsets_of: Slot, values: Length },
+    /// A list of `cells` one-element cells (a per-cell result such as `@each(@sum, l)`): the
+    /// kernel writes `cells` values; the offsets are `0, 1, …, cells`.
+    ListOfScalars { cells: Length },
+}
+
+/// Whose dictionary the codes of a sym/str output index.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DictionarySource {
+    /// The dictionary of an input value.
+    Input(Slot),
+    /// A dictionary of these strings, in this (sorted) order: codes of literals.
+    Literal(Vec<String>),
+}
+
+/// A value the kernel produces.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelOutput {
+    pub slot: Slot,
+    /// The HorseIR type of the value (`list<T>` for a list output).
+    pub ty: Type,
+    pub layout: OutputLayout,
+    /// For sym/str outputs: the dictionary its codes refer to.
+    pub dictionary: Option<DictionarySource>,
+}
+
+/// Something the engine must ensure before it launches the kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LaunchRequirement {
+    /// The two sym/str inputs are compared by code: their codes must index one dictionary
+    /// (re-code one or both into a merged dictionary first).
+    SameDictionary(Slot, Slot),
+}

@@ -1,0 +1,189 @@
+//! Where execution time went, step by step: what `--time` and `horsec bench` report.
+//!
+//! Every builtin call and kernel launch the interpreter makes is recorded with its
+//! [`Placement`]. A compute step that ran on the CPU under the GPU backend is thereby visible
+//! (listed by [`Profile::cpu_compute_steps`]), never a silent fallback.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::builtin::Builtin;
+
+/// Where one step ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Placement {
+    /// Host bookkeeping of containers: tables, columns, lists, dictionaries, printing. No
+    /// element is computed; these stay on the CPU under every backend.
+    Host,
+    /// A compute step on the CPU.
+    Cpu,
+    /// A generated (fused) kernel on the GPU.
+    GpuKernel,
+    /// A library kernel on the GPU (sort, group, join, …).
+    GpuLibrary,
+    /// Copies between host and GPU memory.
+    Transfer,
+}
+
+impl Placement {
+    fn label(self) -> &'static str {
+        match self {
+            Placement::Host => "host (containers)",
+            Placement::Cpu => "CPU compute",
+            Placement::GpuKernel => "GPU kernels",
+            Placement::GpuLibrary => "GPU library kernels",
+            Placement::Transfer => "transfer",
+        }
+    }
+}
+
+/// Builtins that only build, take apart or print containers: they compute no element, so
+/// they run on the host under the GPU backend too (DESIGN.md: only data loading and building
+/// the output stay on the CPU).
+pub fn is_host_builtin(b: Builtin) -> bool {
+    matches!(
+        b,
+        Builtin::LoadTable
+            | Builtin::ColumnValue
+            | Builtin::List
+            | Builtin::Enlist
+            | Builtin::ToList
+            | Builtin::Table
+            | Builtin::KTable
+            | Builtin::Dict
+            | Builtin::Keys
+            | Builtin::Values
+            | Builtin::Meta
+            // An enum keeps its values as a column: fetching them computes nothing.
+            | Builtin::Fetch
+            | Builtin::Print
+            | Builtin::Format
+            | Builtin::LoadCsv
+    )
+}
+
+/// Count and total time of one kind of step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepTotals {
+    pub count: u32,
+    pub time: Duration,
+}
+
+/// Totals per placement and step name (`@sum`, a kernel's name, `upload`, …).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    steps: BTreeMap<(Placement, String), StepTotals>,
+    /// Bytes copied to the GPU and back for generated kernels.
+    pub uploaded_bytes: u64,
+    pub downloaded_bytes: u64,
+}
+
+impl Profile {
+    pub fn new() -> Profile {
+        Profile::default()
+    }
+
+    /// Adds one step of `name` at `placement` that took `time`.
+    pub fn record(&mut self, placement: Placement, name: &str, time: Duration) {
+        let totals = self.steps.entry((placement, name.to_string())).or_default();
+        totals.count += 1;
+        totals.time += time;
+    }
+
+    /// The total time at `placement`.
+    pub fn total(&self, placement: Placement) -> Duration {
+        self.steps
+            .iter()
+            .filter(|((p, _), _)| *p == placement)
+            .map(|(_, t)| t.time)
+            .sum()
+    }
+
+    /// Compute steps that ran on the CPU, by name, with their totals.
+    pub fn cpu_compute_steps(&self) -> Vec<(&str, StepTotals)> {
+        self.steps
+            .iter()
+            .filter(|((p, _), _)| *p == Placement::Cpu)
+            .map(|((_, name), t)| (name.as_str(), *t))
+            .collect()
+    }
+
+    /// Every step of every placement, in placement order.
+    pub fn steps(&self) -> impl Iterator<Item = (Placement, &str, StepTotals)> + '_ {
+        self.steps.iter().map(|((p, n), t)| (*p, n.as_str(), *t))
+    }
+
+    /// The breakdown as indented lines: a total per placement, then the CPU compute steps.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        for placement in [
+            Placement::Transfer,
+            Placement::GpuKernel,
+            Placement::GpuLibrary,
+            Placement::Cpu,
+            Placement::Host,
+        ] {
+            let count: u32 = self
+                .steps
+                .iter()
+                .filter(|((p, _), _)| *p == placement)
+                .map(|(_, t)| t.count)
+                .sum();
+            if count > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {:<22} {:>10.3} ms  ({count} steps)",
+                    placement.label(),
+                    self.total(placement).as_secs_f64() * 1e3
+                );
+            }
+        }
+        if self.uploaded_bytes + self.downloaded_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "  kernel data moved      {:.1} MB up, {:.1} MB down",
+                self.uploaded_bytes as f64 / 1e6,
+                self.downloaded_bytes as f64 / 1e6
+            );
+        }
+        let cpu = self.cpu_compute_steps();
+        if cpu.is_empty() {
+            out.push_str("  no compute step ran on the CPU\n");
+        } else {
+            let names: Vec<String> = cpu
+                .iter()
+                .map(|(name, t)| format!("{name} ×{}", t.count))
+                .collect();
+            let _ = writeln!(out, "  compute steps on the CPU: {}", names.join(", "));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_compute_steps_are_listed_and_host_steps_are_not() {
+        let mut p = Profile::new();
+        p.record(Placement::Host, "@load_table", Duration::from_millis(1));
+        p.record(Placement::Cpu, "@sum", Duration::from_millis(2));
+        p.record(Placement::Cpu, "@sum", Duration::from_millis(3));
+        let cpu = p.cpu_compute_steps();
+        assert_eq!(cpu.len(), 1);
+        assert_eq!(cpu[0].0, "@sum");
+        assert_eq!(cpu[0].1.count, 2);
+        assert_eq!(p.total(Placement::Cpu), Duration::from_millis(5));
+        assert!(p.report().contains("compute steps on the CPU: @sum ×2"));
+    }
+
+    #[test]
+    fn containers_are_host_steps_and_arithmetic_is_not() {
+        assert!(is_host_builtin(Builtin::LoadTable));
+        assert!(is_host_builtin(Builtin::Table));
+        assert!(!is_host_builtin(Builtin::Plus));
+        assert!(!is_host_builtin(Builtin::Order));
+    }
+}

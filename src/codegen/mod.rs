@@ -1,0 +1,166 @@
+//! WGSL code generation: one module per kernel of the outlined program, with the launch
+//! description the GPU engine runs it by ([`horsec_runtime::kernel::KernelLaunch`]).
+//!
+//! Entry points: [`generate_kernel`] for one kernel, [`generate_program`] for every kernel the
+//! outliner made. Every module is parsed and validated by naga (with the 64-bit integer and
+//! float capabilities) before it is returned; a module that does not validate is a compiler
+//! bug, reported as [`CodegenErrorKind::InvalidWgsl`] with the kernel's name. A statement the
+//! generator cannot translate yet is a [`CodegenErrorKind::Unsupported`] error naming the
+//! statement, the builtin and the kernel — never silently wrong code.
+
+mod generate;
+pub mod wgsl;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+
+use horsec_runtime::builtin::Builtin;
+pub use horsec_runtime::kernel::KernelLaunch;
+
+use crate::analysis::FunctionAnalysis;
+use crate::outline::kernel::Kernel;
+use crate::sema::typed::TypedProgram;
+
+/// One generated kernel: its WGSL text (`wgsl`) and everything needed to launch it.
+pub type KernelModule = KernelLaunch;
+
+/// Why a kernel could not be generated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodegenError {
+    /// The kernel's name (`main_k3`).
+    pub kernel: String,
+    pub kind: CodegenErrorKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodegenErrorKind {
+    /// A statement the generator does not translate (yet).
+    Unsupported {
+        /// The statement, as `t42 = @index(t9,t41)`.
+        statement: String,
+        builtin: Option<Builtin>,
+        reason: String,
+    },
+    /// The kernel description is inconsistent with its function (an outliner bug).
+    Malformed(String),
+    /// The generated module does not parse or validate (a code generator bug).
+    InvalidWgsl(String),
+}
+
+impl CodegenError {
+    pub(crate) fn unsupported(
+        kernel: &str,
+        statement: String,
+        builtin: Option<Builtin>,
+        reason: String,
+    ) -> CodegenError {
+        CodegenError {
+            kernel: kernel.to_string(),
+            kind: CodegenErrorKind::Unsupported {
+                statement,
+                builtin,
+                reason,
+            },
+        }
+    }
+
+    pub(crate) fn malformed(kernel: &str, message: &str) -> CodegenError {
+        CodegenError {
+            kernel: kernel.to_string(),
+            kind: CodegenErrorKind::Malformed(message.to_string()),
+        }
+    }
+
+    /// True for errors that are bugs of horsec rather than limits of the generator.
+    pub fn is_compiler_bug(&self) -> bool {
+        !matches!(self.kind, CodegenErrorKind::Unsupported { .. })
+    }
+}
+
+impl fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            CodegenErrorKind::Unsupported {
+                statement,
+                builtin,
+                reason,
+            } => {
+                write!(f, "kernel {}: cannot generate `{statement}`", self.kernel)?;
+                if let Some(builtin) = builtin {
+                    write!(f, " (@{builtin})")?;
+                }
+                write!(f, ": {reason}")
+            }
+            CodegenErrorKind::Malformed(message) => write!(
+                f,
+                "internal compiler error: kernel {} is malformed: {message}",
+                self.kernel
+            ),
+            CodegenErrorKind::InvalidWgsl(message) => write!(
+                f,
+                "internal compiler error: the WGSL generated for kernel {} does not validate \
+                 (a bug in horsec's code generator):\n{message}",
+                self.kernel
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CodegenError {}
+
+/// Generates the WGSL module and launch description of `kernel`, a kernel of the function
+/// `analysis` describes, and validates the module with naga.
+pub fn generate_kernel(
+    program: &TypedProgram,
+    analysis: &FunctionAnalysis,
+    kernel: &Kernel,
+) -> Result<KernelModule, CodegenError> {
+    if analysis.function != kernel.function {
+        return Err(CodegenError::malformed(
+            &kernel.name,
+            "the analysis given is of another function",
+        ));
+    }
+    let launch = generate::Generator::new(program, analysis, kernel)?.generate()?;
+    validate(&launch.name, &launch.wgsl)?;
+    Ok(launch)
+}
+
+/// The naga capabilities generated modules may use: 64-bit integers and floats (wgpu's
+/// `SHADER_INT64`/`SHADER_F64`) and subgroup operations.
+pub fn capabilities() -> Capabilities {
+    Capabilities::SHADER_INT64 | Capabilities::FLOAT64 | Capabilities::SUBGROUP
+}
+
+/// Parses and validates a WGSL module; a failure is reported as a code generator bug.
+pub fn validate(kernel: &str, source: &str) -> Result<(), CodegenError> {
+    let invalid = |message: String| CodegenError {
+        kernel: kernel.to_string(),
+        kind: CodegenErrorKind::InvalidWgsl(message),
+    };
+    let module = naga::front::wgsl::parse_str(source)
+        .map_err(|e| invalid(e.emit_to_string_with_path(source, kernel)))?;
+    Validator::new(ValidationFlags::all(), capabilities())
+        .validate(&module)
+        .map_err(|e| invalid(e.emit_to_string_with_path(source, kernel)))?;
+    Ok(())
+}
+
+/// Generates every kernel of an outlined program, in the order of
+/// [`OutlinedProgram::kernels`](crate::outline::OutlinedProgram::kernels).
+pub fn generate_program(
+    program: &TypedProgram,
+    outlined: &crate::outline::OutlinedProgram,
+) -> Result<Vec<KernelModule>, CodegenError> {
+    let mut modules = Vec::new();
+    for function in &outlined.functions {
+        for kernel in &function.kernels {
+            modules.push(generate_kernel(program, &function.analysis, kernel)?);
+        }
+    }
+    Ok(modules)
+}

@@ -1,0 +1,241 @@
+//! Builds the outlined form of one function: partitions each body (recursively through the
+//! compound statements that stay on the host), turns each kernel group into a [`Kernel`] with
+//! its inputs and outputs, and lays out the host program in launch order.
+
+use crate::analysis::defuse::{DefSite, Definition};
+use crate::analysis::statements::{definitions, nested_bodies, uses};
+use crate::analysis::{analyze_function, StmtId};
+use crate::sema::typed::{FunctionId, LocalId, Stmt, StmtKind, TypedProgram};
+
+use super::kernel::{Kernel, KernelId};
+use super::partition::{Context, Members, Partition, Placed, Role};
+use super::{OutlineError, OutlinedFunction, OutlinedStmt};
+
+/// Outlines `program.functions[id]`.
+pub(crate) fn outline_function(
+    program: &TypedProgram,
+    id: FunctionId,
+) -> Result<OutlinedFunction, OutlineError> {
+    let function = program
+        .functions
+        .get(id.0)
+        .ok_or_else(|| OutlineError::Internal {
+            function: format!("#{}", id.0),
+            message: "no such function".to_string(),
+        })?;
+    let analysis = analyze_function(program, id).map_err(|error| OutlineError::Analysis {
+        function: function.qualified_name(),
+        error,
+    })?;
+    // Kernel names must be unique in the program: qualify them by module when two modules
+    // define functions of the same name.
+    let shared_name = program
+        .functions
+        .iter()
+        .filter(|f| f.name == function.name)
+        .count()
+        > 1;
+    let prefix = if shared_name {
+        format!("{}_{}", function.module, function.name)
+    } else {
+        function.name.clone()
+    };
+    let (kernels, body) = {
+        let cx = Context::new(program, function, &analysis);
+        let mut builder = Builder {
+            cx: &cx,
+            function: id,
+            prefix,
+            kernels: Vec::new(),
+        };
+        let top = builder.body_ids(0, &function.body);
+        let body = builder.outline_body(&top)?;
+        (builder.kernels, body)
+    };
+    Ok(OutlinedFunction {
+        function: id,
+        kernels,
+        body,
+        analysis,
+    })
+}
+
+struct Builder<'a, 'p> {
+    cx: &'a Context<'p>,
+    function: FunctionId,
+    prefix: String,
+    kernels: Vec<Kernel>,
+}
+
+impl Builder<'_, '_> {
+    /// The ids of the statements of `body`, whose first statement has id `first`.
+    fn body_ids(&self, first: usize, body: &[Stmt]) -> Vec<StmtId> {
+        let mut next = first;
+        body.iter()
+            .map(|_| {
+                let id = StmtId(next);
+                next = self.cx.subtree_end(id);
+                id
+            })
+            .collect()
+    }
+
+    /// The statement ids of each body nested directly in the compound statement `stmt`.
+    fn nested_ids(&self, stmt: StmtId, s: &Stmt) -> Vec<Vec<StmtId>> {
+        let mut first = stmt.0 + 1;
+        nested_bodies(s)
+            .into_iter()
+            .map(|body| {
+                let ids = self.body_ids(first, body);
+                first = ids.last().map_or(first, |&last| self.cx.subtree_end(last));
+                ids
+            })
+            .collect()
+    }
+
+    fn internal(&self, message: String) -> OutlineError {
+        OutlineError::Internal {
+            function: self.cx.function.qualified_name(),
+            message,
+        }
+    }
+
+    fn outline_body(&mut self, stmts: &[StmtId]) -> Result<Vec<OutlinedStmt>, OutlineError> {
+        let mut partition = Partition::new(self.cx, stmts);
+        partition.outline(self.cx);
+        let placed = partition
+            .placed()
+            .ok_or_else(|| self.internal("the kernels of a body form a cycle".to_string()))?;
+        let mut out = Vec::new();
+        for item in placed {
+            match item {
+                Placed::Kernel(units, geometry) => {
+                    let members = Members::new(self.cx, &units);
+                    let (inputs, outputs) = self.interface(&members);
+                    // GPU statements have no effects: a kernel whose values nobody reads is
+                    // dead code, and launching it would be wasted work.
+                    if outputs.is_empty() {
+                        continue;
+                    }
+                    let id = KernelId(self.kernels.len());
+                    self.kernels.push(Kernel {
+                        id,
+                        name: format!("{}_k{}", self.prefix, id.0),
+                        function: self.function,
+                        statements: units,
+                        geometry,
+                        inputs,
+                        outputs,
+                    });
+                    out.push(OutlinedStmt::Launch(id));
+                }
+                Placed::Single(unit) => {
+                    let unit = &partition.units[unit];
+                    out.push(self.single(unit.stmt, &unit.role)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn single(&mut self, stmt: StmtId, role: &Role) -> Result<OutlinedStmt, OutlineError> {
+        match role {
+            Role::Library => Ok(OutlinedStmt::Library(stmt)),
+            Role::Host | Role::Gpu(_) => Ok(OutlinedStmt::Host(stmt)),
+            Role::HostCompound => {
+                let s = self
+                    .cx
+                    .tree
+                    .stmt(stmt)
+                    .ok_or_else(|| self.internal(format!("no statement {stmt}")))?;
+                let mut bodies = Vec::new();
+                for ids in self.nested_ids(stmt, s) {
+                    bodies.push(self.outline_body(&ids)?);
+                }
+                let mut bodies = bodies.into_iter();
+                let mut next_body = || bodies.next().unwrap_or_default();
+                Ok(match &s.kind {
+                    StmtKind::If { else_body, .. } => OutlinedStmt::If {
+                        stmt,
+                        then_body: next_body(),
+                        else_body: else_body.as_ref().map(|_| next_body()),
+                    },
+                    StmtKind::While { .. } => OutlinedStmt::While {
+                        stmt,
+                        body: next_body(),
+                    },
+                    StmtKind::Repeat { .. } => OutlinedStmt::Repeat {
+                        stmt,
+                        body: next_body(),
+                    },
+                    _ => OutlinedStmt::Host(stmt),
+                })
+            }
+        }
+    }
+
+    /// The kernel's inputs (locals read inside whose value may come from outside, in
+    /// first-use order) and outputs (locals defined inside whose value may be read outside,
+    /// in definition order).
+    fn interface(&self, members: &Members) -> (Vec<LocalId>, Vec<LocalId>) {
+        let cx = self.cx;
+        let chains = &cx.analysis.chains;
+        let mut inputs: Vec<LocalId> = Vec::new();
+        let mut outputs: Vec<LocalId> = Vec::new();
+        for id in members.statements() {
+            let Some(stmt) = cx.tree.stmt(id) else {
+                continue;
+            };
+            for read in uses(stmt) {
+                let from_outside = match chains.defs_of(id, read.local) {
+                    Some(sites) if !sites.is_empty() => sites.iter().any(|site| match site {
+                        DefSite::Entry => true,
+                        DefSite::Stmt(def) => !members.contains(*def),
+                    }),
+                    // Read before any assignment reaches it: whatever the host holds.
+                    _ => true,
+                };
+                if from_outside && !inputs.contains(&read.local) {
+                    inputs.push(read.local);
+                }
+            }
+            for local in definitions(stmt) {
+                let definition = Definition {
+                    local,
+                    site: DefSite::Stmt(id),
+                };
+                let readers = chains.def_uses.get(&definition);
+                let live_out = readers.is_some_and(|readers| {
+                    readers.iter().any(|&reader| {
+                        !members.contains(reader)
+                            || (reader <= id && !self.loop_inside_kernel(members, reader, id))
+                    })
+                });
+                if live_out && !outputs.contains(&local) {
+                    outputs.push(local);
+                }
+            }
+        }
+        (inputs, outputs)
+    }
+
+    /// True when a loop of the kernel itself carries the value from `def` back to `reader`
+    /// (otherwise it is carried by a host loop, from one launch to the next).
+    fn loop_inside_kernel(&self, members: &Members, reader: StmtId, def: StmtId) -> bool {
+        let mut current = self.cx.tree.get(def).and_then(|e| e.parent);
+        while let Some(parent) = current {
+            if !members.contains(parent) {
+                return false;
+            }
+            let is_loop = matches!(
+                self.cx.tree.stmt(parent).map(|s| &s.kind),
+                Some(StmtKind::While { .. } | StmtKind::Repeat { .. })
+            );
+            if is_loop && (reader == parent || self.cx.tree.is_inside(reader, parent)) {
+                return true;
+            }
+            current = self.cx.tree.get(parent).and_then(|e| e.parent);
+        }
+        false
+    }
+}

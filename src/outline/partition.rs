@@ -1,0 +1,713 @@
+//! Compatibility analysis of one body (a function body, or the body of a compound statement
+//! that stays on the host): groups its statements into kernels in rNdN's three greedy steps.
+//!
+//! The *units* of a body are its top-level statements; a compound statement whose whole
+//! subtree can run in one kernel is a single GPU unit (see [`Context::compound_geometry`]).
+//! Edges between units are the function's data dependences lifted to the units that contain
+//! their endpoints; edges that point backward (loop-carried, inside a host loop) only order
+//! one iteration's launches after the previous one's and are ignored, as in rNdN.
+//!
+//! 1. **Pipeline** (reverse program order): a GPU unit joins the kernel of its data successors
+//!    when they all sit in one kernel, no edge to it is synchronized, and the geometries are
+//!    equal (scalars fuse with anything).
+//! 2. **Siblings**: two kernels of equal geometry that are both successors of one group (they
+//!    read the same data) merge when no path joins them.
+//! 3. **Parent into child**: a kernel merges into the successor it shares the most values
+//!    with, allowing the successor to run masked over a compressed geometry.
+//!
+//! 4. Beyond rNdN: kernels of equal geometry that no path joins merge even when they read
+//!    no common data (one launch instead of two).
+//!
+//! Every merge keeps the graph of groups acyclic: two groups never merge when a path between
+//! them passes through a third group (the case of Figure 4.13 in the rNdN thesis), and a
+//! merged kernel never runs a masked statement over a compacted input (see
+//! [`Context::masked_reads_are_inside`]). Steps 2 and 3 repeat until nothing merges, then
+//! step 4 runs, and the whole repeats until nothing merges.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+
+use crate::analysis::defuse::DefSite;
+use crate::analysis::dependence::DependenceKind;
+use crate::analysis::device::{statement_sync, Context as DeviceContext, Device};
+use crate::analysis::statements::{uses, StatementTree};
+use crate::analysis::{FunctionAnalysis, Geometry, StmtId};
+use crate::sema::typed::{Function, StmtKind, TypedProgram};
+
+use super::compatibility::{merge_geometry, runs_masked, Fusion};
+
+/// What a function's outlining needs to look up about its statements.
+pub(crate) struct Context<'p> {
+    pub program: &'p TypedProgram,
+    pub function: &'p Function,
+    pub tree: StatementTree<'p>,
+    pub analysis: &'p FunctionAnalysis,
+}
+
+impl<'p> Context<'p> {
+    pub fn new(
+        program: &'p TypedProgram,
+        function: &'p Function,
+        analysis: &'p FunctionAnalysis,
+    ) -> Context<'p> {
+        Context {
+            program,
+            function,
+            tree: StatementTree::new(function),
+            analysis,
+        }
+    }
+
+    fn device_context(&self) -> DeviceContext<'p> {
+        DeviceContext {
+            program: self.program,
+            function: self.function,
+        }
+    }
+
+    /// One past the last statement of `stmt`'s subtree.
+    pub fn subtree_end(&self, stmt: StmtId) -> usize {
+        self.tree.get(stmt).map_or(stmt.0 + 1, |e| e.subtree_end)
+    }
+
+    /// The geometry of a simple statement that can be fused into a generated kernel.
+    pub fn gpu_geometry(&self, stmt: StmtId) -> Option<Geometry> {
+        if self.analysis.dependence.device(stmt) != Some(Device::Gpu) {
+            return None;
+        }
+        match self.analysis.geometry.get(stmt)? {
+            geometry @ (Geometry::Vector(_) | Geometry::List { .. }) => Some(geometry.clone()),
+            Geometry::Library | Geometry::Cpu => None,
+        }
+    }
+
+    /// The geometry of a compound statement whose whole subtree can run inside one kernel:
+    /// every statement that does work is a GPU statement, all geometries are equal, no
+    /// dependence inside needs a synchronization (loop-carried ones included), and every
+    /// `break`/`continue` leaves a loop that is itself inside the subtree. `None` otherwise.
+    pub fn compound_geometry(&self, compound: StmtId) -> Option<Geometry> {
+        let end = self.subtree_end(compound);
+        let mut geometry: Option<Geometry> = None;
+        for id in compound.0 + 1..end {
+            let stmt = self.tree.stmt(StmtId(id))?;
+            match &stmt.kind {
+                StmtKind::Declare(_)
+                | StmtKind::If { .. }
+                | StmtKind::While { .. }
+                | StmtKind::Repeat { .. } => {}
+                StmtKind::Break | StmtKind::Continue => {
+                    if !self.in_loop_within(StmtId(id), compound) {
+                        return None;
+                    }
+                }
+                StmtKind::Return(_) => return None,
+                StmtKind::Assign { .. } | StmtKind::Expr(_) => {
+                    let own = self.gpu_geometry(StmtId(id))?;
+                    geometry = Some(match geometry {
+                        None => own,
+                        Some(kernel) => merge_geometry(&kernel, &own, Fusion::Identical)?,
+                    });
+                }
+            }
+        }
+        let inside = |s: StmtId| s.0 >= compound.0 && s.0 < end;
+        let graph = &self.analysis.dependence;
+        for edge in graph.graph.edge_references() {
+            let (Some(from), Some(to)) = (graph.stmt(edge.source()), graph.stmt(edge.target()))
+            else {
+                continue;
+            };
+            if inside(from) && inside(to) && self.needs_barrier(from, edge.weight()) {
+                return None;
+            }
+        }
+        geometry
+    }
+
+    /// True when a `while`/`repeat` encloses `stmt` at or below `outer`.
+    fn in_loop_within(&self, stmt: StmtId, outer: StmtId) -> bool {
+        let mut current = self.tree.get(stmt).and_then(|e| e.parent);
+        while let Some(parent) = current {
+            if matches!(
+                self.tree.stmt(parent).map(|s| &s.kind),
+                Some(StmtKind::While { .. } | StmtKind::Repeat { .. })
+            ) {
+                return true;
+            }
+            if parent == outer {
+                return false;
+            }
+            current = self.tree.get(parent).and_then(|e| e.parent);
+        }
+        false
+    }
+
+    /// Whether a dependence from `from` forbids both ends sharing a kernel: a synchronized
+    /// true dependence, or an anti dependence whose reader gathers the value (another thread
+    /// could overwrite an element before this one reads it).
+    fn needs_barrier(
+        &self,
+        from: StmtId,
+        edge: &crate::analysis::dependence::DependenceEdge,
+    ) -> bool {
+        match edge.kind {
+            DependenceKind::True => edge.sync.is_synchronized(),
+            DependenceKind::Anti => self.tree.stmt(from).is_some_and(|reader| {
+                uses(reader)
+                    .iter()
+                    .filter(|u| u.local == edge.local)
+                    .any(|u| statement_sync(self.device_context(), reader, u.argument).reads)
+            }),
+            DependenceKind::Output => false,
+        }
+    }
+
+    /// True for statements the host must keep in place: returns, loop exits, and host calls
+    /// that may have effects (`@print`, user functions, any call whose value is unused).
+    fn is_barrier(&self, stmt: StmtId) -> bool {
+        let Some(s) = self.tree.stmt(stmt) else {
+            return true;
+        };
+        match &s.kind {
+            StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue => true,
+            StmtKind::If { .. } | StmtKind::While { .. } | StmtKind::Repeat { .. } => {
+                (stmt.0 + 1..self.subtree_end(stmt)).any(|id| {
+                    matches!(
+                        self.tree.stmt(StmtId(id)).map(|s| &s.kind),
+                        Some(StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue)
+                    ) || self.is_effect(StmtId(id))
+                })
+            }
+            _ => self.is_effect(stmt),
+        }
+    }
+
+    fn is_effect(&self, stmt: StmtId) -> bool {
+        let Some(s) = self.tree.stmt(stmt) else {
+            return false;
+        };
+        let host = self.analysis.dependence.device(stmt) == Some(Device::Cpu);
+        let calls_user_function = matches!(
+            crate::analysis::statements::statement_call(s),
+            Some((crate::sema::typed::Callee::Function(_), _))
+        );
+        host && (matches!(s.kind, StmtKind::Expr(_)) || calls_user_function)
+    }
+
+    /// True when the definitions reaching `local` at `stmt` all lie inside `members`.
+    fn defined_inside(
+        &self,
+        stmt: StmtId,
+        local: crate::sema::typed::LocalId,
+        members: &Members,
+    ) -> bool {
+        match self.analysis.chains.defs_of(stmt, local) {
+            Some(sites) if !sites.is_empty() => sites.iter().all(|site| match site {
+                DefSite::Entry => false,
+                DefSite::Stmt(def) => members.contains(*def),
+            }),
+            _ => false,
+        }
+    }
+
+    /// A statement that runs masked inside a kernel computes on the uncompressed positions,
+    /// so the compressed values it reads must be computed (lazily, as masked values) in the
+    /// same kernel: a compressed input comes compacted from elsewhere and no longer lines up
+    /// with the threads.
+    fn masked_reads_are_inside(&self, members: &Members, kernel: &Geometry) -> bool {
+        for id in members.statements() {
+            let Some(own) = self.gpu_geometry(id) else {
+                continue;
+            };
+            if !runs_masked(&own, kernel) {
+                continue;
+            }
+            let Some(stmt) = self.tree.stmt(id) else {
+                continue;
+            };
+            for read in uses(stmt) {
+                let shape = self.analysis.shapes.operand_shape(
+                    self.program,
+                    id,
+                    &crate::sema::typed::Operand::Local(read.local, Default::default()),
+                );
+                let compressed = shape
+                    .vector_size()
+                    .is_some_and(|size| matches!(size, crate::analysis::Size::Compressed(..)));
+                if compressed && !self.defined_inside(id, read.local, members) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The statements of a set of units: each unit's statement and its whole subtree.
+pub(crate) struct Members {
+    /// `(first, end)` statement ranges, sorted.
+    ranges: Vec<(usize, usize)>,
+}
+
+impl Members {
+    pub fn new(cx: &Context<'_>, units: &[StmtId]) -> Members {
+        let mut ranges: Vec<(usize, usize)> =
+            units.iter().map(|&u| (u.0, cx.subtree_end(u))).collect();
+        ranges.sort();
+        Members { ranges }
+    }
+
+    pub fn contains(&self, stmt: StmtId) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(first, end)| stmt.0 >= first && stmt.0 < end)
+    }
+
+    pub fn statements(&self) -> impl Iterator<Item = StmtId> + '_ {
+        self.ranges
+            .iter()
+            .flat_map(|&(first, end)| (first..end).map(StmtId))
+    }
+}
+
+/// What a unit is.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Role {
+    /// Fusable into a generated kernel, with its geometry.
+    Gpu(Geometry),
+    /// A library kernel of its own.
+    Library,
+    /// A simple host statement.
+    Host,
+    /// A compound statement whose bodies are outlined separately.
+    HostCompound,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Unit {
+    pub stmt: StmtId,
+    pub role: Role,
+}
+
+/// Dependences between two units (or groups), all pointing the same way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Link {
+    /// How many values (true dependences) flow along it.
+    values: usize,
+    /// Some dependence needs a barrier between the two ends.
+    barrier: bool,
+}
+
+impl Link {
+    fn add(&mut self, other: Link) {
+        self.values += other.values;
+        self.barrier |= other.barrier;
+    }
+}
+
+/// A group of units: a kernel (with its launch geometry) or one host/library unit.
+#[derive(Clone, Debug)]
+struct Group {
+    units: Vec<usize>,
+    kernel: Option<Geometry>,
+}
+
+/// The groups of one body, from which the builder emits launches and host statements.
+#[derive(Clone, Debug)]
+pub(crate) struct Partition {
+    pub units: Vec<Unit>,
+    links: BTreeMap<(usize, usize), Link>,
+    group_of: Vec<usize>,
+    groups: Vec<Option<Group>>,
+}
+
+/// One group of the final partition, in launch order.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Placed {
+    /// A kernel: its unit statements in program order and its geometry.
+    Kernel(Vec<StmtId>, Geometry),
+    /// A unit that stays outside kernels.
+    Single(usize),
+}
+
+/// The group graph at one moment: links between live groups and each group's successors.
+struct GroupGraph {
+    links: BTreeMap<(usize, usize), Link>,
+    successors: Vec<Vec<usize>>,
+}
+
+impl GroupGraph {
+    fn link(&self, from: usize, to: usize) -> Link {
+        self.links.get(&(from, to)).copied().unwrap_or_default()
+    }
+
+    /// True when a path from `from` to `to` passes through some third group.
+    fn indirect_path(&self, from: usize, to: usize) -> bool {
+        let mut seen = vec![false; self.successors.len()];
+        let mut stack: Vec<usize> = self
+            .successors
+            .get(from)
+            .map(|s| s.iter().copied().filter(|&g| g != to).collect())
+            .unwrap_or_default();
+        while let Some(group) = stack.pop() {
+            if group == to {
+                return true;
+            }
+            if std::mem::replace(&mut seen[group], true) {
+                continue;
+            }
+            if let Some(next) = self.successors.get(group) {
+                stack.extend(next.iter().copied());
+            }
+        }
+        false
+    }
+}
+
+impl Partition {
+    /// The units of a body (its top-level statements `stmts`) and the links between them.
+    pub fn new(cx: &Context<'_>, stmts: &[StmtId]) -> Partition {
+        let units: Vec<Unit> = stmts
+            .iter()
+            .map(|&stmt| Unit {
+                stmt,
+                role: unit_role(cx, stmt),
+            })
+            .collect();
+        let unit_of = |stmt: StmtId| -> Option<usize> {
+            let index = units.partition_point(|u| u.stmt <= stmt).checked_sub(1)?;
+            let unit = &units[index];
+            (stmt.0 < cx.subtree_end(unit.stmt)).then_some(index)
+        };
+        let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+        let graph = &cx.analysis.dependence;
+        for edge in graph.graph.edge_references() {
+            let (Some(from), Some(to)) = (graph.stmt(edge.source()), graph.stmt(edge.target()))
+            else {
+                continue;
+            };
+            let (Some(a), Some(b)) = (unit_of(from), unit_of(to)) else {
+                continue;
+            };
+            // Same unit: internal. Backward: carried to the next iteration of a host loop.
+            if a >= b {
+                continue;
+            }
+            let weight = edge.weight();
+            links.entry((a, b)).or_default().add(Link {
+                values: usize::from(weight.kind == DependenceKind::True),
+                barrier: cx.needs_barrier(from, weight),
+            });
+        }
+        // Effects and exits stay in place: everything before runs before, everything after
+        // runs after.
+        for (index, unit) in units.iter().enumerate() {
+            if cx.is_barrier(unit.stmt) {
+                for other in 0..units.len() {
+                    let key = match other.cmp(&index) {
+                        std::cmp::Ordering::Less => (other, index),
+                        std::cmp::Ordering::Greater => (index, other),
+                        std::cmp::Ordering::Equal => continue,
+                    };
+                    links.entry(key).or_default();
+                }
+            }
+        }
+        let groups = units
+            .iter()
+            .enumerate()
+            .map(|(index, unit)| {
+                Some(Group {
+                    units: vec![index],
+                    kernel: match &unit.role {
+                        Role::Gpu(geometry) => Some(geometry.clone()),
+                        _ => None,
+                    },
+                })
+            })
+            .collect();
+        Partition {
+            group_of: (0..units.len()).collect(),
+            units,
+            links,
+            groups,
+        }
+    }
+
+    /// Runs the three steps.
+    pub fn outline(&mut self, cx: &Context<'_>) {
+        self.pipeline(cx);
+        loop {
+            loop {
+                let merged_siblings = self.merge_siblings(cx);
+                let merged_parent = self.merge_parents(cx);
+                if !merged_siblings && !merged_parent {
+                    break;
+                }
+            }
+            if !self.merge_independent(cx) {
+                break;
+            }
+        }
+    }
+
+    fn graph(&self) -> GroupGraph {
+        let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+        for (&(a, b), link) in &self.links {
+            let (ga, gb) = (self.group_of[a], self.group_of[b]);
+            if ga != gb {
+                links.entry((ga, gb)).or_default().add(*link);
+            }
+        }
+        let mut successors = vec![Vec::new(); self.groups.len()];
+        for &(a, b) in links.keys() {
+            successors[a].push(b);
+        }
+        GroupGraph { links, successors }
+    }
+
+    fn kernel_geometry(&self, group: usize) -> Option<&Geometry> {
+        self.groups.get(group)?.as_ref()?.kernel.as_ref()
+    }
+
+    fn unit_statements(&self, groups: &[usize]) -> Vec<StmtId> {
+        groups
+            .iter()
+            .filter_map(|&g| self.groups.get(g)?.as_ref())
+            .flat_map(|group| group.units.iter().map(|&u| self.units[u].stmt))
+            .collect()
+    }
+
+    /// The geometry of kernels `a` and `b` merged, or `None` when they must stay apart.
+    fn merged(
+        &self,
+        cx: &Context<'_>,
+        graph: &GroupGraph,
+        a: usize,
+        b: usize,
+        fusion: Fusion,
+    ) -> Option<Geometry> {
+        if a == b {
+            return None;
+        }
+        let geometry = merge_geometry(self.kernel_geometry(a)?, self.kernel_geometry(b)?, fusion)?;
+        if graph.link(a, b).barrier || graph.link(b, a).barrier {
+            return None;
+        }
+        if graph.indirect_path(a, b) || graph.indirect_path(b, a) {
+            return None;
+        }
+        let members = Members::new(cx, &self.unit_statements(&[a, b]));
+        cx.masked_reads_are_inside(&members, &geometry)
+            .then_some(geometry)
+    }
+
+    fn merge(&mut self, into: usize, from: usize, geometry: Geometry) {
+        let Some(moved) = self.groups.get_mut(from).and_then(Option::take) else {
+            return;
+        };
+        for &unit in &moved.units {
+            self.group_of[unit] = into;
+        }
+        if let Some(Some(target)) = self.groups.get_mut(into) {
+            target.units.extend(moved.units);
+            target.units.sort_unstable();
+            target.kernel = Some(geometry);
+        }
+    }
+
+    /// Step 1, in reverse program order: a GPU unit joins the kernel holding all of its data
+    /// successors when the geometries are equal and nothing needs a barrier.
+    fn pipeline(&mut self, cx: &Context<'_>) {
+        for unit in (0..self.units.len()).rev() {
+            if !matches!(self.units[unit].role, Role::Gpu(_)) {
+                continue;
+            }
+            let successors: BTreeSet<usize> = self
+                .links
+                .range((unit, 0)..(unit + 1, 0))
+                .filter(|(_, link)| link.values > 0)
+                .map(|(&(_, to), _)| self.group_of[to])
+                .collect();
+            let [kernel] = successors.into_iter().collect::<Vec<_>>()[..] else {
+                continue;
+            };
+            let own = self.group_of[unit];
+            let graph = self.graph();
+            if let Some(geometry) = self.merged(cx, &graph, own, kernel, Fusion::Identical) {
+                self.merge(kernel, own, geometry);
+            }
+        }
+    }
+
+    /// Step 2: kernels of equal geometry that read the output of one group merge when no
+    /// path joins them. Returns whether anything merged.
+    fn merge_siblings(&mut self, cx: &Context<'_>) -> bool {
+        let mut merged_any = false;
+        'restart: loop {
+            let graph = self.graph();
+            for parent in 0..self.groups.len() {
+                let children: Vec<usize> = graph.successors[parent]
+                    .iter()
+                    .copied()
+                    .filter(|&c| {
+                        graph.link(parent, c).values > 0 && self.kernel_geometry(c).is_some()
+                    })
+                    .collect();
+                for (i, &first) in children.iter().enumerate() {
+                    for &second in &children[i + 1..] {
+                        if let Some(geometry) =
+                            self.merged(cx, &graph, first, second, Fusion::Identical)
+                        {
+                            self.merge(first, second, geometry);
+                            merged_any = true;
+                            continue 'restart;
+                        }
+                    }
+                }
+            }
+            return merged_any;
+        }
+    }
+
+    /// Step 3, in program order of the parents: a kernel merges into the successor kernel it
+    /// passes the most values to, which may run masked over a compressed geometry. Returns
+    /// whether anything merged.
+    fn merge_parents(&mut self, cx: &Context<'_>) -> bool {
+        let mut merged_any = false;
+        'restart: loop {
+            let graph = self.graph();
+            for parent in self.order() {
+                if self.kernel_geometry(parent).is_none() {
+                    continue;
+                }
+                let mut best: Option<(usize, usize, Geometry)> = None;
+                for &child in &graph.successors[parent] {
+                    let values = graph.link(parent, child).values;
+                    if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
+                        continue;
+                    }
+                    if let Some(geometry) = self.merged(cx, &graph, parent, child, Fusion::Masked) {
+                        best = Some((values, child, geometry));
+                    }
+                }
+                if let Some((_, child, geometry)) = best {
+                    self.merge(child, parent, geometry);
+                    merged_any = true;
+                    continue 'restart;
+                }
+            }
+            return merged_any;
+        }
+    }
+
+    /// Beyond rNdN, once steps 2 and 3 are done: two kernels of equal geometry that no path
+    /// joins merge even when they share no input, saving a launch. Returns whether anything
+    /// merged.
+    fn merge_independent(&mut self, cx: &Context<'_>) -> bool {
+        let mut merged_any = false;
+        'restart: loop {
+            let graph = self.graph();
+            let kernels: Vec<usize> = self
+                .order()
+                .into_iter()
+                .filter(|&g| self.kernel_geometry(g).is_some())
+                .collect();
+            for (i, &first) in kernels.iter().enumerate() {
+                for &second in &kernels[i + 1..] {
+                    if let Some(geometry) =
+                        self.merged(cx, &graph, first, second, Fusion::Identical)
+                    {
+                        self.merge(first, second, geometry);
+                        merged_any = true;
+                        continue 'restart;
+                    }
+                }
+            }
+            return merged_any;
+        }
+    }
+
+    /// The live groups in a topological order of the group graph that keeps program order
+    /// wherever the dependences allow (ties go to the group whose first unit comes first).
+    /// `None` if the graph has a cycle (a bug: every merge keeps it acyclic).
+    fn topological(&self) -> Option<Vec<usize>> {
+        let graph = self.graph();
+        let mut indegree = vec![0usize; self.groups.len()];
+        for &(_, to) in graph.links.keys() {
+            indegree[to] += 1;
+        }
+        let first_unit = |g: usize| {
+            self.groups[g]
+                .as_ref()
+                .and_then(|group| group.units.first().copied())
+                .unwrap_or(usize::MAX)
+        };
+        let mut ready: BinaryHeap<Reverse<(usize, usize)>> = (0..self.groups.len())
+            .filter(|&g| self.groups[g].is_some() && indegree[g] == 0)
+            .map(|g| Reverse((first_unit(g), g)))
+            .collect();
+        let mut order = Vec::new();
+        while let Some(Reverse((_, group))) = ready.pop() {
+            order.push(group);
+            for &next in &graph.successors[group] {
+                indegree[next] -= 1;
+                if indegree[next] == 0 {
+                    ready.push(Reverse((first_unit(next), next)));
+                }
+            }
+        }
+        let live = self.groups.iter().filter(|g| g.is_some()).count();
+        (order.len() == live).then_some(order)
+    }
+
+    /// Live groups in topological order, or in first-unit order if (by a bug) there is none.
+    fn order(&self) -> Vec<usize> {
+        self.topological().unwrap_or_else(|| {
+            (0..self.groups.len())
+                .filter(|&g| self.groups[g].is_some())
+                .collect()
+        })
+    }
+
+    /// The final groups in launch order; `None` if the group graph has a cycle.
+    pub fn placed(&self) -> Option<Vec<Placed>> {
+        let order = self.topological()?;
+        Some(
+            order
+                .into_iter()
+                .filter_map(|g| {
+                    let group = self.groups[g].as_ref()?;
+                    Some(match &group.kernel {
+                        Some(geometry) => Placed::Kernel(
+                            group.units.iter().map(|&u| self.units[u].stmt).collect(),
+                            geometry.clone(),
+                        ),
+                        None => Placed::Single(*group.units.first()?),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+fn unit_role(cx: &Context<'_>, stmt: StmtId) -> Role {
+    let Some(s) = cx.tree.stmt(stmt) else {
+        return Role::Host;
+    };
+    match &s.kind {
+        StmtKind::If { .. } | StmtKind::While { .. } | StmtKind::Repeat { .. } => {
+            match cx.compound_geometry(stmt) {
+                Some(geometry) => Role::Gpu(geometry),
+                None => Role::HostCompound,
+            }
+        }
+        _ => match cx.gpu_geometry(stmt) {
+            Some(geometry) => Role::Gpu(geometry),
+            None if cx.analysis.dependence.device(stmt) == Some(Device::Library) => Role::Library,
+            None => Role::Host,
+        },
+    }
+}

@@ -1,0 +1,110 @@
+//! WGSL code generation on the 22 TPC-H programs of the conformance suite: every kernel the
+//! outliner makes is generated and validated by naga, and each query's WGSL is snapshot.
+
+use std::path::PathBuf;
+
+use horsec::codegen::{self, KernelModule};
+use horsec::driver::{compile, Stage};
+
+/// The TPC-H query directory (`HORSEC_CONFORMANCE`, default `../shared/conformance`), or None
+/// after a loud notice when it is missing.
+fn queries_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("HORSEC_CONFORMANCE").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance"),
+        PathBuf::from,
+    );
+    let queries = dir.join("tpch/queries");
+    if queries.is_dir() {
+        Some(queries)
+    } else {
+        eprintln!(
+            "SKIPPED: TPC-H queries {} not found (set HORSEC_CONFORMANCE)",
+            queries.display()
+        );
+        None
+    }
+}
+
+/// The generated kernels of query `q`, or the error that stopped generation.
+fn generate(dir: &std::path::Path, q: u32) -> Result<Vec<KernelModule>, String> {
+    let path = dir.join(format!("q{q}.hir"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: cannot read: {e}", path.display()));
+    let c = compile(&path.display().to_string(), &text, Stage::Outline);
+    let (Some(typed), Some(outlined)) = (c.typed.as_ref(), c.outlined.as_ref()) else {
+        panic!("q{q} does not compile:\n{}", c.render_diagnostics());
+    };
+    codegen::generate_program(typed, outlined).map_err(|e| e.to_string())
+}
+
+/// All of a query's modules as one text, each after a header line.
+fn query_text(modules: &[KernelModule]) -> String {
+    let mut text = String::new();
+    for module in modules {
+        text += &format!("// ===== {} =====\n", module.name);
+        text += &module.wgsl;
+        text += "\n";
+    }
+    text
+}
+
+#[test]
+fn every_tpch_kernel_generates_and_validates() {
+    let Some(dir) = queries_dir() else {
+        return;
+    };
+    let mut failures = Vec::new();
+    let mut kernels = 0;
+    for q in 1..=22 {
+        match generate(&dir, q) {
+            Ok(modules) => {
+                for module in &modules {
+                    // generate_program validated already; validate again the text as written.
+                    if let Err(e) = codegen::validate(&module.name, &module.wgsl) {
+                        failures.push(format!("q{q}: {e}"));
+                    }
+                }
+                kernels += modules.len();
+            }
+            Err(e) => failures.push(format!("q{q}: {e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 22 queries failed ({kernels} kernels generated):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn tpch_wgsl_snapshots() {
+    let Some(dir) = queries_dir() else {
+        return;
+    };
+    for q in 1..=22 {
+        let Ok(modules) = generate(&dir, q) else {
+            // Reported by every_tpch_kernel_generates_and_validates.
+            continue;
+        };
+        insta::assert_snapshot!(format!("codegen_q{q:02}"), query_text(&modules));
+    }
+}
+
+#[test]
+fn q6_is_one_kernel_with_one_reduction() {
+    let Some(dir) = queries_dir() else {
+        return;
+    };
+    let modules = generate(&dir, 6).expect("q6 generates");
+    assert_eq!(modules.len(), 1);
+    let entries: Vec<String> = modules[0]
+        .passes
+        .iter()
+        .filter_map(|p| match p {
+            horsec_runtime::kernel::Pass::Entry { entry_point, .. } => Some(entry_point.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(entries, ["main_pass", "finish_pass"]);
+}
