@@ -60,8 +60,17 @@ enum Command {
 
 #[derive(clap::Args, Debug)]
 struct BenchArgs {
-    /// Query programs to benchmark (not supported yet: use --graph).
+    /// Query programs to benchmark on the GPU and the CPU (TPC-H data from --tpch/--data).
     files: Vec<PathBuf>,
+    /// TPC-H scale factor generated in process for the query programs (default 0.01).
+    #[arg(long, value_name = "SF", conflicts_with = "data")]
+    tpch: Option<f64>,
+    /// A directory of dbgen `.tbl` files for the query programs.
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// Use the adapter whose name contains this text (also `HORSEC_ADAPTER`).
+    #[arg(long, value_name = "NAME")]
+    adapter: Option<String>,
     /// Median over this many timed runs.
     #[arg(long, default_value_t = 5)]
     runs: usize,
@@ -199,16 +208,50 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `horsec bench FILE...`: the query benchmark (see `crate::bench`).
+fn bench_files(args: &BenchArgs) -> bool {
+    let device = match open_device(args.adapter.as_deref()) {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("error: horsec bench needs a GPU: {e}");
+            return false;
+        }
+    };
+    let start = Instant::now();
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let loaded = match (&args.data, args.tpch) {
+        (Some(dir), _) => Database::from_tbl_dir(dir, progress),
+        (None, sf) => Database::tpch(sf.unwrap_or(0.01), progress),
+    };
+    let db = match loaded {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("error: loading data: {e}");
+            return false;
+        }
+    };
+    eprintln!("data loaded in {:.1} s", start.elapsed().as_secs_f64());
+    let stdout = std::io::stdout();
+    match crate::bench::bench_queries(&args.files, &db, &device, args.runs, &mut stdout.lock()) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
 fn bench(args: &BenchArgs) -> bool {
     use horsec_runtime::graph::bench::{preset_named, run, GraphBench};
     use horsec_runtime::graph::gpu::GpuOptions;
-    if !args.files.is_empty() {
-        eprintln!("error: benchmarking query files is not supported yet; use --graph");
+    if !args.files.is_empty() && !bench_files(args) {
         return false;
     }
     if args.graph.is_empty() {
-        eprintln!("error: nothing to benchmark: give --graph SF1,SF10,SF100");
-        return false;
+        if args.files.is_empty() {
+            eprintln!("error: nothing to benchmark: give query FILEs or --graph SF1,SF10,SF100");
+        }
+        return !args.files.is_empty();
     }
     let mut presets = Vec::new();
     for name in &args.graph {

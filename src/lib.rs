@@ -5,6 +5,7 @@
 //! [`lower`] (typed program → runtime plan). The runtime crate executes plans.
 
 pub mod analysis;
+pub mod bench;
 pub mod cli;
 pub mod codegen;
 pub mod diag;
