@@ -1,7 +1,9 @@
 //! The GPU layer of the runtime: device selection ([`Device`]), typed buffers
-//! ([`GpuBuffer`]), a pipeline cache with grid-stride dispatch ([`Commands`]), and the first
+//! ([`GpuBuffer`]), a pipeline cache with grid-stride dispatch ([`Commands`]), and the
 //! library kernels (WGSL in `shaders/`): prefix sum, stream compaction, radix sort, OR
-//! reduction.
+//! reduction, key encoding, multi-key `@order`, hash `@group`/`@unique`/`@member`, hash
+//! `@join_index`, `@index_a`, `@like`/`@sub_string` on dictionaries. [`library::run_library`]
+//! is the value-level entry point the GPU engine calls.
 //!
 //! Everything here runs on the GPU adapter and reads results back; there is no CPU fallback.
 //! The CPU backend (`crate::cpu`) is the oracle tests compare against.
