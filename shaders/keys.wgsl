@@ -23,6 +23,12 @@
 //   fill          dst[i] = params.a
 //   iota          dst[i] = i
 //   clamp_to      dst[i] = min(src[i], params.a)
+//   cell_ids      dst[params.b + i] = the cell of element i of a flat list whose params.a + 1
+//                 offsets are src (the last cell c with src[c] <= i: binary search, so
+//                 empty cells are skipped)
+//   cell_positions dst[i] = i - src[aux[i]]: element i's position within its cell (src =
+//                 the offsets, aux = the cell ids)
+//   gather_or     dst[j] = src[aux[j]], or params.a where aux[j] is NONE (0xffffffff)
 //
 // Template parameters: {{WORKGROUP_SIZE}}.
 
@@ -312,5 +318,59 @@ fn clamp_to(
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var i = global.x; i < params.n; i = i + stride) {
         dst[i] = min(src[i], params.a);
+    }
+}
+
+// cell_ids: params.n elements; params.a cells (src holds params.a + 1 offsets, src[0] = 0,
+// src[params.a] = params.n, never decreasing); params.b = where the ids start in dst.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn cell_ids(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.n; i = i + stride) {
+        // Invariant: src[lo] <= i < src[hi]; the answer is the last c with src[c] <= i.
+        var lo = 0u;
+        var hi = params.a;
+        loop {
+            if hi - lo <= 1u {
+                break;
+            }
+            let mid = lo + (hi - lo) / 2u;
+            if src[mid] <= i {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        dst[params.b + i] = lo;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn cell_positions(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.n; i = i + stride) {
+        dst[i] = i - src[aux[i]];
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn gather_or(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j < params.n; j = j + stride) {
+        let k = aux[j];
+        if k == 0xffffffffu {
+            dst[j] = params.a;
+        } else {
+            dst[j] = src[k];
+        }
     }
 }

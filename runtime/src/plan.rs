@@ -264,7 +264,7 @@ impl StepPrinter<'_> {
             Expr::Operand(op) => self.operand(op),
             Expr::CheckCast { expr, ty } => format!("check_cast({}, {ty})", self.expr(expr)),
             Expr::Call { callee, args } => {
-                let args: Vec<String> = args
+                let texts: Vec<String> = args
                     .iter()
                     .map(|a| match a {
                         Arg::Operand(op) => self.operand(op),
@@ -276,7 +276,19 @@ impl StepPrinter<'_> {
                     (Callee::Builtin(b), _) if crate::profile::is_host_builtin(*b) => "host",
                     (Callee::Builtin(_), Target::Cpu) => "cpu",
                     (Callee::Builtin(b), Target::Gpu)
-                        if crate::gpu::library::LIBRARY_BUILTINS.contains(b) =>
+                        if crate::gpu::library::LIBRARY_BUILTINS.contains(b)
+                            || matches!(b, Builtin::ShortestPathLength | Builtin::Reachable) =>
+                    {
+                        "gpu library"
+                    }
+                    // `@each(@unique, l)`: a library kernel when `l` is a flat list (the
+                    // usual case; other lists run on the CPU and show in `--time`).
+                    (Callee::Builtin(Builtin::Each), Target::Gpu)
+                        if matches!(
+                            args.first(),
+                            Some(Arg::Function(Callee::Builtin(f)))
+                                if crate::gpu::library::EACH_LIBRARY_BUILTINS.contains(f)
+                        ) =>
                     {
                         "gpu library"
                     }
@@ -285,7 +297,7 @@ impl StepPrinter<'_> {
                 format!(
                     "{}({})    <{placement}>",
                     self.callee(*callee),
-                    args.join(", ")
+                    texts.join(", ")
                 )
             }
         }

@@ -9,7 +9,7 @@ use horsec_runtime::builtin::Builtin as B;
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
 use horsec_runtime::error::Result;
 use horsec_runtime::gpu::hash::GroupStrategy;
-use horsec_runtime::gpu::library::{run_group, run_library};
+use horsec_runtime::gpu::library::{each_library, each_unique, run_group, run_library};
 use horsec_runtime::gpu::{require_gpu_or_skip, Device};
 use horsec_runtime::plan::Callee;
 use horsec_runtime::value::{List, Strings, Table, Value, Vector};
@@ -468,15 +468,186 @@ fn unsupported_arguments_are_errors_that_name_the_builtin() {
     let Some(device) = shared_device() else {
         return;
     };
-    let args = [i32s(vec![1, 2]), f64s(vec![1.0])];
+    // i64 against f64 needs a conversion the GPU does not do (i32 against f64 is keyed
+    // exactly as f64 on the GPU).
+    let args = [i64s(vec![1, 2]), f64s(vec![1.0])];
     let list = arg_list(&[], &args);
-    let error = run_library(device, B::Member, &list).expect_err("int vs float");
+    let error = run_library(device, B::Member, &list).expect_err("i64 vs f64");
     assert!(error.message.starts_with("@member: "), "{error}");
     let error = run_library(device, B::Sum, &list).expect_err("not a library kernel");
     assert!(error.message.contains("@sum"), "{error}");
     let complex = [Value::Vector(Vector::Complex(Arc::new(vec![])))];
     let error = run_library(device, B::Group, &arg_list(&[], &complex)).expect_err("complex");
     assert!(error.message.starts_with("@group: "), "{error}");
+}
+
+/// A flat list of `values` cut into cells of the given lengths (which must sum to its length).
+fn flat_list(values: Value, lengths: &[usize]) -> Value {
+    let Value::Vector(values) = values else {
+        panic!("flat_list takes a vector");
+    };
+    let mut offsets = vec![0usize];
+    for &l in lengths {
+        offsets.push(offsets.last().copied().unwrap_or(0) + l);
+    }
+    assert_eq!(offsets.last().copied(), Some(values.len()), "lengths sum");
+    Value::List(List::Flat {
+        values,
+        offsets: Arc::new(offsets),
+    })
+}
+
+/// Cell lengths summing to `n`: random lengths up to `max_len`, some of them empty.
+fn cell_lengths(rng: &mut Rng, n: usize, max_len: u64) -> Vec<usize> {
+    let mut lengths = Vec::new();
+    let mut left = n;
+    while left > 0 {
+        let l = (rng.below(max_len + 1) as usize).min(left);
+        lengths.push(l);
+        left -= l;
+    }
+    // Empty cells at the end too.
+    lengths.push(0);
+    lengths
+}
+
+/// `@each(@unique, l)`: the CPU builtin against [`each_unique`] (and [`each_library`]).
+fn each_unique_same(device: &Device, l: &Value) {
+    let args = arg_list(&[B::Unique], std::slice::from_ref(l));
+    let cpu = call_builtin(B::Each, &args, &mut NoEnv).expect("CPU @each(@unique) runs");
+    let Value::List(list) = l else {
+        panic!("a list");
+    };
+    let gpu = each_unique(device, list).expect("GPU @each(@unique) runs");
+    assert_eq!(cpu, gpu, "@each(@unique) on {l:?}");
+    let routed = each_library(device, &args).expect("routed @each(@unique) runs");
+    assert_eq!(cpu, routed);
+}
+
+#[test]
+fn each_unique_matches_the_cpu_per_cell() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(11);
+    // No cells at all, and only empty cells.
+    each_unique_same(device, &flat_list(i64s(vec![]), &[]));
+    each_unique_same(device, &flat_list(i64s(vec![]), &[0, 0, 0]));
+    each_unique_same(device, &flat_list(syms(&[]), &[0]));
+    for &n in SIZES {
+        for distinct in [1, 3, 50, 1 << 20] {
+            for column in columns(&mut rng, n, distinct) {
+                // One cell holding everything, many small cells, a few large ones.
+                each_unique_same(device, &flat_list(column.clone(), &[n]));
+                for max_len in [3, 40, 700] {
+                    let lengths = cell_lengths(&mut rng, n, max_len);
+                    each_unique_same(device, &flat_list(column.clone(), &lengths));
+                }
+            }
+            // One value per cell.
+            let c = i64s(rng.i64s(n, distinct));
+            each_unique_same(device, &flat_list(c, &vec![1; n]));
+        }
+        // All values equal.
+        let lengths = cell_lengths(&mut rng, n, 30);
+        each_unique_same(device, &flat_list(i64s(vec![7; n]), &lengths));
+        each_unique_same(device, &flat_list(f64s(vec![-0.0; n]), &lengths));
+        let words = vec!["PROMO".to_string(); n];
+        each_unique_same(device, &flat_list(strs(&words), &lengths));
+    }
+    // Many cells over a larger input (q16's shape: few distinct values per cell).
+    let n = 60_000;
+    let lengths = cell_lengths(&mut rng, n, 12);
+    each_unique_same(device, &flat_list(i32s(rng.i32s(n, 0, 10_000)), &lengths));
+    each_unique_same(device, &flat_list(syms(&rng.words(n, 14)), &lengths));
+}
+
+#[test]
+fn each_other_than_unique_or_of_a_mixed_list_is_not_a_gpu_kernel() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let l = flat_list(i64s(vec![1, 2, 2]), &[1, 2]);
+    let error = each_library(device, &arg_list(&[B::Sum], std::slice::from_ref(&l)))
+        .expect_err("@each(@sum) is not a library kernel");
+    assert!(error.message.starts_with("@each"), "{error}");
+    let mixed = Value::List(List::Mixed(Arc::new(vec![i64s(vec![1]), f64s(vec![1.0])])));
+    let Value::List(mixed) = mixed else {
+        unreachable!()
+    };
+    let error = each_unique(device, &mixed).expect_err("mixed lists are not flat");
+    assert!(error.message.starts_with("@each(@unique)"), "{error}");
+}
+
+#[test]
+fn index_of_matches_the_cpu_including_mixed_widths_and_dictionaries() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(12);
+    for &n in SIZES {
+        for &m in &[0usize, 1, 300, 1000] {
+            for distinct in [1u64, 5, 1 << 20] {
+                let d = distinct.min(1 << 16) as i32;
+                let x = i32s(rng.i32s(n, -d, d));
+                let y = i32s(rng.i32s(m, -d, d));
+                ok(device, B::IndexOf, &[], &[x.clone(), y]);
+                let y64 = i64s(rng.i32s(m, -d, d).into_iter().map(i64::from).collect());
+                ok(device, B::IndexOf, &[], &[x.clone(), y64]);
+                let yf = f64s(rng.i32s(m, -d, d).into_iter().map(f64::from).collect());
+                ok(device, B::IndexOf, &[], &[x, yf]);
+                let xs = syms(&rng.words(n, distinct));
+                ok(
+                    device,
+                    B::IndexOf,
+                    &[],
+                    &[xs.clone(), syms(&rng.words(m, distinct))],
+                );
+                ok(device, B::IndexOf, &[], &[xs, strs(&rng.words(m, 14))]);
+                ok(
+                    device,
+                    B::IndexOf,
+                    &[],
+                    &[f64s(rng.f64s(n)), f64s(rng.f64s(m))],
+                );
+                let xd = i64s(rng.i64s(n, distinct));
+                let yd = if n > 0 {
+                    // Half of the probes drawn from x itself.
+                    let Value::Vector(Vector::I64(xv)) = &xd else {
+                        unreachable!()
+                    };
+                    let mut v = rng.i64s(m, distinct);
+                    for (j, e) in v.iter_mut().enumerate() {
+                        if j % 2 == 0 {
+                            *e = xv[rng.below(n as u64) as usize];
+                        }
+                    }
+                    i64s(v)
+                } else {
+                    i64s(rng.i64s(m, distinct))
+                };
+                ok(device, B::IndexOf, &[], &[xd, yd]);
+                let dx = dates(rng.i32s(n, 8000, 8000 + d));
+                ok(
+                    device,
+                    B::IndexOf,
+                    &[],
+                    &[dx, dates(rng.i32s(m, 8000, 8000 + d))],
+                );
+            }
+        }
+        // All equal: every probe finds position 0.
+        ok(
+            device,
+            B::IndexOf,
+            &[],
+            &[i64s(vec![3; n]), i64s(vec![3, 4, 3])],
+        );
+    }
+    // Larger: a table of many slots.
+    let x = i64s(rng.i64s(100_000, 30_000));
+    let y = i64s(rng.i64s(50_000, 30_000));
+    ok(device, B::IndexOf, &[], &[x, y]);
 }
 
 proptest! {
@@ -534,6 +705,15 @@ fn results_do_not_depend_on_workgroup_count_or_tile_size() {
         dates(rng.i32s(500, 8000, 8040)),
     ]);
     ok(&device, B::JoinIndex, &[B::Eq, B::Lt], &[a, b]);
+    ok(
+        &device,
+        B::IndexOf,
+        &[],
+        &[c[1].clone(), i64s(rng.i64s(700, 40))],
+    );
+    let lengths = cell_lengths(&mut rng, n, 50);
+    each_unique_same(&device, &flat_list(c[5].clone(), &lengths));
+    each_unique_same(&device, &flat_list(c[2].clone(), &lengths));
 }
 
 /// Larger inputs: several radix-sort tiles and a hash table of many slots.

@@ -7,8 +7,8 @@
 //! - **Gpu**: element-wise builtins, `@compress`/`@where`, gathers (`@index` on a vector),
 //!   reductions, `@each*` of a GPU builtin, `@raze`, `@vector`, `@append` of vectors, copies.
 //! - **Library**: whole-operation kernels from the runtime's library: `@order`, `@group`,
-//!   `@join_index`, `@unique`, `@member`, `@like`, `@sub_string`, `@index_a` (scatter),
-//!   and the graph builtins `@csr`, `@shortest_path_length`, `@reachable`.
+//!   `@join_index`, `@unique`, `@member`, `@index_of`, `@like`, `@sub_string`, `@index_a`
+//!   (scatter), and the graph builtins `@csr`, `@shortest_path_length`, `@reachable`.
 //! - **Cpu**: tables, columns, lists and dictionaries as containers (`@load_table`,
 //!   `@column_value`, `@list`, `@table`, `@keys`, `@values`, `@fetch`…), `@print`, calls of
 //!   user functions, and control statements.
@@ -253,8 +253,8 @@ pub fn call_properties(
         B::Compress | B::Where => (Device::Gpu, none),
         // Reads its input back to front.
         B::Reverse => (Device::Gpu, reads_at(0)),
-        // Each thread searches the whole first argument.
-        B::IndexOf => (Device::Gpu, reads_at(0)),
+        // A hash table on the first argument, probed by the second: a library kernel.
+        B::IndexOf => (Device::Library, none),
         B::Index => {
             if first_is_list() {
                 // Taking a cell of a list is bookkeeping on the host.

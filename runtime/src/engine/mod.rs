@@ -16,7 +16,7 @@ use crate::builtin::Builtin;
 use crate::cpu::graph::search_arguments;
 use crate::cpu::{ArgValue, Args};
 use crate::error::{Result, RuntimeError};
-use crate::gpu::library::{run_library, LIBRARY_BUILTINS};
+use crate::gpu::library::{each_library, each_runs_on_gpu, run_library, LIBRARY_BUILTINS};
 use crate::gpu::Device;
 use crate::graph::gpu::{GpuGraph, GpuOptions};
 use crate::interp::Accelerator;
@@ -90,6 +90,9 @@ impl Accelerator for GpuEngine<'_> {
                 self.graph_search(b, args)
                     .map(|v| (v, Placement::GpuLibrary)),
             );
+        }
+        if b == Builtin::Each && each_runs_on_gpu(args) {
+            return Some(each_library(self.device, args).map(|v| (v, Placement::GpuLibrary)));
         }
         if !LIBRARY_BUILTINS.contains(&b) {
             return None;

@@ -227,13 +227,13 @@ pub fn count_slots(
     Ok(counters)
 }
 
-/// The first row (lowest index) of each distinct key of `keys`, ascending — the order of
-/// first appearance — together with the table, whose slots the caller may reuse.
-fn first_rows(
+/// A filled table over `keys` and, per slot, the first (lowest) row with that slot's key
+/// (`NONE` for empty slots); the flags mark each row that is the first of its key.
+fn first_row_per_slot(
     device: &Device,
     what: &str,
     keys: &KeyMatrix,
-) -> Result<(GpuBuffer<u32>, HashTable)> {
+) -> Result<(HashTable, GpuBuffer<u32>, GpuBuffer<u32>)> {
     let table = hash_insert(device, what, keys)?;
     let counters = filled(device, table.capacity, NONE)?;
     let flags = device.zeroed::<u32>("first row flags", keys.rows)?;
@@ -259,6 +259,17 @@ fn first_rows(
         )?;
     }
     commands.submit()?;
+    Ok((table, counters, flags))
+}
+
+/// The first row (lowest index) of each distinct key of `keys`, ascending — the order of
+/// first appearance — together with the table, whose slots the caller may reuse.
+fn first_rows(
+    device: &Device,
+    what: &str,
+    keys: &KeyMatrix,
+) -> Result<(GpuBuffer<u32>, HashTable)> {
+    let (table, _, flags) = first_row_per_slot(device, what, keys)?;
     Ok((where_true(device, &flags)?, table))
 }
 
@@ -272,6 +283,92 @@ pub fn unique_rows(device: &Device, keys: &KeyMatrix) -> Result<GpuBuffer<u32>> 
 pub fn member_slots(device: &Device, x: &KeyMatrix, y: &KeyMatrix) -> Result<GpuBuffer<u32>> {
     let table = hash_insert(device, "@member", y)?;
     hash_probe(device, &table, y, x)
+}
+
+/// `@index_of` on the GPU: for each row of `y`, the first row of `x` with an equal key, or
+/// `x.rows` when there is none. The table is built on `x`; the two matrices must have the
+/// same word layout.
+pub fn index_of_rows(device: &Device, x: &KeyMatrix, y: &KeyMatrix) -> Result<GpuBuffer<u32>> {
+    let missing = check_len("@index_of", x.rows)?;
+    let (table, first_of_slot, _) = first_row_per_slot(device, "@index_of", x)?;
+    let slots = hash_probe(device, &table, x, y)?;
+    let out = device.zeroed::<u32>("index_of rows", y.rows)?;
+    let mut commands = Commands::new(device, "index_of");
+    let values = [check_len("@index_of", y.rows)?, 0, missing, 0, 0, 0, 0, 0];
+    record_keys(
+        &mut commands,
+        "gather_or",
+        values,
+        first_of_slot.raw(),
+        slots.raw(),
+        out.raw(),
+        y.rows,
+    )?;
+    commands.submit()?;
+    Ok(out)
+}
+
+/// `@each(@unique, l)` on the GPU for a flat list of `cells` cells whose keys are `keys`
+/// (one row per element) and whose offsets are `offsets` (`cells + 1`, validated by the
+/// caller). Returns the positions within its cell of each cell's distinct keys' first
+/// elements, cell by cell in order of first appearance, and the `cells + 1` offsets of the
+/// result.
+pub fn each_unique_rows(
+    device: &Device,
+    keys: &KeyMatrix,
+    offsets: &GpuBuffer<u32>,
+    cells: usize,
+) -> Result<(GpuBuffer<u32>, GpuBuffer<u32>)> {
+    let what = "@each(@unique)";
+    let n = keys.rows;
+    let n32 = check_len(what, n)?;
+    // The composite key: word 0 is the element's cell, then the value's words.
+    let value_words = keys.num_words();
+    let words = device.zeroed::<u32>("cell keys", (value_words + 1).saturating_mul(n))?;
+    let positions = device.zeroed::<u32>("cell positions", n)?;
+    let unused_aux = unused(device)?;
+    let cells32 = check_len(what, cells)?;
+    let mut commands = Commands::new(device, "cell ids");
+    record_keys(
+        &mut commands,
+        "cell_ids",
+        [n32, 0, cells32, 0, 0, 0, 0, 0],
+        offsets.raw(),
+        unused_aux.raw(),
+        words.raw(),
+        n,
+    )?;
+    commands.copy_to_offset(&keys.words, words.raw(), (n as u64).saturating_mul(4));
+    commands.submit()?;
+    // Word 0 of the composite matrix (its first n words) is each element's cell.
+    let mut commands = Commands::new(device, "cell positions");
+    record_keys(
+        &mut commands,
+        "cell_positions",
+        [n32, 0, 0, 0, 0, 0, 0, 0],
+        offsets.raw(),
+        words.raw(),
+        positions.raw(),
+        n,
+    )?;
+    commands.submit()?;
+    let mut columns = vec![(0, 1)];
+    columns.extend(
+        keys.columns
+            .iter()
+            .map(|&(first, count)| (first + 1, count)),
+    );
+    let composite = KeyMatrix {
+        words,
+        rows: n,
+        columns,
+    };
+    let (firsts, _) = first_rows(device, what, &composite)?;
+    let result = gather(device, &positions, &firsts)?;
+    let result_cells = gather(device, &composite.words, &firsts)?;
+    let counts = count_slots(device, &result_cells, cells)?;
+    let result_offsets = exclusive_scan(device, &counts)?;
+    Ok((result, result_offsets))
 }
 
 /// The result of `@group`: `keys[g]` is the first row of group `g`, groups in ascending key

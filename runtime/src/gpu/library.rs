@@ -2,8 +2,9 @@
 //! and its arguments as the CPU builtins do, uploads what it needs, runs the kernels, and
 //! downloads the result as a [`Value`] equal to the CPU builtin's.
 //!
-//! Covered: `@order`, `@group`, `@unique`, `@member`, `@join_index`, `@index_a`, `@like`,
-//! `@sub_string`. Anything else, and argument types without a GPU encoding, is an error
+//! Covered: `@order`, `@group`, `@unique`, `@member`, `@index_of`, `@join_index`,
+//! `@index_a`, `@like`, `@sub_string`, and `@each(@unique, l)` of a flat list
+//! ([`each_unique`]). Anything else, and argument types without a GPU encoding, is an error
 //! naming the builtin (`@member: comparing i32 with f64 needs …`), never a CPU fallback.
 //!
 //! Work on the CPU, all of it per distinct string or per argument, never per row:
@@ -19,7 +20,9 @@ use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
 use super::device::Device;
 use super::error::{GpuError, Result as GpuResult};
-use super::hash::{group, member_slots, unique_rows, GroupStrategy};
+use super::hash::{
+    each_unique_rows, group, index_of_rows, member_slots, unique_rows, GroupStrategy,
+};
 use super::join::{join_index, JoinKeys};
 use super::keys::{
     check_len, download_as_bools, download_as_i64, encode_keys, gather, own_column,
@@ -45,6 +48,7 @@ pub const LIBRARY_BUILTINS: &[Builtin] = &[
     Builtin::Group,
     Builtin::Unique,
     Builtin::Member,
+    Builtin::IndexOf,
     Builtin::JoinIndex,
     Builtin::IndexA,
     Builtin::Like,
@@ -59,6 +63,7 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
         Builtin::Group => group_value(device, args, GroupStrategy::Auto),
         Builtin::Unique => unique(device, args),
         Builtin::Member => member(device, args),
+        Builtin::IndexOf => index_of(device, args),
         Builtin::JoinIndex => join(device, args),
         Builtin::IndexA => index_assign(device, args),
         Builtin::Like => like(device, args),
@@ -68,18 +73,21 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
             other.name()
         ))),
     };
-    result.map_err(|failure| {
-        let message = match failure {
-            Failure::Message(m) => m,
-            Failure::Gpu(GpuError::Unsupported { message, .. }) => message,
-            Failure::Gpu(other) => other.to_string(),
-        };
-        if message.starts_with('@') {
-            RuntimeError::new(message)
-        } else {
-            RuntimeError::new(format!("{name}: {message} (GPU)"))
-        }
-    })
+    result.map_err(|failure| runtime_error(&name, failure))
+}
+
+/// A failure as a runtime error starting with `@name: `.
+fn runtime_error(name: &str, failure: Failure) -> RuntimeError {
+    let message = match failure {
+        Failure::Message(m) => m,
+        Failure::Gpu(GpuError::Unsupported { message, .. }) => message,
+        Failure::Gpu(other) => other.to_string(),
+    };
+    if message.starts_with('@') {
+        RuntimeError::new(message)
+    } else {
+        RuntimeError::new(format!("{name}: {message} (GPU)"))
+    }
 }
 
 /// `@group` with an explicit strategy (tests run both; [`run_library`] uses `Auto`).
@@ -243,6 +251,18 @@ fn member(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     let ky = encode_keys(device, "@member", y.len(), &[cy])?;
     let slots = member_slots(device, &kx, &ky)?;
     Ok(Value::from_bools(download_as_bools(device, &slots, NONE)?))
+}
+
+/// `@index_of(x, y)`: for each element of `y`, the position of its first occurrence in `x`,
+/// or `len(x)` when absent. The table is built on `x`; keys paired as for `@member`.
+fn index_of(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    exactly(args, 2)?;
+    let (x, y) = (vector(args, 0)?, vector(args, 1)?);
+    let (cx, cy) = paired_columns_merging_dictionaries_on_cpu("@index_of", x, y)?;
+    let kx = encode_keys(device, "@index_of", x.len(), &[cx])?;
+    let ky = encode_keys(device, "@index_of", y.len(), &[cy])?;
+    let rows = index_of_rows(device, &kx, &ky)?;
+    Ok(Value::from_i64s(download_as_i64(device, &[&rows])?))
 }
 
 fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
@@ -672,5 +692,76 @@ fn sub_string(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     Ok(Value::Vector(match s {
         Vector::Sym(_) => Vector::Sym(result),
         _ => Vector::Str(result),
+    }))
+}
+
+/// The builtins `f` that [`each_library`] runs as `@each(f, l)` on the GPU.
+pub const EACH_LIBRARY_BUILTINS: &[Builtin] = &[Builtin::Unique];
+
+/// Whether `@each(f, l)` with these arguments runs on the GPU: `f` is one of
+/// [`EACH_LIBRARY_BUILTINS`] and `l` a flat list.
+pub fn each_runs_on_gpu(args: &[ArgValue<'_>]) -> bool {
+    matches!(
+        args,
+        [
+            ArgValue::Function(Callee::Builtin(f)),
+            ArgValue::Value(Value::List(List::Flat { .. }))
+        ] if EACH_LIBRARY_BUILTINS.contains(f)
+    )
+}
+
+/// `@each(f, l)` on the GPU, for the arguments [`each_runs_on_gpu`] accepts.
+pub fn each_library(device: &Device, args: &[ArgValue<'_>]) -> Result<Value> {
+    match args {
+        [ArgValue::Function(Callee::Builtin(Builtin::Unique)), ArgValue::Value(Value::List(list))] => {
+            each_unique(device, list)
+        }
+        _ => Err(RuntimeError::new(
+            "@each: only @each(@unique, l) of a flat list runs as a GPU library kernel",
+        )),
+    }
+}
+
+/// `@each(@unique, l)` on the GPU for a flat list: for each cell, the positions (within the
+/// cell) of the first occurrence of each distinct value, in order of appearance — the CPU's
+/// result, as a flat i64 list. Each element's cell is found on the GPU (binary search over
+/// the offsets), the (cell, value) pairs are hashed, and the first rows of the distinct
+/// pairs, ascending, are the result; per-cell counts and their scan give its offsets.
+pub fn each_unique(device: &Device, list: &List) -> Result<Value> {
+    each_unique_value(device, list).map_err(|failure| runtime_error("@each(@unique)", failure))
+}
+
+fn each_unique_value(device: &Device, list: &List) -> Out<Value> {
+    let List::Flat { values, offsets } = list else {
+        fail!("expected a flat list (cells of one vector type)");
+    };
+    let cells = offsets.len().saturating_sub(1);
+    if cells == 0 {
+        // What the CPU's `List::from_cells` builds from no cells.
+        return Ok(Value::List(List::Mixed(Arc::new(Vec::new()))));
+    }
+    let n = values.len();
+    let valid = offsets.first() == Some(&0)
+        && offsets.windows(2).all(|w| w[0] <= w[1])
+        && offsets.last() == Some(&n);
+    if !valid {
+        fail!("invalid list offsets for {n} values");
+    }
+    check_len("@each(@unique)", n)?;
+    // Offsets fit u32 (each is at most n): narrowed for upload.
+    let offsets32: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+    let column = own_column("@each(@unique)", values)?;
+    let keys = encode_keys(device, "@each(@unique)", n, &[column])?;
+    let offsets_gpu = device.upload("list offsets", &offsets32)?;
+    let (positions, result_offsets) = each_unique_rows(device, &keys, &offsets_gpu, cells)?;
+    let positions = download_as_i64(device, &[&positions])?;
+    let result_offsets: Vec<usize> = device
+        .download(&result_offsets)?
+        .into_iter()
+        .map(|o| o as usize)
+        .collect();
+    Ok(Value::List(List::Flat {
+        values: Vector::I64(Arc::new(positions)),
+        offsets: Arc::new(result_offsets),
     }))
 }

@@ -233,6 +233,20 @@ impl<'d> Commands<'d> {
         }
     }
 
+    /// Copies all of `source` into `destination` from byte `offset` on.
+    pub fn copy_to_offset<T: bytemuck::Pod>(
+        &mut self,
+        source: &GpuBuffer<T>,
+        destination: &wgpu::Buffer,
+        offset: u64,
+    ) {
+        let bytes = source.byte_len();
+        if bytes > 0 {
+            self.encoder
+                .copy_buffer_to_buffer(source.raw(), 0, destination, offset, bytes);
+        }
+    }
+
     /// Sends the recorded work to the queue. It runs asynchronously; a later download (or
     /// [`Device::wait_idle`]) waits for it.
     pub fn submit(self) -> Result<()> {
