@@ -2,29 +2,13 @@
 //! program is analysed without error, every statement gets a shape and a geometry, and the
 //! shapes of q6 and q1 are the ones the outliner relies on.
 
+mod common;
+
+use common::tpch_queries_dir as queries_dir;
 use std::path::{Path, PathBuf};
 
 use horsec::analysis::{analyze_function, print_geometry, print_shapes, FunctionAnalysis};
 use horsec::sema::typed::TypedProgram;
-
-/// The TPC-H query directory (`HORSEC_CONFORMANCE`, default `../shared/conformance`), or None
-/// after a loud notice when it is missing.
-fn queries_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HORSEC_CONFORMANCE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance"),
-        PathBuf::from,
-    );
-    let queries = dir.join("tpch/queries");
-    if queries.is_dir() {
-        Some(queries)
-    } else {
-        eprintln!(
-            "SKIPPED: TPC-H queries {} not found (set HORSEC_CONFORMANCE)",
-            queries.display()
-        );
-        None
-    }
-}
 
 /// The typed program of `path`, or the front end's diagnostics.
 fn try_typed(path: &Path) -> Result<TypedProgram, String> {

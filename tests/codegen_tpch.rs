@@ -1,29 +1,12 @@
 //! WGSL code generation on the 22 TPC-H programs of the conformance suite: every kernel the
 //! outliner makes is generated and validated by naga, and each query's WGSL is snapshot.
 
-use std::path::PathBuf;
+mod common;
+
+use common::tpch_queries_dir as queries_dir;
 
 use horsec::codegen::{self, KernelModule};
 use horsec::driver::{compile, Stage};
-
-/// The TPC-H query directory (`HORSEC_CONFORMANCE`, default `../shared/conformance`), or None
-/// after a loud notice when it is missing.
-fn queries_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HORSEC_CONFORMANCE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance"),
-        PathBuf::from,
-    );
-    let queries = dir.join("tpch/queries");
-    if queries.is_dir() {
-        Some(queries)
-    } else {
-        eprintln!(
-            "SKIPPED: TPC-H queries {} not found (set HORSEC_CONFORMANCE)",
-            queries.display()
-        );
-        None
-    }
-}
 
 /// The generated kernels of query `q`, or the error that stopped generation.
 fn generate(dir: &std::path::Path, q: u32) -> Result<Vec<KernelModule>, String> {

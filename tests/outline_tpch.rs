@@ -4,7 +4,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::tpch_queries_dir as queries_dir;
+use std::path::Path;
 
 use horsec::driver::{compile, Compilation, Stage};
 use horsec::outline::{print_all_shapes, print_outline};
@@ -23,25 +24,6 @@ const RNDN_KERNELS: [(u32, usize); 11] = [
     (10, 9),
     (11, 9),
 ];
-
-/// The TPC-H query directory (`HORSEC_CONFORMANCE`, default `../shared/conformance`), or None
-/// after a loud notice when it is missing.
-fn queries_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HORSEC_CONFORMANCE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance"),
-        PathBuf::from,
-    );
-    let queries = dir.join("tpch/queries");
-    if queries.is_dir() {
-        Some(queries)
-    } else {
-        eprintln!(
-            "SKIPPED: TPC-H queries {} not found (set HORSEC_CONFORMANCE)",
-            queries.display()
-        );
-        None
-    }
-}
 
 fn outline_file(path: &Path) -> Compilation {
     let text = std::fs::read_to_string(path)

@@ -3,40 +3,14 @@
 //! the line its comments point to, and the typed TPC-H programs and the rendered diagnostics
 //! of the `fail` programs are pinned by snapshots.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{conformance_dir, programs};
+use std::path::Path;
 
 use horsec::diag::{has_errors, Diagnostic, SourceFile};
 use horsec::sema::{analyze, print_typed, typed::TypedProgram};
 use horsec::syntax::parse;
-
-/// The conformance directory (`HORSEC_CONFORMANCE`, default `../shared/conformance`), or None
-/// after a loud notice.
-fn conformance_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HORSEC_CONFORMANCE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance"),
-        PathBuf::from,
-    );
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: conformance not found at {} (set HORSEC_CONFORMANCE)",
-            dir.display()
-        );
-        None
-    }
-}
-
-/// The `.hir` files of `dir`, sorted by name.
-fn programs(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "hir"))
-        .collect();
-    files.sort();
-    files
-}
 
 fn file_name(path: &Path) -> String {
     path.file_name()

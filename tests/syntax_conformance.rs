@@ -2,39 +2,13 @@
 //! program parses without errors and survives a print/parse round trip; the syntactic `fail`
 //! programs are rejected with an error on the line that is wrong.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{conformance_dir, programs};
+use std::path::Path;
 
 use horsec::diag::{Severity, SourceFile};
 use horsec::syntax::{parse, print_program};
-
-/// The conformance directory (`HORSEC_CONFORMANCE`, default `../shared/conformance`), or None
-/// after a loud notice.
-fn conformance_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HORSEC_CONFORMANCE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance"),
-        PathBuf::from,
-    );
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: conformance not found at {} (set HORSEC_CONFORMANCE)",
-            dir.display()
-        );
-        None
-    }
-}
-
-/// The `.hir` files of `dir`, sorted.
-fn programs(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "hir"))
-        .collect();
-    files.sort();
-    files
-}
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))

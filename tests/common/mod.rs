@@ -28,6 +28,22 @@ pub fn conformance_dir() -> Option<PathBuf> {
     }
 }
 
+/// The TPC-H query directory of the conformance suite, or None after the notice.
+pub fn tpch_queries_dir() -> Option<PathBuf> {
+    conformance_dir().map(|d| d.join("tpch/queries"))
+}
+
+/// The `.hir` files of `dir`, sorted.
+pub fn programs(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "hir"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// TPC-H at scale factor `sf` (0.01 or 1), made once per test binary and shared: SF 1 is
 /// read from the `.tbl` directory `HORSEC_TPCH_SF1` names, when it names one, and otherwise
 /// generated in process.
