@@ -27,6 +27,8 @@ pub struct QueryBench {
     pub gpu_cold: Duration,
     pub gpu: Duration,
     pub gpu_kernels: Duration,
+    /// Uploads and downloads of kernel inputs and outputs (library kernels move their own).
+    pub transfer: Duration,
     pub gpu_library: Duration,
     pub cpu_steps: Duration,
     pub cpu: Duration,
@@ -51,8 +53,17 @@ pub fn bench_queries(
     let _ = writeln!(out, "device: {}", device.describe());
     let _ = writeln!(
         out,
-        "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}  cpu steps",
-        "query", "compile", "gpu cold", "gpu", "kernels", "library", "host+cpu", "cpu", "cpu/gpu"
+        "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}  cpu steps",
+        "query",
+        "compile",
+        "gpu cold",
+        "gpu",
+        "kernels",
+        "transfer",
+        "library",
+        "host+cpu",
+        "cpu",
+        "cpu/gpu"
     );
     let mut results = Vec::new();
     for file in files {
@@ -95,11 +106,13 @@ pub fn bench_queries(
         };
         let (gpu_cold, _) = run_gpu()?;
         let (mut gpu, mut kernels, mut library, mut host) = (vec![], vec![], vec![], vec![]);
+        let mut transfer = Vec::with_capacity(runs);
         let mut fallbacks = Vec::new();
         for _ in 0..runs {
             let (t, profile) = run_gpu()?;
             gpu.push(t);
             kernels.push(profile.total(Placement::GpuKernel));
+            transfer.push(profile.total(Placement::Transfer));
             library.push(profile.total(Placement::GpuLibrary));
             host.push(profile.total(Placement::Cpu) + profile.total(Placement::Host));
             fallbacks = profile
@@ -121,6 +134,7 @@ pub fn bench_queries(
             gpu_cold,
             gpu: median(gpu),
             gpu_kernels: median(kernels),
+            transfer: median(transfer),
             gpu_library: median(library),
             cpu_steps: median(host),
             cpu: median(cpu),
@@ -129,12 +143,13 @@ pub fn bench_queries(
         let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
         let _ = writeln!(
             out,
-            "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8.2}  {}",
+            "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8.2}  {}",
             result.name,
             ms(result.compile),
             ms(result.gpu_cold),
             ms(result.gpu),
             ms(result.gpu_kernels),
+            ms(result.transfer),
             ms(result.gpu_library),
             ms(result.cpu_steps),
             ms(result.cpu),

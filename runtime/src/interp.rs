@@ -227,9 +227,15 @@ impl Interpreter<'_> {
                     values.insert(*slot, self.operand(&Operand::Slot(*slot), frame)?.clone());
                 }
                 let start = Instant::now();
+                let transfers = self.profile.total(Placement::Transfer);
                 let outputs = self.accelerator.launch(kernel, &values, self.profile)?;
-                self.profile
-                    .record(Placement::GpuKernel, &kernel.name, start.elapsed());
+                // The launch's transfers are recorded as such; the rest is the kernel's.
+                let moved = self.profile.total(Placement::Transfer) - transfers;
+                self.profile.record(
+                    Placement::GpuKernel,
+                    &kernel.name,
+                    start.elapsed().saturating_sub(moved),
+                );
                 for (slot, value) in outputs {
                     let cell = frame.slots.get_mut(slot.0).ok_or_else(|| {
                         RuntimeError::new(format!(

@@ -26,6 +26,10 @@ use crate::value::{List, StrDict, Value};
 pub struct LaunchCost {
     pub upload_bytes: u64,
     pub download_bytes: u64,
+    /// Host time spent uploading inputs and downloading outputs (waits for the GPU
+    /// included: a download waits for the kernel that writes it).
+    pub upload_time: std::time::Duration,
+    pub download_time: std::time::Duration,
 }
 
 /// Runs `kernel` on `inputs` (every slot the description names); returns its outputs.
@@ -124,8 +128,10 @@ pub(crate) fn launch(
                 continue;
             }
             let value = input(&values, *slot, kernel)?;
+            let start = std::time::Instant::now();
             let (buffer, uploaded) = residency.buffer(device, value, *part, binding.element)?;
             cost.upload_bytes += uploaded;
+            cost.upload_time += start.elapsed();
             input_index.insert((*slot, *part), input_buffers.len());
             input_buffers.push(buffer);
         }
@@ -219,6 +225,10 @@ pub(crate) fn launch(
         }
     }
     run.flush()?;
+    // Wait here, so the kernel's own time is not counted as the download's.
+    device
+        .wait_idle()
+        .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
 
     // Errors the kernel detected.
     if !kernel.checks.is_empty() {
@@ -339,10 +349,12 @@ fn download_vector(
     let element = crate::kernel::GpuElement::of_type(ty)
         .ok_or_else(|| RuntimeError::new(format!("{ty} values have no GPU layout")))?;
     let words = n * (element.size() as usize / 4);
+    let start = std::time::Instant::now();
     let data = device
         .download_range(buffer, 0, words)
         .map_err(|e| RuntimeError::new(e.to_string()))?;
     cost.download_bytes += (words * 4) as u64;
+    cost.download_time += start.elapsed();
     vector_from_words(ty, &data, n, dict)
 }
 

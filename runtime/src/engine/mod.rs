@@ -113,6 +113,10 @@ impl Accelerator for GpuEngine<'_> {
         // The launch's time is recorded by the interpreter; the bytes it moved go here.
         profile.uploaded_bytes += cost.upload_bytes;
         profile.downloaded_bytes += cost.download_bytes;
+        if cost.upload_bytes > 0 {
+            profile.record(Placement::Transfer, "upload", cost.upload_time);
+        }
+        profile.record(Placement::Transfer, "download", cost.download_time);
         Ok(outputs)
     }
 }

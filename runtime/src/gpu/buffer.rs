@@ -143,12 +143,23 @@ impl Device {
         let size = std::mem::size_of::<T>() as u64;
         let bytes = count as u64 * size;
         let make_error = |label, message| GpuError::Command { label, message };
+        // Reuse the last staging buffer when it is large enough (taken out of the slot, so a
+        // concurrent download on another thread makes its own).
+        let reused = self
+            .staging
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take())
+            .filter(|b| b.size() >= bytes);
         let staging = self.capture_errors("download", make_error, || {
-            let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("download staging"),
-                size: bytes,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
+            let staging = reused.unwrap_or_else(|| {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("download staging"),
+                    // Rounded up so that slightly larger read-backs reuse it too.
+                    size: bytes.next_power_of_two().max(4096),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
             });
             let mut encoder = self
                 .device
@@ -161,7 +172,7 @@ impl Device {
         })?;
         let (sender, receiver) = std::sync::mpsc::channel();
         staging
-            .slice(..)
+            .slice(..bytes)
             .map_async(wgpu::MapMode::Read, move |result| {
                 // The receiver outlives the poll below; a failed send cannot happen.
                 let _ = sender.send(result);
@@ -173,13 +184,19 @@ impl Device {
             .map_err(|e| GpuError::Readback(e.to_string()))?;
         let values = {
             let view = staging
-                .slice(..)
+                .slice(..bytes)
                 .get_mapped_range()
                 .map_err(|e| GpuError::Readback(e.to_string()))?;
             // The mapping's alignment is not guaranteed to suit `T`: copy, don't cast.
             bytemuck::pod_collect_to_vec::<u8, T>(&view)
         };
         staging.unmap();
+        if let Ok(mut slot) = self.staging.lock() {
+            // Keep the larger of the two.
+            if slot.as_ref().is_none_or(|b| b.size() < staging.size()) {
+                *slot = Some(staging);
+            }
+        }
         Ok(values)
     }
 }

@@ -39,6 +39,9 @@ pub struct Device {
     workgroup_cap: AtomicU32,
     /// Elements per invocation in the tiled kernels.
     items_per_thread: AtomicU32,
+    /// The staging buffer of the last download, reused by the next one that fits: creating
+    /// a mappable buffer of hundreds of megabytes per read-back costs more than the copy.
+    pub(crate) staging: Mutex<Option<wgpu::Buffer>>,
 }
 
 /// Pipelines are cached by their full WGSL text and entry point.
@@ -82,6 +85,7 @@ impl Device {
                         pipelines: Mutex::new(HashMap::new()),
                         workgroup_cap: AtomicU32::new(0),
                         items_per_thread: AtomicU32::new(items_per_thread),
+                        staging: Mutex::new(None),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
