@@ -523,7 +523,10 @@ fn run(args: &RunArgs) -> bool {
     let values = match result {
         Ok(values) => values,
         Err(e) => {
-            eprintln!("{}:{e}", args.file.display());
+            let at = e
+                .location
+                .map_or_else(String::new, |(line, col)| format!("{line}:{col}:"));
+            eprintln!("{}:{at} error: {}", args.file.display(), e.message);
             return false;
         }
     };

@@ -147,6 +147,20 @@ impl Profile {
                 self.downloaded_bytes as f64 / 1e6
             );
         }
+        let mut slowest: Vec<_> = self
+            .steps
+            .iter()
+            .filter(|((p, _), _)| *p != Placement::Host)
+            .collect();
+        slowest.sort_by(|a, b| b.1.time.cmp(&a.1.time));
+        if !slowest.is_empty() {
+            let names: Vec<String> = slowest
+                .iter()
+                .take(6)
+                .map(|((_, name), t)| format!("{name} {:.2} ms", t.time.as_secs_f64() * 1e3))
+                .collect();
+            let _ = writeln!(out, "  slowest steps: {}", names.join(", "));
+        }
         let cpu = self.cpu_compute_steps();
         if cpu.is_empty() {
             out.push_str("  no compute step ran on the CPU\n");
