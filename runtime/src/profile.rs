@@ -152,7 +152,7 @@ impl Profile {
             .iter()
             .filter(|((p, _), _)| *p != Placement::Host)
             .collect();
-        slowest.sort_by(|a, b| b.1.time.cmp(&a.1.time));
+        slowest.sort_by_key(|entry| std::cmp::Reverse(entry.1.time));
         if !slowest.is_empty() {
             let names: Vec<String> = slowest
                 .iter()
