@@ -29,6 +29,8 @@ pub struct QueryBench {
     pub gpu_kernels: Duration,
     /// Uploads and downloads of kernel inputs and outputs (library kernels move their own).
     pub transfer: Duration,
+    /// GPU time of the generated kernels by timestamp queries (zero without the feature).
+    pub gpu_busy: Duration,
     pub gpu_library: Duration,
     pub cpu_steps: Duration,
     pub cpu: Duration,
@@ -53,12 +55,13 @@ pub fn bench_queries(
     let _ = writeln!(out, "device: {}", device.describe());
     let _ = writeln!(
         out,
-        "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}  cpu steps",
+        "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}  cpu steps",
         "query",
         "compile",
         "gpu cold",
         "gpu",
         "kernels",
+        "busy",
         "transfer",
         "library",
         "host+cpu",
@@ -107,12 +110,14 @@ pub fn bench_queries(
         let (gpu_cold, _) = run_gpu()?;
         let (mut gpu, mut kernels, mut library, mut host) = (vec![], vec![], vec![], vec![]);
         let mut transfer = Vec::with_capacity(runs);
+        let mut busy = Vec::with_capacity(runs);
         let mut fallbacks = Vec::new();
         for _ in 0..runs {
             let (t, profile) = run_gpu()?;
             gpu.push(t);
             kernels.push(profile.total(Placement::GpuKernel));
             transfer.push(profile.total(Placement::Transfer));
+            busy.push(profile.gpu_busy);
             library.push(profile.total(Placement::GpuLibrary));
             host.push(profile.total(Placement::Cpu) + profile.total(Placement::Host));
             fallbacks = profile
@@ -135,6 +140,7 @@ pub fn bench_queries(
             gpu: median(gpu),
             gpu_kernels: median(kernels),
             transfer: median(transfer),
+            gpu_busy: median(busy),
             gpu_library: median(library),
             cpu_steps: median(host),
             cpu: median(cpu),
@@ -143,12 +149,13 @@ pub fn bench_queries(
         let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
         let _ = writeln!(
             out,
-            "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8.2}  {}",
+            "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8.2}  {}",
             result.name,
             ms(result.compile),
             ms(result.gpu_cold),
             ms(result.gpu),
             ms(result.gpu_kernels),
+            ms(result.gpu_busy),
             ms(result.transfer),
             ms(result.gpu_library),
             ms(result.cpu_steps),
@@ -164,7 +171,7 @@ pub fn bench_queries(
     }
     let _ = writeln!(
         out,
-        "times in ms, medians of {runs} runs; gpu cold: the first run (pipelines created, \
+        "times in ms, medians of {runs} runs; busy: GPU timestamps of the generated kernels; gpu cold: the first run (pipelines created, \
          columns uploaded); gpu: later runs (columns resident); cpu/gpu > 1: the GPU is faster"
     );
     Ok(results)

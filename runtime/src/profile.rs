@@ -77,6 +77,9 @@ pub struct Profile {
     /// Bytes copied to the GPU and back for generated kernels.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
+    /// GPU time of generated kernels measured by timestamp queries (zero where the device
+    /// has none): the part of the kernels' wall time the GPU was actually computing.
+    pub gpu_busy: Duration,
 }
 
 impl Profile {
@@ -138,6 +141,13 @@ impl Profile {
                     self.total(placement).as_secs_f64() * 1e3
                 );
             }
+        }
+        if !self.gpu_busy.is_zero() {
+            let _ = writeln!(
+                out,
+                "  GPU busy (timestamps) {:>10.3} ms  (generated kernels)",
+                self.gpu_busy.as_secs_f64() * 1e3
+            );
         }
         if self.uploaded_bytes + self.downloaded_bytes > 0 {
             let _ = writeln!(

@@ -30,6 +30,8 @@ pub struct LaunchCost {
     /// included: a download waits for the kernel that writes it).
     pub upload_time: std::time::Duration,
     pub download_time: std::time::Duration,
+    /// GPU time of the kernel's passes by timestamp queries (zero without the feature).
+    pub device_time: std::time::Duration,
 }
 
 /// Runs `kernel` on `inputs` (every slot the description names); returns its outputs.
@@ -79,6 +81,7 @@ pub(crate) fn launch(
         scratch: HashMap::new(),
         compacted: HashMap::new(),
         commands: None,
+        device_time: std::time::Duration::ZERO,
     };
 
     // Scratch buffers (zeroed: the status word and flags rely on it).
@@ -225,6 +228,7 @@ pub(crate) fn launch(
         }
     }
     run.flush()?;
+    cost.device_time += run.device_time;
     // Wait here, so the kernel's own time is not counted as the download's.
     device
         .wait_idle()
@@ -381,20 +385,27 @@ struct Run<'a> {
     compacted: HashMap<ScratchId, u64>,
     /// Recorded work not yet submitted.
     commands: Option<Commands<'a>>,
+    /// GPU time of the submissions so far, by timestamps.
+    device_time: std::time::Duration,
 }
+
+/// Dispatches per submission that get timestamps (a launch rarely has more than a dozen).
+const TIMED_DISPATCHES: u32 = 64;
 
 impl<'a> Run<'a> {
     fn commands(&mut self) -> &mut Commands<'a> {
         let (device, name) = (self.device, &self.kernel.name);
+        // Timestamps around every dispatch: the passes and the scans' own dispatches.
         self.commands
-            .get_or_insert_with(|| Commands::new(device, name))
+            .get_or_insert_with(|| Commands::timed(device, name, TIMED_DISPATCHES))
     }
 
     fn flush(&mut self) -> Result<()> {
         if let Some(commands) = self.commands.take() {
-            commands
-                .submit()
+            let timed = commands
+                .submit_timed()
                 .map_err(|e| RuntimeError::new(format!("{}: {e}", self.kernel.name)))?;
+            self.device_time += timed.unwrap_or_default();
         }
         Ok(())
     }

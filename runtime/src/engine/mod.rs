@@ -117,6 +117,7 @@ impl Accelerator for GpuEngine<'_> {
             profile.record(Placement::Transfer, "upload", cost.upload_time);
         }
         profile.record(Placement::Transfer, "download", cost.download_time);
+        profile.gpu_busy += cost.device_time;
         Ok(outputs)
     }
 }

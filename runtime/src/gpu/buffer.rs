@@ -26,6 +26,15 @@ pub struct GpuBuffer<T> {
 }
 
 impl<T: bytemuck::Pod> GpuBuffer<T> {
+    /// A typed view of a buffer this crate created holding `len` elements of `T`.
+    pub(crate) fn wrap(buffer: wgpu::Buffer, len: usize) -> GpuBuffer<T> {
+        GpuBuffer {
+            buffer,
+            len,
+            element: PhantomData,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

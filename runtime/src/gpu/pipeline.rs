@@ -139,6 +139,17 @@ pub struct Commands<'d> {
     device: &'d Device,
     label: String,
     encoder: wgpu::CommandEncoder,
+    /// With [`Commands::timed`]: a timestamp pair per dispatch, up to the set's capacity.
+    timestamps: Option<Timestamps>,
+}
+
+/// Timestamp queries around each compute pass of one command buffer.
+struct Timestamps {
+    set: wgpu::QuerySet,
+    /// Pairs the set holds.
+    capacity: u32,
+    /// Pairs written so far.
+    used: u32,
 }
 
 impl<'d> Commands<'d> {
@@ -150,7 +161,28 @@ impl<'d> Commands<'d> {
             device,
             label: label.to_string(),
             encoder,
+            timestamps: None,
         }
+    }
+
+    /// Like [`Commands::new`], but the first `dispatches` dispatches write GPU timestamps
+    /// around their passes, summed by [`Commands::submit_timed`]. Without the device feature
+    /// `TIMESTAMP_QUERY` this is `new`.
+    pub fn timed(device: &'d Device, label: &str, dispatches: u32) -> Commands<'d> {
+        let mut commands = Commands::new(device, label);
+        if device.has_timestamps() && dispatches > 0 {
+            let set = device.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some(label),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * dispatches,
+            });
+            commands.timestamps = Some(Timestamps {
+                set,
+                capacity: dispatches,
+                used: 0,
+            });
+        }
+        commands
     }
 
     pub fn device(&self) -> &'d Device {
@@ -197,6 +229,17 @@ impl<'d> Commands<'d> {
         let clamped = workgroups.min(u64::from(self.device.max_workgroups_per_dispatch())) as u32;
         let make_error = |label, message| GpuError::Command { label, message };
         let encoder = &mut self.encoder;
+        let timestamp_writes = match &mut self.timestamps {
+            Some(t) if t.used < t.capacity => {
+                t.used += 1;
+                Some(wgpu::ComputePassTimestampWrites {
+                    query_set: &t.set,
+                    beginning_of_pass_write_index: Some(2 * (t.used - 1)),
+                    end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+                })
+            }
+            _ => None,
+        };
         self.device.capture_errors(&pipeline.label, make_error, || {
             let entries: Vec<wgpu::BindGroupEntry> = args
                 .iter()
@@ -216,7 +259,7 @@ impl<'d> Commands<'d> {
                 });
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&pipeline.label),
-                timestamp_writes: None,
+                timestamp_writes,
             });
             pass.set_pipeline(&pipeline.pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
@@ -254,10 +297,53 @@ impl<'d> Commands<'d> {
             device,
             label,
             encoder,
+            ..
         } = self;
         let make_error = |label, message| GpuError::Command { label, message };
         device.capture_errors(&label, make_error, || {
             device.queue.submit([encoder.finish()]);
         })
+    }
+
+    /// Submits, waits for the work, and returns the GPU time of the timed dispatches (the sum
+    /// of their passes' end minus start timestamps), or None when nothing was timed.
+    pub fn submit_timed(self) -> Result<Option<std::time::Duration>> {
+        let Commands {
+            device,
+            label,
+            mut encoder,
+            timestamps,
+        } = self;
+        let Some(t) = timestamps.filter(|t| t.used > 0) else {
+            Commands {
+                device,
+                label,
+                encoder,
+                timestamps: None,
+            }
+            .submit()?;
+            return Ok(None);
+        };
+        let bytes = u64::from(2 * t.used) * 8;
+        let make_error = |label, message| GpuError::Command { label, message };
+        let resolved = device.capture_errors(&label, make_error, || {
+            let resolve = device.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size: bytes,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            encoder.resolve_query_set(&t.set, 0..2 * t.used, &resolve, 0);
+            device.queue.submit([encoder.finish()]);
+            resolve
+        })?;
+        let ticks: Vec<u64> =
+            device.download(&GpuBuffer::<u64>::wrap(resolved, 2 * t.used as usize))?;
+        let period_ns = f64::from(device.queue.get_timestamp_period());
+        let total: f64 = ticks
+            .chunks_exact(2)
+            .map(|pair| pair[1].saturating_sub(pair[0]) as f64 * period_ns)
+            .sum();
+        Ok(Some(std::time::Duration::from_nanos(total as u64)))
     }
 }
