@@ -154,6 +154,40 @@ pub(crate) fn vector_from_words(
     })
 }
 
+/// Elements read back from the GPU: 4-byte words, or 8-byte words for i64/dt/f64.
+pub(crate) enum Downloaded {
+    Words(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+/// A vector of HorseIR type `ty` from exactly its `n` downloaded elements, reusing the
+/// download's allocation where the layouts agree (a column of hundreds of megabytes is not
+/// copied again).
+pub(crate) fn vector_from_download(
+    ty: &Type,
+    data: Downloaded,
+    dict: Option<Arc<StrDict>>,
+) -> Result<Vector> {
+    use bytemuck::allocation::cast_vec;
+    Ok(match (ty, data) {
+        (Type::I32, Downloaded::Words(w)) => Vector::I32(Arc::new(cast_vec(w))),
+        (Type::Month, Downloaded::Words(w)) => Vector::Month(Arc::new(cast_vec(w))),
+        (Type::Date, Downloaded::Words(w)) => Vector::Date(Arc::new(cast_vec(w))),
+        (Type::Minute, Downloaded::Words(w)) => Vector::Minute(Arc::new(cast_vec(w))),
+        (Type::Second, Downloaded::Words(w)) => Vector::Second(Arc::new(cast_vec(w))),
+        (Type::Time, Downloaded::Words(w)) => Vector::Time(Arc::new(cast_vec(w))),
+        (Type::F32, Downloaded::Words(w)) => Vector::F32(Arc::new(cast_vec(w))),
+        (Type::I64, Downloaded::Wide(w)) => Vector::I64(Arc::new(cast_vec(w))),
+        (Type::Dt, Downloaded::Wide(w)) => Vector::Dt(Arc::new(cast_vec(w))),
+        (Type::F64, Downloaded::Wide(w)) => Vector::F64(Arc::new(cast_vec(w))),
+        (ty, Downloaded::Words(w)) => vector_from_words(ty, &w, w.len(), dict)?,
+        (ty, Downloaded::Wide(w)) => {
+            let n = w.len();
+            vector_from_words(ty, bytemuck::cast_slice(&w), n, dict)?
+        }
+    })
+}
+
 /// The dictionary of a sym/str value (a vector, or a list or enum of strings).
 pub(crate) fn dictionary_of(value: &Value) -> Option<Arc<StrDict>> {
     let strings = |v: &Vector| match v {
@@ -256,6 +290,17 @@ mod tests {
         };
         assert_eq!(s.codes.as_slice(), &[1, 0, 1]);
         assert_eq!(merged.strings.len(), 3);
+    }
+
+    #[test]
+    fn downloads_become_vectors_without_changing_values() {
+        let v = vector_from_download(&Type::F64, Downloaded::Wide(vec![1.5f64.to_bits()]), None)
+            .unwrap();
+        assert_eq!(v, Vector::F64(Arc::new(vec![1.5])));
+        let v = vector_from_download(&Type::Bool, Downloaded::Words(vec![1, 0]), None).unwrap();
+        assert_eq!(v, Vector::Bool(Arc::new(vec![true, false])));
+        let v = vector_from_download(&Type::Date, Downloaded::Words(vec![7]), None).unwrap();
+        assert_eq!(v, Vector::Date(Arc::new(vec![7])));
     }
 
     #[test]

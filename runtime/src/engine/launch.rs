@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use wgpu::util::DeviceExt;
 
-use super::encode::{dictionary_of, merged_dictionary, part_len, recode, vector_from_words};
+use super::encode::{
+    dictionary_of, merged_dictionary, part_len, recode, vector_from_download, Downloaded,
+};
 use super::residency::Residency;
 use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
@@ -352,14 +354,26 @@ fn download_vector(
 ) -> Result<crate::value::Vector> {
     let element = crate::kernel::GpuElement::of_type(ty)
         .ok_or_else(|| RuntimeError::new(format!("{ty} values have no GPU layout")))?;
-    let words = n * (element.size() as usize / 4);
     let start = std::time::Instant::now();
-    let data = device
-        .download_range(buffer, 0, words)
-        .map_err(|e| RuntimeError::new(e.to_string()))?;
-    cost.download_bytes += (words * 4) as u64;
+    let data = if element.size() == 8 {
+        // The same device buffer seen as 8-byte words: one copy from the staging memory
+        // straight into the column's allocation.
+        let wide = GpuBuffer::<u64>::wrap(buffer.raw().clone(), buffer.len() / 2);
+        Downloaded::Wide(
+            device
+                .download_range(&wide, 0, n)
+                .map_err(|e| RuntimeError::new(e.to_string()))?,
+        )
+    } else {
+        Downloaded::Words(
+            device
+                .download_range(buffer, 0, n)
+                .map_err(|e| RuntimeError::new(e.to_string()))?,
+        )
+    };
+    cost.download_bytes += n as u64 * element.size();
     cost.download_time += start.elapsed();
-    vector_from_words(ty, &data, n, dict)
+    vector_from_download(ty, data, dict)
 }
 
 fn input<'v>(
