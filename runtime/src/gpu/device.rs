@@ -42,6 +42,18 @@ pub struct Device {
     /// The staging buffer of the last download, reused by the next one that fits: creating
     /// a mappable buffer of hundreds of megabytes per read-back costs more than the copy.
     pub(crate) staging: Mutex<Option<wgpu::Buffer>>,
+    /// String dictionaries already on the device (packed bytes and offsets), keyed by the
+    /// dictionary's address; each entry holds the dictionary, so the address stays its own.
+    pub(crate) dictionaries: Mutex<Vec<CachedDictionary>>,
+}
+
+/// A string dictionary on the device: its UTF-8 bytes packed into u32 words, and the
+/// `n + 1` byte offsets of its strings.
+#[derive(Clone)]
+pub(crate) struct CachedDictionary {
+    pub dict: std::sync::Arc<crate::value::StrDict>,
+    pub bytes: std::sync::Arc<super::GpuBuffer<u32>>,
+    pub offsets: std::sync::Arc<super::GpuBuffer<u32>>,
 }
 
 /// Pipelines are cached by their full WGSL text and entry point.
@@ -86,6 +98,7 @@ impl Device {
                         workgroup_cap: AtomicU32::new(0),
                         items_per_thread: AtomicU32::new(items_per_thread),
                         staging: Mutex::new(None),
+                        dictionaries: Mutex::new(Vec::new()),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),

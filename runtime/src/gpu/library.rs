@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
-use super::device::Device;
+use super::device::{CachedDictionary, Device};
 use super::error::{GpuError, Result as GpuResult};
 use super::hash::{
     each_unique_rows, group, index_of_rows, member_slots, unique_rows, GroupStrategy,
@@ -551,6 +551,38 @@ fn pack_bytes(bytes: &[u8]) -> Vec<u32> {
         .collect()
 }
 
+/// Dictionaries kept on the device at most; the oldest goes first.
+const CACHED_DICTIONARIES: usize = 16;
+
+/// `dict`'s packed bytes and offsets on the device, uploaded on first use and kept (a
+/// column's dictionary is matched again by every later `@like` on it).
+fn dictionary_on_device(device: &Device, dict: &Arc<StrDict>) -> Out<CachedDictionary> {
+    if let Ok(cache) = device.dictionaries.lock() {
+        if let Some(hit) = cache.iter().find(|c| Arc::ptr_eq(&c.dict, dict)) {
+            return Ok(hit.clone());
+        }
+    }
+    let mut bytes = Vec::new();
+    let mut offsets = Vec::with_capacity(dict.strings.len() + 1);
+    offsets.push(0u32);
+    for entry in &dict.strings {
+        bytes.extend_from_slice(entry.as_bytes());
+        offsets.push(check_len("@like", bytes.len())?);
+    }
+    let cached = CachedDictionary {
+        dict: dict.clone(),
+        bytes: Arc::new(device.upload("like dictionary", &pack_bytes(&bytes))?),
+        offsets: Arc::new(device.upload("like offsets", &offsets)?),
+    };
+    if let Ok(mut cache) = device.dictionaries.lock() {
+        if cache.len() >= CACHED_DICTIONARIES {
+            cache.remove(0);
+        }
+        cache.push(cached.clone());
+    }
+    Ok(cached)
+}
+
 /// `@like(s, pattern)`: the pattern is matched once per distinct string of `s`'s dictionary
 /// on the GPU (`shaders/like.wgsl`), then gathered to the rows by their codes on the GPU.
 /// The dictionary is uploaded as UTF-8 bytes with offsets.
@@ -562,16 +594,9 @@ fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         fail!("expected one pattern, got {}", pattern.len());
     }
     let entries = &strings.dict.strings;
-    let mut bytes = Vec::new();
-    let mut offsets = Vec::with_capacity(entries.len() + 1);
-    offsets.push(0u32);
-    for entry in entries {
-        bytes.extend_from_slice(entry.as_bytes());
-        offsets.push(check_len("@like", bytes.len())?);
-    }
     let pattern_bytes = pattern.get(0).as_bytes();
-    let dict_bytes = device.upload("like dictionary", &pack_bytes(&bytes))?;
-    let dict_offsets = device.upload("like offsets", &offsets)?;
+    let cached = dictionary_on_device(device, &strings.dict)?;
+    let (dict_bytes, dict_offsets) = (&cached.bytes, &cached.offsets);
     let pattern_words = device.upload("like pattern", &pack_bytes(pattern_bytes))?;
     let matched = device.zeroed::<u32>("like per entry", entries.len())?;
     let source = render(
