@@ -132,11 +132,6 @@ impl GpuLowering<'_> {
     }
 
     fn stmt(&self, stmt: &OutlinedStmt) -> Result<Option<Step>, String> {
-        if let OutlinedStmt::Launch(k) = stmt {
-            if let Some(None) = self.kernels.get(k.0) {
-                return Err(format!("kernel #{} has no module", k.0));
-            }
-        }
         Ok(match stmt {
             OutlinedStmt::Host(id) | OutlinedStmt::Library(id) => {
                 self.lowering.stmt(self.typed(*id)?)

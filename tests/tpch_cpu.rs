@@ -1,13 +1,16 @@
 //! TPC-H answers on the CPU backend: each of the 22 conformance programs, and each of our own
 //! `queries/tpch/` programs, gives the expected answer at SF 0.01. With `HORSEC_TPCH_SF1`
 //! set (to `1`, or to a directory of SF 1 `.tbl` files as `horsec gen-tpch --sf 1` writes)
-//! both sets are also checked at SF 1.
+//! both sets are also checked at SF 1 (one SF 1 database shared by both).
 
 mod common;
 
 use std::path::PathBuf;
 
-use common::{compare_answers, conformance_dir, run_tsv, tpch, tpch_sort_keys};
+use common::{
+    compare_answers, conformance_dir, conformance_program, our_program, run_tsv, tpch,
+    tpch_sort_keys,
+};
 
 fn check_query(program: PathBuf, query: u32, sf: f64) {
     let Some(conformance) = conformance_dir() else {
@@ -26,14 +29,6 @@ fn check_query(program: PathBuf, query: u32, sf: f64) {
     if let Err(diff) = compare_answers(&actual, &expected, tpch_sort_keys(query)) {
         panic!("q{query} at SF {sf} ({}): {diff}", program.display());
     }
-}
-
-fn conformance_program(query: u32) -> Option<PathBuf> {
-    conformance_dir().map(|d| d.join(format!("tpch/queries/q{query}.hir")))
-}
-
-fn our_program(query: u32) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("queries/tpch/q{query}.hir"))
 }
 
 macro_rules! tpch_tests {

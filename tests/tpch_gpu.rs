@@ -9,7 +9,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{compare_answers, conformance_dir, gpu, run_gpu_tsv, run_tsv, tpch, tpch_sort_keys};
+use common::{
+    compare_answers, conformance_dir, conformance_program, gpu, our_program, run_gpu_tsv, run_tsv,
+    tpch, tpch_sort_keys,
+};
 
 fn check_query(program: PathBuf, query: u32, sf: f64) {
     let (Some(conformance), Some(device)) = (conformance_dir(), gpu()) else {
@@ -38,14 +41,6 @@ fn check_query(program: PathBuf, query: u32, sf: f64) {
         panic!("q{query}: GPU and CPU backends differ at SF {sf}: {diff}");
     }
     eprintln!("q{query}: compute steps on the CPU: {cpu_steps:?}");
-}
-
-fn conformance_program(query: u32) -> Option<PathBuf> {
-    conformance_dir().map(|d| d.join(format!("tpch/queries/q{query}.hir")))
-}
-
-fn our_program(query: u32) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("queries/tpch/q{query}.hir"))
 }
 
 macro_rules! tpch_tests {

@@ -83,6 +83,35 @@ builtins! {
     Csr => "csr", ShortestPathLength => "shortest_path_length", Reachable => "reachable",
 }
 
+impl Builtin {
+    /// Two inputs of equal length (or one of length 1, broadcast), one output element per
+    /// pair: comparisons, arithmetic and logic.
+    pub fn is_binary_elementwise(self) -> bool {
+        use Builtin as B;
+        matches!(
+            self,
+            B::Lt
+                | B::Gt
+                | B::Leq
+                | B::Geq
+                | B::Eq
+                | B::Neq
+                | B::Plus
+                | B::Minus
+                | B::Mul
+                | B::Div
+                | B::Power
+                | B::Logb
+                | B::Mod
+                | B::And
+                | B::Or
+                | B::Nand
+                | B::Nor
+                | B::Xor
+        )
+    }
+}
+
 impl fmt::Display for Builtin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -100,5 +129,14 @@ mod tests {
         }
         assert_eq!(Builtin::from_name("join_index"), Some(Builtin::JoinIndex));
         assert_eq!(Builtin::from_name("no_such_builtin"), None);
+    }
+
+    #[test]
+    fn binary_element_wise_builtins_are_the_comparisons_arithmetic_and_logic() {
+        assert!(Builtin::Plus.is_binary_elementwise());
+        assert!(Builtin::Leq.is_binary_elementwise());
+        assert!(Builtin::Xor.is_binary_elementwise());
+        assert!(!Builtin::Sqrt.is_binary_elementwise());
+        assert!(!Builtin::Compress.is_binary_elementwise());
     }
 }

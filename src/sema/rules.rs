@@ -74,25 +74,8 @@ pub fn arity(builtin: Builtin) -> Arity {
         | B::Csr
         | B::ShortestPathLength
         | B::Reachable => Arity::Exactly(3),
-        B::Lt
-        | B::Gt
-        | B::Leq
-        | B::Geq
-        | B::Eq
-        | B::Neq
-        | B::Plus
-        | B::Minus
-        | B::Mul
-        | B::Div
-        | B::Power
-        | B::Logb
-        | B::Mod
-        | B::And
-        | B::Or
-        | B::Nand
-        | B::Nor
-        | B::Xor
-        | B::Append
+        b if b.is_binary_elementwise() => Arity::Exactly(2),
+        B::Append
         | B::Like
         | B::Compress
         | B::Randk

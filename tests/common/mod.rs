@@ -33,6 +33,16 @@ pub fn tpch_queries_dir() -> Option<PathBuf> {
     conformance_dir().map(|d| d.join("tpch/queries"))
 }
 
+/// Conformance TPC-H program `q{query}.hir`, or None when the suite is missing.
+pub fn conformance_program(query: u32) -> Option<PathBuf> {
+    tpch_queries_dir().map(|d| d.join(format!("q{query}.hir")))
+}
+
+/// Our own TPC-H program `queries/tpch/q{query}.hir`.
+pub fn our_program(query: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("queries/tpch/q{query}.hir"))
+}
+
 /// The `.hir` files of `dir`, sorted.
 pub fn programs(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)

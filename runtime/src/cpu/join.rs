@@ -9,6 +9,8 @@
 //! walks its bucket, checking the other predicates on the way. Without any equality
 //! predicate every pair is checked.
 
+use std::borrow::Cow;
+
 use std::sync::Arc;
 
 use super::keys::{common_rows, dense_ids, key_columns, paired_keys};
@@ -40,8 +42,19 @@ impl Check {
     }
 }
 
-/// Evaluates `@join_index`.
-pub(crate) fn join_index(args: &Args<'_, '_>) -> Result<Value> {
+/// The checked arguments of `@join_index`: one comparison per key column pair, the key
+/// columns of both sides, and their row counts. Shared by the CPU builtin and the GPU
+/// library kernel, so both accept and reject exactly the same calls.
+pub(crate) struct JoinArguments<'v> {
+    pub ops: Vec<Builtin>,
+    pub a: Vec<Cow<'v, Vector>>,
+    pub b: Vec<Cow<'v, Vector>>,
+    pub rows_a: usize,
+    pub rows_b: usize,
+}
+
+/// Parses and checks `@join_index`'s arguments.
+pub(crate) fn join_arguments<'v>(args: &Args<'_, 'v>) -> Result<JoinArguments<'v>> {
     let k = args.leading_functions();
     if k == 0 {
         bail!("expected one or more comparison function literals first");
@@ -81,6 +94,24 @@ pub(crate) fn join_index(args: &Args<'_, '_>) -> Result<Value> {
         );
     }
     let (rows_a, rows_b) = (common_rows(&ca)?, common_rows(&cb)?);
+    Ok(JoinArguments {
+        ops,
+        a: ca,
+        b: cb,
+        rows_a,
+        rows_b,
+    })
+}
+
+/// Evaluates `@join_index`.
+pub(crate) fn join_index(args: &Args<'_, '_>) -> Result<Value> {
+    let JoinArguments {
+        ops,
+        a: ca,
+        b: cb,
+        rows_a,
+        rows_b,
+    } = join_arguments(args)?;
 
     let mut equal_keys = Vec::new();
     let mut checks = Vec::new();

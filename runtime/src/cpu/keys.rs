@@ -38,16 +38,17 @@ fn float_key(x: f64) -> u64 {
     }
 }
 
-/// The comparison domain of a column.
+/// The comparison domain of a column (shared with the GPU keys, which pair columns by the
+/// same rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Domain {
+pub(crate) enum Domain {
     Integer,
     Float,
     Strings,
     Other,
 }
 
-fn domain(v: &Vector) -> Domain {
+pub(crate) fn domain(v: &Vector) -> Domain {
     match v {
         Vector::Bool(_) | Vector::I8(_) | Vector::I16(_) | Vector::I32(_) | Vector::I64(_) => {
             Domain::Integer

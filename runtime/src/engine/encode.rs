@@ -10,6 +10,7 @@ use crate::error::{Result, RuntimeError};
 use crate::kernel::{GpuElement, ValuePart};
 use crate::types::Type;
 use crate::value::{List, StrDict, Strings, Value, Vector};
+use crate::value_ops::DictMerge;
 
 /// The words of `part` of `value`, checked against the element type the kernel expects.
 pub(crate) fn words_of(value: &Value, part: ValuePart, element: GpuElement) -> Result<Vec<u32>> {
@@ -202,28 +203,13 @@ pub(crate) fn dictionary_of(value: &Value) -> Option<Arc<StrDict>> {
     }
 }
 
-/// `value` with its strings re-coded into `dict` (a superset of its own dictionary).
-pub(crate) fn recode(value: &Value, dict: &Arc<StrDict>) -> Result<Value> {
-    let recode_strings = |s: &Strings| -> Result<Strings> {
-        let map: Vec<u32> = s
-            .dict
-            .strings
-            .iter()
-            .map(|text| {
-                dict.code(text).ok_or_else(|| {
-                    RuntimeError::new(format!("string {text:?} missing from a merged dictionary"))
-                })
-            })
-            .collect::<Result<_>>()?;
-        Ok(Strings {
-            dict: dict.clone(),
-            codes: Arc::new(s.codes.iter().map(|&c| map[c as usize]).collect()),
-        })
-    };
+/// `value` with its strings re-coded by input `k` of `merge` (a vector, or a list or enum
+/// of strings; other values unchanged).
+pub(crate) fn recode(value: &Value, merge: &DictMerge, k: usize) -> Result<Value> {
     let recode_vector = |v: &Vector| -> Result<Vector> {
         Ok(match v {
-            Vector::Sym(s) => Vector::Sym(recode_strings(s)?),
-            Vector::Str(s) => Vector::Str(recode_strings(s)?),
+            Vector::Sym(s) => Vector::Sym(merge.recode(k, s)?),
+            Vector::Str(s) => Vector::Str(merge.recode(k, s)?),
             other => other.clone(),
         })
     };
@@ -239,14 +225,6 @@ pub(crate) fn recode(value: &Value, dict: &Arc<StrDict>) -> Result<Value> {
         }),
         other => other.clone(),
     })
-}
-
-/// The sorted union of two dictionaries.
-pub(crate) fn merged_dictionary(a: &StrDict, b: &StrDict) -> Arc<StrDict> {
-    let mut strings: Vec<Arc<str>> = a.strings.iter().chain(&b.strings).cloned().collect();
-    strings.sort_unstable();
-    strings.dedup();
-    Arc::new(StrDict { strings })
 }
 
 #[cfg(test)]
@@ -283,13 +261,13 @@ mod tests {
     fn recoding_into_a_merged_dictionary_keeps_the_strings() {
         let a = Strings::from_strs(&["b", "a", "b"]);
         let b = Strings::from_strs(&["c", "a"]);
-        let merged = merged_dictionary(&a.dict, &b.dict);
-        let v = recode(&Value::Vector(Vector::Sym(a)), &merged).unwrap();
+        let merge = StrDict::merge(&[&a.dict, &b.dict]);
+        let v = recode(&Value::Vector(Vector::Sym(a)), &merge, 0).unwrap();
         let Value::Vector(Vector::Sym(s)) = v else {
             panic!("not sym")
         };
         assert_eq!(s.codes.as_slice(), &[1, 0, 1]);
-        assert_eq!(merged.strings.len(), 3);
+        assert_eq!(merge.dict.strings.len(), 3);
     }
 
     #[test]

@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use wgpu::util::DeviceExt;
 
-use super::encode::{
-    dictionary_of, merged_dictionary, part_len, recode, vector_from_download, Downloaded,
-};
+use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
 use super::residency::Residency;
 use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
@@ -66,8 +64,8 @@ pub(crate) fn launch(
                 let (va, vb) = (input(&values, *a, kernel)?, input(&values, *b, kernel)?);
                 if let (Some(da), Some(db)) = (dictionary_of(va), dictionary_of(vb)) {
                     if !Arc::ptr_eq(&da, &db) && da != db {
-                        let merged = merged_dictionary(&da, &db);
-                        let (ra, rb) = (recode(va, &merged)?, recode(vb, &merged)?);
+                        let merge = StrDict::merge(&[&da, &db]);
+                        let (ra, rb) = (recode(va, &merge, 0)?, recode(vb, &merge, 1)?);
                         values.insert(*a, ra);
                         values.insert(*b, rb);
                     }
@@ -289,52 +287,54 @@ pub(crate) fn launch(
                 }
                 value
             }
-            OutputLayout::List {
-                offsets_of,
-                values: n,
-            } => {
-                let n = run.resolve(n)? as usize;
-                let Value::List(List::Flat { offsets, .. }) = input(&values, *offsets_of, kernel)?
-                else {
-                    return Err(RuntimeError::new(format!(
-                        "{}: slot {} is not a flat list",
-                        kernel.name, offsets_of.0
-                    )));
-                };
+            OutputLayout::List { .. } | OutputLayout::ListOfScalars { .. } => {
+                // A list kernel writes only the flat values; the offsets are an input's, or
+                // one per cell.
+                let (n, offsets) = list_output_shape(&output.layout, &values, kernel, &mut run)?;
                 let cell_type = list_cell_type(&output.ty);
-                let flat = download_vector(
-                    device,
-                    buffer_of(ValuePart::ListValues)?,
-                    &cell_type,
-                    n,
-                    dict,
-                    cost,
-                )?;
+                let buffer = buffer_of(ValuePart::ListValues)?;
+                let flat = download_vector(device, buffer, &cell_type, n, dict, cost)?;
                 Value::List(List::Flat {
                     values: flat,
-                    offsets: offsets.clone(),
-                })
-            }
-            OutputLayout::ListOfScalars { cells } => {
-                let n = run.resolve(cells)? as usize;
-                let cell_type = list_cell_type(&output.ty);
-                let flat = download_vector(
-                    device,
-                    buffer_of(ValuePart::ListValues)?,
-                    &cell_type,
-                    n,
-                    dict,
-                    cost,
-                )?;
-                Value::List(List::Flat {
-                    values: flat,
-                    offsets: Arc::new((0..=n).collect()),
+                    offsets,
                 })
             }
         };
         produced.push((output.slot, value));
     }
     Ok(produced)
+}
+
+/// The flat value count and the offsets of a list output.
+fn list_output_shape(
+    layout: &OutputLayout,
+    values: &HashMap<Slot, Value>,
+    kernel: &KernelLaunch,
+    run: &mut Run<'_>,
+) -> Result<(usize, Arc<Vec<usize>>)> {
+    match layout {
+        OutputLayout::List {
+            offsets_of,
+            values: n,
+        } => {
+            let Value::List(List::Flat { offsets, .. }) = input(values, *offsets_of, kernel)?
+            else {
+                return Err(RuntimeError::new(format!(
+                    "{}: slot {} is not a flat list",
+                    kernel.name, offsets_of.0
+                )));
+            };
+            Ok((run.resolve(n)? as usize, offsets.clone()))
+        }
+        OutputLayout::ListOfScalars { cells } => {
+            let n = run.resolve(cells)? as usize;
+            Ok((n, Arc::new((0..=n).collect())))
+        }
+        OutputLayout::Vector { .. } => Err(RuntimeError::new(format!(
+            "{}: a vector output laid out as a list",
+            kernel.name
+        ))),
+    }
 }
 
 fn list_cell_type(ty: &Type) -> Type {

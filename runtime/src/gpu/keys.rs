@@ -23,6 +23,7 @@ use super::device::Device;
 use super::error::{GpuError, Result};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::template::{render, workgroup_size_text};
+use crate::cpu::keys::{domain, Domain};
 use crate::value::{StrDict, Vector};
 
 /// `shaders/keys.wgsl`: key encoding and element-wise helpers.
@@ -368,25 +369,6 @@ pub fn own_column<'a>(what: &str, v: &'a Vector) -> Result<ColumnSource<'a>> {
         encoding,
         remap: None,
     })
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Domain {
-    Integer,
-    Float,
-    Strings,
-    Other,
-}
-
-fn domain(v: &Vector) -> Domain {
-    match v {
-        Vector::Bool(_) | Vector::I8(_) | Vector::I16(_) | Vector::I32(_) | Vector::I64(_) => {
-            Domain::Integer
-        }
-        Vector::F32(_) | Vector::F64(_) => Domain::Float,
-        Vector::Sym(_) | Vector::Str(_) => Domain::Strings,
-        _ => Domain::Other,
-    }
 }
 
 /// Widens a one-word integer encoding to its 64-bit form.

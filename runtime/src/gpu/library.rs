@@ -32,7 +32,9 @@ use super::order::order_permutation;
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::template::{render, workgroup_size_text};
 use crate::builtin::Builtin;
-use crate::cpu::ArgValue;
+use crate::cpu::join::{join_arguments, JoinArguments};
+use crate::cpu::keys::{common_rows, key_columns};
+use crate::cpu::{ArgValue, Args};
 use crate::error::{Result, RuntimeError};
 use crate::plan::Callee;
 use crate::value::{Dict, List, StrDict, Strings, Value, Vector};
@@ -109,6 +111,14 @@ impl From<GpuError> for Failure {
     }
 }
 
+/// The CPU builtins' argument checks (shared, so both backends reject the same calls) fail
+/// with a message.
+impl From<RuntimeError> for Failure {
+    fn from(e: RuntimeError) -> Failure {
+        Failure::Message(e.message)
+    }
+}
+
 type Out<T> = std::result::Result<T, Failure>;
 
 macro_rules! fail {
@@ -147,35 +157,6 @@ fn as_vector(v: &Value) -> Out<&Vector> {
 }
 
 /// A vector is one key column; a list gives one column per cell.
-fn key_columns(v: &Value) -> Out<Vec<Cow<'_, Vector>>> {
-    match v {
-        Value::List(list @ List::Flat { .. }) => list
-            .cells()
-            .into_iter()
-            .map(|c| match c {
-                Value::Vector(v) => Ok(Cow::Owned(v)),
-                other => Err(Failure::Message(format!(
-                    "expected vector cells, got a {}",
-                    other.ty()
-                ))),
-            })
-            .collect(),
-        Value::List(List::Mixed(cells)) => cells
-            .iter()
-            .map(|c| as_vector(c).map(Cow::Borrowed))
-            .collect(),
-        other => Ok(vec![Cow::Borrowed(as_vector(other)?)]),
-    }
-}
-
-fn common_rows(columns: &[Cow<'_, Vector>]) -> Out<usize> {
-    let rows = columns.first().map_or(0, |c| c.len());
-    if let Some(c) = columns.iter().find(|c| c.len() != rows) {
-        fail!("key columns have different lengths ({rows} vs {})", c.len());
-    }
-    Ok(rows)
-}
-
 fn own_matrix(
     device: &Device,
     what: &str,
@@ -266,47 +247,13 @@ fn index_of(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
 }
 
 fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
-    let k = args
-        .iter()
-        .take_while(|a| matches!(a, ArgValue::Function(_)))
-        .count();
-    if k == 0 {
-        fail!("expected one or more comparison function literals first");
-    }
-    exactly(args, k + 2)?;
-    let mut ops = Vec::with_capacity(k);
-    for arg in &args[..k] {
-        match arg {
-            ArgValue::Function(Callee::Builtin(
-                op @ (Builtin::Eq
-                | Builtin::Neq
-                | Builtin::Lt
-                | Builtin::Gt
-                | Builtin::Leq
-                | Builtin::Geq),
-            )) => ops.push(*op),
-            ArgValue::Function(Callee::Builtin(other)) => {
-                fail!("@{other} is not a comparison (use @eq, @neq, @lt, @gt, @leq or @geq)")
-            }
-            _ => fail!("user functions are not supported as join predicates"),
-        }
-    }
-    let (ca, cb) = (
-        key_columns(value(args, k)?)?,
-        key_columns(value(args, k + 1)?)?,
-    );
-    // One predicate over lists of several columns applies to every column pair.
-    if k == 1 && ca.len() == cb.len() && ca.len() > 1 {
-        ops.resize(ca.len(), ops[0]);
-    }
-    if ca.len() != ops.len() || cb.len() != ops.len() {
-        fail!(
-            "{k} predicate(s) need {k} key column(s) per side, got {} and {}",
-            ca.len(),
-            cb.len()
-        );
-    }
-    let (rows_a, rows_b) = (common_rows(&ca)?, common_rows(&cb)?);
+    let JoinArguments {
+        ops,
+        a: ca,
+        b: cb,
+        rows_a,
+        rows_b,
+    } = join_arguments(&Args { list: args })?;
     let (mut equal_a, mut equal_b, mut check_a, mut check_b) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut check_ops = Vec::new();
