@@ -14,8 +14,8 @@ use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
-    Access, BufferRef, DictionarySource, KernelLaunch, LaunchRequirement, Length, OutputLayout,
-    ParamValue, Pass, ScratchId, ValuePart,
+    Access, BufferRef, CheckSite, DictionarySource, KernelLaunch, LaunchCheck, LaunchRequirement,
+    LaunchRule, Length, OutputLayout, ParamValue, Pass, ScratchId, ValuePart,
 };
 use crate::plan::Slot;
 use crate::types::Type;
@@ -54,6 +54,11 @@ pub(crate) fn launch(
             "{}: the GPU lacks f64 (SHADER_F64)",
             kernel.name
         )));
+    }
+
+    // Argument checks on lengths and counts, before anything is allocated or read.
+    for check in &kernel.launch_checks {
+        check_arguments(kernel, check, inputs)?;
     }
 
     // Requirements first: they may replace input values (re-coded strings).
@@ -249,7 +254,10 @@ pub(crate) fn launch(
                 }
             };
             if word & (1 << check.bit) != 0 {
-                return Err(RuntimeError::new(check.message.clone()));
+                return Err(located(
+                    RuntimeError::new(check.message.clone()),
+                    &check.site,
+                ));
             }
         }
     }
@@ -376,6 +384,95 @@ fn download_vector(
     vector_from_download(ty, data, dict)
 }
 
+/// Gives `error` the location of the statement `site` names.
+fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
+    if let Some(at) = site.at {
+        error.location = Some((at.line, at.column));
+    }
+    error
+}
+
+/// The length of an input part, or a constant (the lengths launch checks compare).
+fn static_length(
+    kernel: &KernelLaunch,
+    length: &Length,
+    values: &HashMap<Slot, Value>,
+) -> Result<u64> {
+    Ok(match length {
+        Length::Constant(n) => *n,
+        Length::Of { slot, part } => part_len(input(values, *slot, kernel)?, *part)?,
+        Length::Broadcast(a, b) => match (
+            static_length(kernel, a, values)?,
+            static_length(kernel, b, values)?,
+        ) {
+            (1, m) => m,
+            (n, 1) => n,
+            (n, m) => n.max(m),
+        },
+        Length::Max(a, b) => {
+            static_length(kernel, a, values)?.max(static_length(kernel, b, values)?)
+        }
+        Length::Sum(a, b) => static_length(kernel, a, values)?
+            .checked_add(static_length(kernel, b, values)?)
+            .ok_or_else(|| RuntimeError::new("a length overflows"))?,
+        Length::ValueOf(_) | Length::Compacted(_) => {
+            return Err(RuntimeError::new(format!(
+                "{}: a launch check of a length known only on the device",
+                kernel.name
+            )))
+        }
+    })
+}
+
+/// Makes one of the kernel's argument checks, failing as the CPU builtin would.
+fn check_arguments(
+    kernel: &KernelLaunch,
+    check: &LaunchCheck,
+    values: &HashMap<Slot, Value>,
+) -> Result<()> {
+    let fail = |message: String| {
+        Err(located(
+            RuntimeError::new(format!("@{}: {message}", check.builtin)),
+            &check.site,
+        ))
+    };
+    match &check.rule {
+        LaunchRule::Broadcast(a, b) => {
+            let (n, m) = (
+                static_length(kernel, a, values)?,
+                static_length(kernel, b, values)?,
+            );
+            if n != m && n != 1 && m != 1 {
+                return fail(format!("length mismatch ({n} vs {m})"));
+            }
+        }
+        LaunchRule::MaskLength(mask, data) => {
+            let (n, m) = (
+                static_length(kernel, mask, values)?,
+                static_length(kernel, data, values)?,
+            );
+            if n != m {
+                return fail(format!("length mismatch (mask {n} vs {m})"));
+            }
+        }
+        LaunchRule::Count(slot) => match input(values, *slot, kernel)? {
+            Value::Vector(v) => match (v.len(), v.integer_at(0)) {
+                (1, Some(n)) if n < 0 => return fail(format!("expected a count, got {n}")),
+                (1, Some(_)) => {}
+                _ => {
+                    return fail(format!(
+                        "expected one integer, got {} element(s) of {}",
+                        v.len(),
+                        v.ty()
+                    ))
+                }
+            },
+            other => return fail(format!("expected a count, got a {}", other.ty())),
+        },
+    }
+    Ok(())
+}
+
 fn input<'v>(
     values: &'v HashMap<Slot, Value>,
     slot: Slot,
@@ -455,6 +552,13 @@ impl<'a> Run<'a> {
                     .ok_or_else(|| RuntimeError::new("a length overflows"))?
             }
             Length::Of { slot, part } => part_len(input(self.values, *slot, kernel)?, *part)?,
+            Length::Broadcast(a, b) => match (self.resolve(a)?, self.resolve(b)?) {
+                (1, m) => m,
+                (n, 1) => n,
+                // Equal, or a mismatch a launch check has refused already.
+                (n, m) => n.max(m),
+            },
+            Length::Max(a, b) => self.resolve(a)?.max(self.resolve(b)?),
             Length::ValueOf(slot) => {
                 let value = input(self.values, *slot, kernel)?;
                 let n = match value {

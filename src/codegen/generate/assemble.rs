@@ -30,15 +30,35 @@ impl Generator<'_> {
         })
     }
 
+    /// `i < <own length>` for a value (or a reduction's folded value) shorter than the
+    /// launch, `None` when it spans the launch.
+    fn guard(&mut self, local: LocalId, launch: &Length) -> Option<String> {
+        let own = if self.reductions.iter().any(|r| r.target == local) {
+            self.reduced_lengths.get(&local)
+        } else {
+            self.lengths.get(&local)
+        };
+        let own = own.filter(|own| *own != launch).cloned()?;
+        let name = format!("len_v_{}", self.name(local));
+        Some(format!("i < {}", self.param(name, ParamValue::Length(own))))
+    }
+
     pub(super) fn assemble_vector(mut self) -> Result<KernelLaunch, CodegenError> {
-        let Layout::Vector { length, .. } = &self.layout else {
+        let Some(length) = self.launch_length() else {
             return Err(CodegenError::malformed(
                 &self.kernel.name,
                 "not a vector kernel",
             ));
         };
-        let length = length.clone();
         let n = self.param("n".to_string(), ParamValue::Length(length.clone()));
+        // Values shorter than the launch (a broadcast side, a value of an unrelated input
+        // length) are written and reduced only below their own length.
+        let reduced: Vec<LocalId> = self.reductions.iter().map(|r| r.target).collect();
+        for (k, target) in reduced.into_iter().enumerate() {
+            if let Some(guard) = self.guard(target, &length) {
+                self.reductions[k].active.insert(0, guard);
+            }
+        }
         // Outputs: full ones written at i, compressed ones grouped by activity and compacted.
         let mut outputs = Vec::new();
         let mut full_writes = Vec::new();
@@ -73,18 +93,24 @@ impl Generator<'_> {
                     "{buffer}[i] = {};",
                     wgsl::store(&val.expr, &val.ty)
                 ));
+                let own = self.lengths.get(&local).cloned().unwrap_or(length.clone());
                 outputs.push(KernelOutput {
                     slot: Self::slot(local),
                     ty,
                     layout: OutputLayout::Vector {
-                        length: length.clone(),
+                        length: own,
                         capacity: length.clone(),
                     },
                     dictionary: val.dictionary.clone(),
                 });
             } else {
+                let conjuncts: Vec<String> = self
+                    .guard(local, &length)
+                    .into_iter()
+                    .chain(val.active.iter().cloned())
+                    .collect();
                 groups
-                    .entry(val.active.join(" && "))
+                    .entry(conjuncts.join(" && "))
                     .or_default()
                     .push((local, val));
             }
@@ -611,6 +637,7 @@ impl Generator<'_> {
             outputs,
             requirements: self.requirements,
             checks: self.checks,
+            launch_checks: self.launch_checks,
         };
         Ok(launch)
     }

@@ -27,10 +27,10 @@ use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::kernel::{
-    Access, Binding, BufferRef, DictionarySource, Dispatch, GpuElement, KernelFeatures,
-    KernelLaunch, KernelOutput, LaunchRequirement, Length, OutputLayout, ParamField, ParamValue,
-    Pass, Scratch, ScratchId, ScratchPurpose, StatusCheck, ValuePart, KERNEL_WORKGROUP_SIZE,
-    MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
+    Access, Binding, BufferRef, CheckSite, DictionarySource, Dispatch, GpuElement, KernelFeatures,
+    KernelLaunch, KernelOutput, LaunchCheck, LaunchRequirement, LaunchRule, Length, OutputLayout,
+    ParamField, ParamValue, Pass, Scratch, ScratchId, ScratchPurpose, StatusCheck, ValuePart,
+    KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
 };
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
@@ -151,6 +151,20 @@ pub(crate) struct Generator<'a> {
     helpers: BTreeSet<Helper>,
     requirements: Vec<LaunchRequirement>,
     checks: Vec<StatusCheck>,
+    /// Argument checks the engine makes before the launch (lengths the compiler could not
+    /// prove equal, counts).
+    launch_checks: Vec<LaunchCheck>,
+    /// The run-time length of each value the kernel defines (vector layout).
+    lengths: HashMap<LocalId, Length>,
+    /// The length of the value each reduction folds.
+    reduced_lengths: HashMap<LocalId, Length>,
+    /// Lengths of inputs read at the kernel's positions whose sizes the shape analysis
+    /// could not prove equal to the geometry's: the launch covers the longest, and each
+    /// read is clamped to its own buffer (a length-1 input is broadcast).
+    unproven: Vec<Length>,
+    /// Lengths a launch check proves equal to the geometry's (the data of a `@compress` by
+    /// a mask of the geometry): they do not widen the launch.
+    checked_equal: Vec<Length>,
     status: Option<ScratchId>,
     features: KernelFeatures,
     symbol_params: HashMap<(String, usize), (String, String)>,
@@ -195,6 +209,11 @@ impl<'a> Generator<'a> {
             helpers: BTreeSet::new(),
             requirements: Vec::new(),
             checks: Vec::new(),
+            launch_checks: Vec::new(),
+            lengths: HashMap::new(),
+            reduced_lengths: HashMap::new(),
+            unproven: Vec::new(),
+            checked_equal: Vec::new(),
             status: None,
             features: KernelFeatures::default(),
             symbol_params: HashMap::new(),
@@ -486,6 +505,176 @@ impl<'a> Generator<'a> {
         )
     }
 
+    /// Where the current statement is, for the errors its checks report.
+    fn site(&self) -> CheckSite {
+        CheckSite {
+            offset: self
+                .tree
+                .stmt(self.current)
+                .map_or(0, |stmt| stmt.span.start),
+            at: None,
+        }
+    }
+
+    /// The geometry's length (vector layout), before unproven inputs widen the launch.
+    fn geometry_length(&self) -> Option<Length> {
+        match &self.layout {
+            Layout::Vector { length, .. } => Some(length.clone()),
+            Layout::List { .. } => None,
+        }
+    }
+
+    /// The number of threads of a vector launch: the geometry's length, widened to every
+    /// input whose size the compiler could not relate to it.
+    fn launch_length(&self) -> Option<Length> {
+        let mut length = self.geometry_length()?;
+        let mut seen = vec![length.clone()];
+        for other in &self.unproven {
+            if !seen.contains(other) && !self.checked_equal.contains(other) {
+                seen.push(other.clone());
+                length = Length::Max(Box::new(length), Box::new(other.clone()));
+            }
+        }
+        Some(length)
+    }
+
+    /// The run-time length of an operand of the current statement (vector layout only).
+    fn operand_length(&self, operand: &Operand) -> Option<Length> {
+        let geometry = self.geometry_length()?;
+        Some(match operand {
+            Operand::Literal(literal) => Length::Constant(literal.values.len() as u64),
+            Operand::Global(global, _) => Length::Constant(
+                self.program
+                    .globals
+                    .get(global.0)
+                    .map_or(1, |g| g.value.values.len() as u64),
+            ),
+            Operand::Local(local, _) => {
+                if let Some(length) = self.lengths.get(local) {
+                    return Some(length.clone());
+                }
+                let Layout::Vector { size, .. } = &self.layout else {
+                    return None;
+                };
+                match self
+                    .analysis
+                    .shapes
+                    .before
+                    .get(self.current.0)
+                    .and_then(|fact| fact.get(local))
+                {
+                    Some(Shape::Vector(s)) if s == size => geometry,
+                    Some(Shape::Vector(Size::Constant(k))) => Length::Constant(*k),
+                    Some(Shape::Vector(Size::Compressed(..))) => geometry,
+                    Some(Shape::Vector(_)) => Length::Of {
+                        slot: Self::slot(*local),
+                        part: ValuePart::Elements,
+                    },
+                    _ => geometry,
+                }
+            }
+        })
+    }
+
+    /// The length of an element-wise result of operands of lengths `a` and `b`, with the
+    /// launch check of their agreement where the compiler cannot see it.
+    fn broadcast_length(&mut self, builtin: Builtin, a: Length, b: Length) -> Length {
+        if a == b || b == Length::Constant(1) {
+            return a;
+        }
+        if a == Length::Constant(1) {
+            return b;
+        }
+        let site = self.site();
+        self.launch_checks.push(LaunchCheck {
+            builtin: builtin.name().to_string(),
+            rule: LaunchRule::Broadcast(a.clone(), b.clone()),
+            site,
+        });
+        Length::Broadcast(Box::new(a), Box::new(b))
+    }
+
+    /// The run-time length of the value `builtin` makes from `args` (vector layout), with
+    /// the launch checks its arguments need.
+    fn result_length(
+        &mut self,
+        builtin: Builtin,
+        args: &[Arg],
+    ) -> Result<Option<Length>, CodegenError> {
+        use Builtin as B;
+        let Some(geometry) = self.geometry_length() else {
+            return Ok(None);
+        };
+        let operands: Vec<&Operand> = args
+            .iter()
+            .filter_map(|arg| match arg {
+                Arg::Operand(operand) => Some(operand),
+                Arg::Function(..) => None,
+            })
+            .collect();
+        let length_of = |g: &Self, k: usize| {
+            operands
+                .get(k)
+                .and_then(|op| g.operand_length(op))
+                .unwrap_or_else(|| geometry.clone())
+        };
+        Ok(Some(match builtin {
+            B::Compress => {
+                let (mask, data) = (length_of(self, 0), length_of(self, 1));
+                if mask != data {
+                    // Once the check has passed both lengths are one.
+                    if mask == geometry {
+                        self.checked_equal.push(data.clone());
+                    }
+                    let site = self.site();
+                    self.launch_checks.push(LaunchCheck {
+                        builtin: builtin.name().to_string(),
+                        rule: LaunchRule::MaskLength(mask.clone(), data),
+                        site,
+                    });
+                }
+                mask
+            }
+            B::Where => length_of(self, 0),
+            B::Index => length_of(self, 1),
+            B::Vector => {
+                match operands.first() {
+                    Some(Operand::Local(count, _)) => {
+                        let site = self.site();
+                        self.launch_checks.push(LaunchCheck {
+                            builtin: builtin.name().to_string(),
+                            rule: LaunchRule::Count(Self::slot(*count)),
+                            site,
+                        });
+                    }
+                    Some(Operand::Literal(literal)) => match literal.values.as_slice() {
+                        [LiteralValue::Int(n)] if *n >= 0 => {}
+                        // The CPU's refusal, with its message, is the answer.
+                        _ => {
+                            return Err(self.error(
+                                Some(builtin),
+                                "a count that is not one non-negative integer",
+                            ))
+                        }
+                    },
+                    _ => {}
+                }
+                geometry
+            }
+            B::Sum | B::Min | B::Max | B::Len | B::Count | B::Avg => Length::Constant(1),
+            B::Each | B::EachLeft | B::EachRight | B::EachItem | B::Raze => return Ok(None),
+            _ if is_elementwise(builtin) => match operands.len() {
+                0 => geometry,
+                1 => length_of(self, 0),
+                _ => {
+                    let (a, b) = (length_of(self, 0), length_of(self, 1));
+                    self.broadcast_length(builtin, a, b)
+                }
+            },
+            _ => geometry,
+        }))
+    }
+
     /// A status bit for an error the kernel detects; returns the bit.
     fn status_bit(&mut self, message: String) -> Result<u32, CodegenError> {
         if let Some(check) = self.checks.iter().find(|c| c.message == message) {
@@ -510,10 +699,12 @@ impl<'a> Generator<'a> {
         if bit >= 32 {
             return Err(self.error(None, "more than 32 error checks in one kernel"));
         }
+        let site = self.site();
         self.checks.push(StatusCheck {
             status,
             bit,
             message,
+            site,
         });
         Ok(bit)
     }
@@ -612,11 +803,31 @@ impl<'a> Generator<'a> {
             // a dynamic one) are equal at run time when the outliner fused the statements;
             // only a compacted value (a compressed size other than the kernel's) cannot be
             // read at the kernel's positions.
-            (Layout::Vector { size, .. }, Shape::Vector(s))
-                if s == size || (!s.is_scalar() && !matches!(s, Size::Compressed(..))) =>
-            {
+            (Layout::Vector { size, .. }, Shape::Vector(s)) if s == size => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
                 Ok(make(format!("{name}[i]"), Level::Element, false))
+            }
+            // A size the shape analysis could not relate to the geometry (a parameter of a
+            // user function, the result of a call on such sizes): its length is known at
+            // launch. The read is clamped to the buffer, which broadcasts a length-1 input;
+            // launch checks refuse other mismatches as the CPU does.
+            (Layout::Vector { .. }, Shape::Vector(s))
+                if !s.is_scalar() && !matches!(s, Size::Compressed(..)) =>
+            {
+                let name = self.input_binding(local, ValuePart::Elements, element);
+                let length = self.length_param(local, ValuePart::Elements);
+                let own = Length::Of {
+                    slot: Self::slot(local),
+                    part: ValuePart::Elements,
+                };
+                if !self.unproven.contains(&own) {
+                    self.unproven.push(own);
+                }
+                Ok(make(
+                    format!("{name}[min(i, max({length}, 1u) - 1u)]"),
+                    Level::Element,
+                    false,
+                ))
             }
             (_, Shape::Vector(Size::Constant(1))) => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
@@ -686,6 +897,9 @@ impl<'a> Generator<'a> {
         match expr_call(expr) {
             None => match &expr.kind {
                 ExprKind::Operand(operand) => {
+                    if let Some(length) = self.operand_length(operand) {
+                        self.lengths.insert(target, length);
+                    }
                     let val = self.operand(operand)?;
                     self.define(target, val, Vec::new())
                 }
@@ -710,6 +924,35 @@ impl<'a> Generator<'a> {
     }
 
     fn call(
+        &mut self,
+        target: LocalId,
+        builtin: Builtin,
+        args: &[Arg],
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        let length = self.result_length(builtin, args)?;
+        if let Some(length) = &length {
+            if matches!(
+                builtin,
+                Builtin::Sum
+                    | Builtin::Min
+                    | Builtin::Max
+                    | Builtin::Len
+                    | Builtin::Count
+                    | Builtin::Avg
+            ) {
+                if let Some(Arg::Operand(operand)) = args.first() {
+                    if let Some(folded) = self.operand_length(operand) {
+                        self.reduced_lengths.insert(target, folded);
+                    }
+                }
+            }
+            self.lengths.insert(target, length.clone());
+        }
+        self.generate_call(target, builtin, args, result_ty)
+    }
+
+    fn generate_call(
         &mut self,
         target: LocalId,
         builtin: Builtin,
