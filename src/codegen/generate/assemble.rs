@@ -30,6 +30,18 @@ impl Generator<'_> {
         })
     }
 
+    /// The type of the value an output holds: what the kernel computed (the type of the
+    /// builtin's result), which a declaration the type checker converted may not name.
+    fn output_type(&self, local: LocalId) -> Type {
+        match self.values.get(&local) {
+            Some(val) if val.list && !matches!(val.ty, Type::List(_)) => {
+                Type::List(Box::new(val.ty.clone()))
+            }
+            Some(val) => val.ty.clone(),
+            None => self.local_type(local),
+        }
+    }
+
     /// `i < <own length>` for a value (or a reduction's folded value) shorter than the
     /// launch, `None` when it spans the launch.
     fn guard(&mut self, local: LocalId, launch: &Length) -> Option<String> {
@@ -65,7 +77,7 @@ impl Generator<'_> {
         let mut groups: BTreeMap<String, Vec<(LocalId, Val)>> = BTreeMap::new();
         let mut reduced = Vec::new();
         for &local in &self.kernel.outputs.clone() {
-            let ty = self.local_type(local);
+            let ty = self.output_type(local);
             if let Some(k) = self.reductions.iter().position(|r| r.target == local) {
                 reduced.push((local, k));
                 continue;
@@ -147,7 +159,7 @@ impl Generator<'_> {
             });
             let mut stores = Vec::new();
             for (local, val) in members {
-                let ty = self.local_type(*local);
+                let ty = self.output_type(*local);
                 let element = self.output_element(*local, &ty)?;
                 let buffer = self.output_binding(*local, ValuePart::Elements, element);
                 stores.push(format!(
@@ -389,7 +401,7 @@ impl Generator<'_> {
         let mut element_writes = Vec::new();
         let mut cell_writes = Vec::new();
         for &local in &self.kernel.outputs.clone() {
-            let ty = self.local_type(local);
+            let ty = self.output_type(local);
             let element = self.output_element(local, &ty)?;
             let is_list = matches!(ty, Type::List(_));
             if let Some(k) = self.reductions.iter().position(|r| r.target == local) {

@@ -139,6 +139,10 @@ pub(crate) struct Generator<'a> {
     tree: StatementTree<'a>,
     layout: Layout,
     names: HashMap<LocalId, String>,
+    /// The type of the values each local holds, as the typed program gives the expressions
+    /// assigned to it (a declaration may differ: the type checker converts with a warning,
+    /// and the backends produce the expression's type).
+    value_types: HashMap<LocalId, Type>,
     values: HashMap<LocalId, Val>,
     bindings: Vec<Binding>,
     binding_names: HashMap<(LocalId, ValuePart, bool), String>,
@@ -186,6 +190,7 @@ impl<'a> Generator<'a> {
                 CodegenError::malformed(&kernel.name, "the kernel has no statements")
             })?;
         let names = local_names(function);
+        let value_types = value_types(&tree);
         let mut generator = Generator {
             program,
             function,
@@ -197,6 +202,7 @@ impl<'a> Generator<'a> {
                 length: Length::Constant(1),
             },
             names,
+            value_types,
             values: HashMap::new(),
             bindings: Vec::new(),
             binding_names: HashMap::new(),
@@ -237,6 +243,9 @@ impl<'a> Generator<'a> {
     }
 
     fn local_type(&self, local: LocalId) -> Type {
+        if let Some(ty) = self.value_types.get(&local) {
+            return ty.clone();
+        }
         self.function
             .locals
             .get(local.0)
@@ -1461,5 +1470,37 @@ fn local_names(function: &Function) -> HashMap<LocalId, String> {
             };
             (LocalId(k), name)
         })
+        .collect()
+}
+
+/// The type of every local that all its assignments give one type, from the expressions'
+/// types; locals assigned values of several types keep their declared type.
+fn value_types(tree: &StatementTree<'_>) -> HashMap<LocalId, Type> {
+    let mut types: HashMap<LocalId, Option<Type>> = HashMap::new();
+    for (_, entry) in tree.iter() {
+        let StmtKind::Assign { targets, expr, .. } = &entry.stmt.kind else {
+            continue;
+        };
+        for (target, ty) in targets.iter().zip(&expr.types) {
+            let Target::Local(local) = target else {
+                continue;
+            };
+            if ty.has_wildcard() {
+                types.insert(*local, None);
+                continue;
+            }
+            types
+                .entry(*local)
+                .and_modify(|known| {
+                    if known.as_ref() != Some(ty) {
+                        *known = None;
+                    }
+                })
+                .or_insert_with(|| Some(ty.clone()));
+        }
+    }
+    types
+        .into_iter()
+        .filter_map(|(local, ty)| Some((local, ty?)))
         .collect()
 }
