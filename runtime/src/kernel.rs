@@ -102,6 +102,21 @@ pub struct StatusCheck {
     pub bit: u32,
     pub message: String,
     pub site: CheckSite,
+    /// For an index checked against a length: how to name the first index out of range
+    /// as the CPU does (`@index: index 7 out of range for length 5`), from the host's copy
+    /// of the index input.
+    pub report: Option<IndexReport>,
+}
+
+/// The input and length an index check compares, for the CPU's message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexReport {
+    /// The builtin's name without `@`.
+    pub builtin: String,
+    /// The index vector, an input of the kernel read in order.
+    pub index: Slot,
+    /// The length the indexes must be below.
+    pub length: Length,
 }
 
 /// Native features a module uses.

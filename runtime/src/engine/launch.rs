@@ -14,8 +14,8 @@ use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
-    Access, BufferRef, CheckSite, DictionarySource, KernelLaunch, LaunchCheck, LaunchRequirement,
-    LaunchRule, Length, OutputLayout, ParamValue, Pass, ScratchId, ValuePart,
+    Access, BufferRef, CheckSite, DictionarySource, IndexReport, KernelLaunch, LaunchCheck,
+    LaunchRequirement, LaunchRule, Length, OutputLayout, ParamValue, Pass, ScratchId, ValuePart,
 };
 use crate::plan::Slot;
 use crate::types::Type;
@@ -254,10 +254,12 @@ pub(crate) fn launch(
                 }
             };
             if word & (1 << check.bit) != 0 {
-                return Err(located(
-                    RuntimeError::new(check.message.clone()),
-                    &check.site,
-                ));
+                let message = match &check.report {
+                    Some(report) => index_message(kernel, report, &values)?
+                        .unwrap_or_else(|| check.message.clone()),
+                    None => check.message.clone(),
+                };
+                return Err(located(RuntimeError::new(message), &check.site));
             }
         }
     }
@@ -422,6 +424,27 @@ fn static_length(
             )))
         }
     })
+}
+
+/// The CPU's message for the first index out of range (None when the host copy shows none).
+fn index_message(
+    kernel: &KernelLaunch,
+    report: &IndexReport,
+    values: &HashMap<Slot, Value>,
+) -> Result<Option<String>> {
+    let length = static_length(kernel, &report.length, values)?;
+    let Value::Vector(index) = input(values, report.index, kernel)? else {
+        return Ok(None);
+    };
+    Ok((0..index.len())
+        .filter_map(|k| index.integer_at(k))
+        .find(|&i| i < 0 || i as u64 >= length)
+        .map(|i| {
+            format!(
+                "@{}: index {i} out of range for length {length}",
+                report.builtin
+            )
+        }))
 }
 
 /// Makes one of the kernel's argument checks, failing as the CPU builtin would.

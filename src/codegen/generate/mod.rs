@@ -27,10 +27,10 @@ use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::kernel::{
-    Access, Binding, BufferRef, CheckSite, DictionarySource, Dispatch, GpuElement, KernelFeatures,
-    KernelLaunch, KernelOutput, LaunchCheck, LaunchRequirement, LaunchRule, Length, OutputLayout,
-    ParamField, ParamValue, Pass, Scratch, ScratchId, ScratchPurpose, StatusCheck, ValuePart,
-    KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
+    Access, Binding, BufferRef, CheckSite, DictionarySource, Dispatch, GpuElement, IndexReport,
+    KernelFeatures, KernelLaunch, KernelOutput, LaunchCheck, LaunchRequirement, LaunchRule, Length,
+    OutputLayout, ParamField, ParamValue, Pass, Scratch, ScratchId, ScratchPurpose, StatusCheck,
+    ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
 };
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
@@ -685,7 +685,11 @@ impl<'a> Generator<'a> {
     }
 
     /// A status bit for an error the kernel detects; returns the bit.
-    fn status_bit(&mut self, message: String) -> Result<u32, CodegenError> {
+    fn status_bit(
+        &mut self,
+        message: String,
+        report: Option<IndexReport>,
+    ) -> Result<u32, CodegenError> {
         if let Some(check) = self.checks.iter().find(|c| c.message == message) {
             return Ok(check.bit);
         }
@@ -714,6 +718,7 @@ impl<'a> Generator<'a> {
             bit,
             message,
             site,
+            report,
         });
         Ok(bit)
     }
@@ -1024,8 +1029,15 @@ impl<'a> Generator<'a> {
                 let [source, index] = ops.as_slice() else {
                     return Err(self.error(Some(builtin), "expects two arguments"));
                 };
+                // An index read straight from an input: the engine names the first one out of
+                // range from the host's copy, as the CPU does.
+                let index_input = match index {
+                    Operand::Local(local, _) if !self.values.contains_key(local) => Some(*local),
+                    _ => None,
+                };
                 let index = self.operand(index)?;
-                let (val, prelude) = self.gather(builtin, source, &index)?;
+                let index_input = index_input.filter(|_| index.active.is_empty());
+                let (val, prelude) = self.gather(builtin, source, &index, index_input)?;
                 self.define_with(target, val, index.active.clone(), prelude)
             }
             B::Fetch => {
