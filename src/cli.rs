@@ -469,7 +469,12 @@ fn run(args: &RunArgs) -> bool {
                 None
             }
             Err(e) => {
-                eprintln!("error: --backend gpu: {e}");
+                let flag = if adapter_named(args) {
+                    "--adapter"
+                } else {
+                    "--backend gpu"
+                };
+                eprintln!("error: {flag}: {e}");
                 return false;
             }
         },

@@ -150,7 +150,10 @@ fn an_adapter_name_that_matches_no_adapter_is_an_error_listing_the_adapters() {
         "--adapter",
         "no-such-adapter-anywhere",
     ]);
-    fails_with(&out, "no adapter name contains `no-such-adapter-anywhere`");
+    fails_with(
+        &out,
+        "error: --adapter: no GPU adapter: no adapter name contains `no-such-adapter-anywhere`",
+    );
     assert!(text(&out.stderr).contains("available:"));
 }
 
