@@ -1,0 +1,260 @@
+//! The differential fuzzer (design in `tests/fuzz/mod.rs`): random HorseIR programs over
+//! TPC-H, each run on the CPU and the GPU backend, which must give the same answer or the
+//! same error. Fails listing every disagreement, each shrunk to a `.hir` reproduction.
+//!
+//! Environment:
+//! - `HORSEC_FUZZ_PROGRAMS` (default 300): programs to run; `HORSEC_FUZZ_SEED` (default
+//!   2026): the run's seed; `HORSEC_FUZZ_JOBS` (default 1): threads sharing the device;
+//! - `HORSEC_FUZZ_SF` (default 0.001): the TPC-H scale factor of the data;
+//! - `HORSEC_FUZZ_STMTS` (default 12): most statements of `main`;
+//! - `HORSEC_FUZZ_ERRORS` (default 0.03): probability of a deliberately wrong statement;
+//! - `HORSEC_FUZZ_SHRINK` (default 3): failures shrunk and printed per kind (the others are
+//!   counted, with their seeds);
+//! - `HORSEC_FUZZ_ONE=<program seed>`: run one program, print it and what both backends did.
+//!
+//! A million programs locally, e.g.:
+//! `HORSEC_FUZZ_PROGRAMS=1000000 HORSEC_FUZZ_JOBS=2 cargo test --release --test differential_fuzz -- --nocapture`
+
+mod common;
+mod fuzz;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use horsec_runtime::data::Database;
+use horsec_runtime::gpu::Device;
+
+use fuzz::check::{check, Disagreement, Kind, Timings, Verdict};
+use fuzz::generate::{generate, Options, Schema};
+use fuzz::program::Program;
+use fuzz::rng::program_seed;
+use fuzz::shrink::shrink;
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={text:?} does not parse")),
+        Err(_) => default,
+    }
+}
+
+fn database(sf: f64) -> Arc<Database> {
+    static DB: OnceLock<Arc<Database>> = OnceLock::new();
+    DB.get_or_init(|| {
+        Arc::new(Database::tpch(sf, false).unwrap_or_else(|e| panic!("TPC-H SF {sf}: {e}")))
+    })
+    .clone()
+}
+
+fn options() -> Options {
+    Options {
+        max_stmts: env("HORSEC_FUZZ_STMTS", Options::default().max_stmts),
+        error_rate: env("HORSEC_FUZZ_ERRORS", Options::default().error_rate),
+    }
+}
+
+/// What a run found.
+#[derive(Default)]
+struct Findings {
+    answered: u64,
+    refused: BTreeMap<String, u64>,
+    /// Program seeds per kind of disagreement.
+    failures: BTreeMap<Kind, Vec<u64>>,
+    /// Shrunk reproductions, one per distinct (kind, builtins used).
+    reports: Vec<(Kind, BTreeSet<String>, String)>,
+    timings: Timings,
+}
+
+fn builtins_in(text: &str) -> BTreeSet<String> {
+    text.split('@')
+        .skip(1)
+        .map(|s| {
+            s.chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|s| !s.is_empty() && !s.starts_with('f'))
+        .collect()
+}
+
+fn report(seed: u64, program: &Program, d: &Disagreement) -> String {
+    format!(
+        "--- program seed {seed}: {:?} {}\n{}    CPU {}\n    GPU {}\n",
+        d.kind,
+        d.detail,
+        program.text(),
+        d.cpu.describe(),
+        d.gpu.describe()
+    )
+}
+
+fn still_fails(program: &Program, kind: Kind, db: &Database, device: &Device) -> bool {
+    let mut t = Timings::default();
+    match check(&program.text(), &program.return_types(), db, device, &mut t) {
+        Verdict::Disagree(d) => d.kind == kind,
+        _ => false,
+    }
+}
+
+#[test]
+fn backends_agree_on_random_programs() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let sf: f64 = env("HORSEC_FUZZ_SF", 0.001);
+    let db = database(sf);
+    let schema = Schema::of(&db);
+    let options = options();
+
+    if let Ok(one) = std::env::var("HORSEC_FUZZ_ONE") {
+        let seed: u64 = one.parse().expect("HORSEC_FUZZ_ONE is a program seed");
+        let program = generate(seed, &schema, options);
+        println!("{}", program.text());
+        let mut t = Timings::default();
+        match check(
+            &program.text(),
+            &program.return_types(),
+            &db,
+            device,
+            &mut t,
+        ) {
+            Verdict::Disagree(d) => {
+                let small = shrink(&program, 400, |p| still_fails(p, d.kind, &db, device));
+                let mut t = Timings::default();
+                if let Verdict::Disagree(d) =
+                    check(&small.text(), &small.return_types(), &db, device, &mut t)
+                {
+                    panic!("disagreement, shrunk:\n{}", report(seed, &small, &d));
+                }
+                panic!("{}", report(seed, &program, &d));
+            }
+            other => println!("agree: {other:?}"),
+        }
+        return;
+    }
+
+    let programs: u64 = env("HORSEC_FUZZ_PROGRAMS", 300);
+    let run_seed: u64 = env("HORSEC_FUZZ_SEED", 2026);
+    let jobs: usize = env("HORSEC_FUZZ_JOBS", 1);
+    let shrink_per_kind: usize = env("HORSEC_FUZZ_SHRINK", 3);
+    eprintln!(
+        "differential fuzz: {programs} programs, seed {run_seed}, {jobs} jobs, TPC-H SF {sf} \
+         (lineitem {} rows), {}",
+        db.table("lineitem").map(|t| t.rows()).unwrap_or(0),
+        device.describe()
+    );
+
+    let next = AtomicU64::new(0);
+    let findings = Mutex::new(Findings::default());
+    let start = Instant::now();
+    let last_progress = Mutex::new(Instant::now());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= programs {
+                    return;
+                }
+                let seed = program_seed(run_seed, index);
+                let mut t = Timings::default();
+                let generated = Instant::now();
+                let program = generate(seed, &schema, options);
+                let text = program.text();
+                t.generate += generated.elapsed();
+                let verdict = check(&text, &program.return_types(), &db, device, &mut t);
+                let shrink_this = match &verdict {
+                    Verdict::Disagree(d) => {
+                        let f = findings.lock().unwrap();
+                        f.failures.get(&d.kind).map_or(0, Vec::len) < shrink_per_kind
+                    }
+                    _ => false,
+                };
+                let reproduction = match &verdict {
+                    Verdict::Disagree(d) if shrink_this => {
+                        let small = shrink(&program, 300, |p| still_fails(p, d.kind, &db, device));
+                        let mut t = Timings::default();
+                        match check(&small.text(), &small.return_types(), &db, device, &mut t) {
+                            Verdict::Disagree(d) => {
+                                Some((d.kind, builtins_in(&small.text()), report(seed, &small, &d)))
+                            }
+                            _ => Some((d.kind, builtins_in(&text), report(seed, &program, d))),
+                        }
+                    }
+                    _ => None,
+                };
+                let mut f = findings.lock().unwrap();
+                f.timings.add(&t);
+                match verdict {
+                    Verdict::Answered => f.answered += 1,
+                    Verdict::Refused(m) => *f.refused.entry(m).or_default() += 1,
+                    Verdict::Disagree(d) => f.failures.entry(d.kind).or_default().push(seed),
+                }
+                if let Some((kind, builtins, text)) = reproduction {
+                    if !f
+                        .reports
+                        .iter()
+                        .any(|(k, b, _)| *k == kind && *b == builtins)
+                    {
+                        eprintln!("{text}");
+                        f.reports.push((kind, builtins, text));
+                    }
+                }
+                drop(f);
+                let mut last = last_progress.lock().unwrap();
+                if last.elapsed() > Duration::from_secs(30) {
+                    *last = Instant::now();
+                    let done = index + 1;
+                    eprintln!(
+                        "... {done} programs, {:.1} programs/s",
+                        done as f64 / start.elapsed().as_secs_f64()
+                    );
+                }
+            });
+        }
+    });
+    let elapsed = start.elapsed();
+    let f = findings.into_inner().unwrap();
+    let t = &f.timings;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3 / programs.max(1) as f64;
+    let refused: u64 = f.refused.values().sum();
+    let failed: usize = f.failures.values().map(Vec::len).sum();
+    eprintln!(
+        "differential fuzz: {programs} programs in {:.1} s ({:.1} programs/s): {} same answer, \
+         {refused} same error, {failed} disagreements; {} pipelines cached",
+        elapsed.as_secs_f64(),
+        programs as f64 / elapsed.as_secs_f64(),
+        f.answered,
+        device.cached_pipelines()
+    );
+    eprintln!(
+        "  per program (ms): generate {:.2}, compile CPU {:.2}, compile GPU {:.2}, run CPU {:.2}, \
+         run GPU {:.2}, compare {:.2}",
+        ms(t.generate),
+        ms(t.compile_cpu),
+        ms(t.compile_gpu),
+        ms(t.run_cpu),
+        ms(t.run_gpu),
+        ms(t.compare)
+    );
+    let mut common: Vec<(&String, &u64)> = f.refused.iter().collect();
+    common.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+    for (message, n) in common.iter().take(8) {
+        eprintln!("  refused by both {n}x: {message}");
+    }
+    for (kind, seeds) in &f.failures {
+        let shown: Vec<String> = seeds.iter().take(10).map(u64::to_string).collect();
+        eprintln!(
+            "  {kind:?}: {} programs, seeds {}",
+            seeds.len(),
+            shown.join(" ")
+        );
+    }
+    assert!(
+        f.failures.is_empty(),
+        "the backends disagree on {failed} of {programs} programs; reproductions above \
+         (HORSEC_FUZZ_ONE=<seed> reruns one)"
+    );
+}

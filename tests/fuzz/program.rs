@@ -1,0 +1,163 @@
+//! A generated program: user functions and a `main` made of statements, each a unit the
+//! shrinker can drop, that knows which variables it defines and uses.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use horsec_runtime::types::Type;
+
+/// Index of a variable in [`Program::vars`].
+pub type VarId = usize;
+
+/// A length class: two values of the same class have the same length at run time (they come
+/// from the same table, the same mask, the same group, ...). Values of different classes may
+/// differ in length.
+pub type ClassId = usize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Length 1, broadcast by element-wise builtins.
+    Scalar,
+    /// A vector of the length class.
+    Rows(ClassId),
+}
+
+#[derive(Clone, Debug)]
+pub struct Var {
+    pub name: String,
+    /// The static type, as the type rules (`horsec::sema::rules`) give it.
+    pub ty: Type,
+    pub shape: Shape,
+}
+
+/// One statement of `main` (or a compound one: a group-by, a join, a loop), kept or dropped
+/// as a whole by the shrinker.
+#[derive(Clone, Debug, Default)]
+pub struct Stmt {
+    /// HorseIR lines, without the indentation of `main`'s body.
+    pub lines: Vec<String>,
+    /// The variables it defines that later statements may use.
+    pub defs: Vec<VarId>,
+    /// The variables of earlier statements it reads.
+    pub uses: Vec<VarId>,
+    /// Indexes into [`Program::functions`] of the user functions it calls.
+    pub calls: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Function {
+    pub name: String,
+    /// The whole `def` as HorseIR, indented for a module body.
+    pub text: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub vars: Vec<Var>,
+    pub functions: Vec<Function>,
+    pub stmts: Vec<Stmt>,
+    /// The variables `main` returns (basic vectors), compared between the backends.
+    pub returns: Vec<VarId>,
+}
+
+impl Program {
+    /// The program as HorseIR text: only the functions some statement calls.
+    pub fn text(&self) -> String {
+        let called: BTreeSet<usize> = self
+            .stmts
+            .iter()
+            .flat_map(|s| s.calls.iter().copied())
+            .collect();
+        let mut out = String::from("module fuzz {\n  import Builtin.*;\n");
+        for index in called {
+            out.push('\n');
+            out.push_str(&self.functions[index].text);
+        }
+        let types: Vec<String> = self
+            .returns
+            .iter()
+            .map(|&v| self.vars[v].ty.to_string())
+            .collect();
+        let _ = writeln!(out, "\n  def main() : {} {{", types.join(", "));
+        for stmt in &self.stmts {
+            for line in &stmt.lines {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        let names: Vec<&str> = self
+            .returns
+            .iter()
+            .map(|&v| self.vars[v].name.as_str())
+            .collect();
+        let _ = writeln!(out, "    return {};\n  }}\n}}", names.join(", "));
+        out
+    }
+
+    /// The static types of the returned values, in order.
+    pub fn return_types(&self) -> Vec<Type> {
+        self.returns
+            .iter()
+            .map(|&v| self.vars[v].ty.clone())
+            .collect()
+    }
+
+    /// The program without statement `index` and every statement that depends on it
+    /// (transitively); None when that would leave nothing to return.
+    pub fn without_stmt(&self, index: usize) -> Option<Program> {
+        let mut removed: BTreeSet<VarId> = self.stmts[index].defs.iter().copied().collect();
+        let mut stmts = Vec::with_capacity(self.stmts.len());
+        for (i, stmt) in self.stmts.iter().enumerate() {
+            if i == index || stmt.uses.iter().any(|u| removed.contains(u)) {
+                removed.extend(stmt.defs.iter().copied());
+            } else {
+                stmts.push(stmt.clone());
+            }
+        }
+        let returns: Vec<VarId> = self
+            .returns
+            .iter()
+            .copied()
+            .filter(|v| !removed.contains(v))
+            .collect();
+        if returns.is_empty() {
+            return None;
+        }
+        Some(Program {
+            vars: self.vars.clone(),
+            functions: self.functions.clone(),
+            stmts,
+            returns,
+        })
+    }
+
+    /// The program returning all but its `index`th value; None when it returns only one.
+    pub fn without_return(&self, index: usize) -> Option<Program> {
+        if self.returns.len() < 2 {
+            return None;
+        }
+        let mut p = self.clone();
+        p.returns.remove(index);
+        Some(p)
+    }
+
+    /// Drops statements that nothing returned depends on (after the shrinker removed uses).
+    pub fn without_dead_code(&self) -> Program {
+        let mut live: BTreeSet<VarId> = self.returns.iter().copied().collect();
+        let mut keep = vec![false; self.stmts.len()];
+        for (i, stmt) in self.stmts.iter().enumerate().rev() {
+            if stmt.defs.iter().any(|d| live.contains(d)) {
+                keep[i] = true;
+                live.extend(stmt.uses.iter().copied());
+            }
+        }
+        let mut p = self.clone();
+        p.stmts = self
+            .stmts
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(s, _)| s.clone())
+            .collect();
+        p
+    }
+}
