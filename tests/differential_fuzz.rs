@@ -76,7 +76,8 @@ fn builtins_in(text: &str) -> BTreeSet<String> {
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect::<String>()
         })
-        .filter(|s| !s.is_empty() && !s.starts_with('f'))
+        // User functions are `f0`, `f1`, ...
+        .filter(|s| !s.is_empty() && !(s.starts_with('f') && s[1..].bytes().all(|b| b.is_ascii_digit())))
         .collect()
 }
 
@@ -165,6 +166,13 @@ fn backends_agree_on_random_programs() {
                 let text = program.text();
                 t.generate += generated.elapsed();
                 let verdict = check(&text, &program.return_types(), &db, device, &mut t);
+                if let Ok(ms) = std::env::var("HORSEC_FUZZ_SLOW") {
+                    let ms: f64 = ms.parse().unwrap_or(100.0);
+                    let took = (t.run_cpu + t.run_gpu + t.compile_gpu).as_secs_f64() * 1e3;
+                    if took > ms {
+                        eprintln!("slow program {seed}: {took:.0} ms (CPU {:.0} ms, GPU {:.0} ms)\n{text}", t.run_cpu.as_secs_f64() * 1e3, t.run_gpu.as_secs_f64() * 1e3);
+                    }
+                }
                 let shrink_this = match &verdict {
                     Verdict::Disagree(d) => {
                         let f = findings.lock().unwrap();
@@ -231,13 +239,15 @@ fn backends_agree_on_random_programs() {
     );
     eprintln!(
         "  per program (ms): generate {:.2}, compile CPU {:.2}, compile GPU {:.2}, run CPU {:.2}, \
-         run GPU {:.2}, compare {:.2}",
+         run GPU {:.2} (a second, warm run {:.2}), compare {:.2}; {:.2} pipelines compiled",
         ms(t.generate),
         ms(t.compile_cpu),
         ms(t.compile_gpu),
         ms(t.run_cpu),
         ms(t.run_gpu),
-        ms(t.compare)
+        ms(t.run_gpu_warm),
+        ms(t.compare),
+        t.pipelines_compiled as f64 / programs.max(1) as f64
     );
     let mut common: Vec<(&String, &u64)> = f.refused.iter().collect();
     common.sort_by_key(|(_, n)| std::cmp::Reverse(**n));

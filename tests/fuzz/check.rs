@@ -97,6 +97,10 @@ pub struct Timings {
     pub run_cpu: Duration,
     pub run_gpu: Duration,
     pub compare: Duration,
+    /// Pipelines the GPU runs compiled (the WGSL of a kernel not seen before).
+    pub pipelines_compiled: u64,
+    /// A second GPU run of the same plan, with its pipelines cached (when asked for).
+    pub run_gpu_warm: Duration,
 }
 
 impl Timings {
@@ -107,6 +111,8 @@ impl Timings {
         self.run_cpu += other.run_cpu;
         self.run_gpu += other.run_gpu;
         self.compare += other.compare;
+        self.pipelines_compiled += other.pipelines_compiled;
+        self.run_gpu_warm += other.run_gpu_warm;
     }
 }
 
@@ -221,9 +227,17 @@ pub fn check(
         Compiled::FrontEnd(m) | Compiled::Refused(m) => Outcome::Refused(m),
         Compiled::Panicked(m) => Outcome::Panicked(m),
         Compiled::Plan(c) => {
+            let pipelines = device.cached_pipelines();
             let start = Instant::now();
             let outcome = run_plan(&c, db, Some(device));
             timings.run_gpu += start.elapsed();
+            timings.pipelines_compiled +=
+                device.cached_pipelines().saturating_sub(pipelines) as u64;
+            if std::env::var_os("HORSEC_FUZZ_WARM").is_some() {
+                let start = Instant::now();
+                run_plan(&c, db, Some(device));
+                timings.run_gpu_warm += start.elapsed();
+            }
             outcome
         }
     };

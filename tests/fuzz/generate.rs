@@ -15,7 +15,7 @@ use horsec_runtime::builtin::Builtin as B;
 use horsec_runtime::data::{ColumnKind, Database, TPCH_SCHEMA};
 use horsec_runtime::types::Type;
 
-use super::program::{ClassId, Function, Program, Shape, Stmt, Var, VarId};
+use super::program::{placeholder, ClassId, Function, Program, Shape, Stmt, Var, VarId};
 use super::rng::Rng;
 
 /// One TPC-H table as the generator sees it.
@@ -218,6 +218,8 @@ struct Gen<'s> {
     /// joins, foreign keys and group keys).
     index_vars: HashMap<VarId, ClassId>,
     signatures: Vec<FunctionSig>,
+    /// Columns that are their table's primary key (no two rows equal).
+    keys: std::collections::HashSet<VarId>,
 }
 
 impl<'s> Gen<'s> {
@@ -239,6 +241,7 @@ impl<'s> Gen<'s> {
             pool: Vec::new(),
             index_vars: HashMap::new(),
             signatures: Vec::new(),
+            keys: Default::default(),
         }
     }
 
@@ -283,15 +286,15 @@ impl<'s> Gen<'s> {
     fn new_var(&mut self, prefix: &str, ty: Type, shape: Shape) -> VarId {
         let id = self.p.vars.len();
         self.p.vars.push(Var {
-            name: format!("{prefix}{id}"),
+            prefix: prefix.to_string(),
             ty,
             shape,
         });
         id
     }
 
-    fn name(&self, v: VarId) -> &str {
-        &self.p.vars[v].name
+    fn name(&self, v: VarId) -> String {
+        placeholder(v)
     }
 
     fn new_class(&mut self, max_len: usize) -> ClassId {
@@ -383,7 +386,7 @@ impl<'s> Gen<'s> {
     fn var_operand(&self, v: VarId) -> Operand {
         let var = &self.p.vars[v];
         Operand {
-            text: var.name.clone(),
+            text: placeholder(v),
             ty: var.ty.clone(),
             shape: var.shape,
             uses: vec![v],
@@ -477,6 +480,9 @@ impl<'s> Gen<'s> {
         let table_var = self.table_var(table);
         let ty = kind.value_type();
         let v = self.new_var("c", ty.clone(), Shape::Rows(table));
+        if TPCH_SCHEMA[table].primary_key == Some(column) {
+            self.keys.insert(v);
+        }
         let line = format!(
             "{}:{ty} = check_cast(@column_value({}, `{column}:sym), {ty});",
             self.name(v),
@@ -498,7 +504,7 @@ impl<'s> Gen<'s> {
             return v;
         }
         let name = self.schema.tables[table].name;
-        let v = self.new_var(&format!("t_{name}_"), Type::Table, Shape::Scalar);
+        let v = self.new_var(&format!("t_{name}"), Type::Table, Shape::Scalar);
         let line = format!("{}:table = @load_table(`{name}:sym);", self.name(v));
         self.p.stmts.push(Stmt {
             lines: vec![line],
@@ -1013,8 +1019,8 @@ impl<'s> Gen<'s> {
         let agg_ty = *agg_ty;
         let max = self.max_len(Shape::Rows(class));
         let groups = self.new_class(max);
-        let base = self.p.vars.len();
-        let g = format!("g{base}");
+        let g = self.new_var("g", Type::Wildcard, Shape::Scalar);
+        let g = self.name(g);
         let key = self.new_var("gk", self.p.vars[k].ty.clone(), Shape::Rows(groups));
         let first = self.new_var("gf", Type::I64, Shape::Rows(groups));
         let agg = self.new_var("ga", agg_ty.clone(), Shape::Rows(groups));
@@ -1070,17 +1076,16 @@ impl<'s> Gen<'s> {
             return;
         };
         let b_len = self.max_len(self.p.vars[b].shape);
-        let small = a_len.saturating_mul(b_len) <= 40_000;
-        // Equality joins of keys stay small; other predicates only on small inputs.
-        let predicate = if small && self.rng.chance(0.4) {
+        let pairs = a_len.saturating_mul(b_len);
+        // Joins stay small: an equality join on a key gives at most one match per row of
+        // the other side; other joins only on small inputs.
+        let predicate = if pairs <= 20_000 && self.rng.chance(0.4) {
             *self.rng.pick(&[B::Lt, B::Neq, B::Geq])
         } else {
             B::Eq
         };
-        if a_len.saturating_mul(b_len) > 400_000
-            && !self.looks_like_key(a)
-            && !self.looks_like_key(b)
-        {
+        let keyed = self.keys.contains(&a) || self.keys.contains(&b);
+        if !(pairs <= 50_000 || predicate == B::Eq && keyed) {
             return;
         }
         let fits = result_type(predicate, &[value(&a_ty), value(&self.p.vars[b].ty)]).is_some();
@@ -1089,7 +1094,8 @@ impl<'s> Gen<'s> {
         }
         let (ca, cb) = (self.class_of(a), self.class_of(b));
         let out = self.new_class(a_len.saturating_mul(b_len).min(1 << 24));
-        let j = format!("j{}", self.p.vars.len());
+        let j = self.new_var("j", Type::Wildcard, Shape::Scalar);
+        let j = self.name(j);
         let ia = self.new_var("ja", Type::I64, Shape::Rows(out));
         let ib = self.new_var("jb", Type::I64, Shape::Rows(out));
         let lines = vec![
@@ -1115,14 +1121,6 @@ impl<'s> Gen<'s> {
         );
     }
 
-    /// A column whose name says it is a table's own key (joins on it stay small).
-    fn looks_like_key(&self, v: VarId) -> bool {
-        let Shape::Rows(class) = self.p.vars[v].shape else {
-            return true;
-        };
-        class < self.schema.tables.len() && self.classes[class].max_len <= 2_000
-    }
-
     fn foreign_key(&mut self) {
         let fks: Vec<(usize, &'static str, &'static str)> = self
             .schema
@@ -1144,7 +1142,8 @@ impl<'s> Gen<'s> {
         };
         let table_var = self.table_var(child);
         let rows = self.new_var("fk", Type::I64, Shape::Rows(child));
-        let e = format!("e{}", rows);
+        let e = self.new_var("e", Type::Wildcard, Shape::Scalar);
+        let e = self.name(e);
         let lines = vec![
             format!(
                 "{e}:enum<i32> = check_cast(@column_value({}, `{column}:sym), enum<i32>);",
@@ -1211,19 +1210,20 @@ impl<'s> Gen<'s> {
     /// returns exactly that type.
     fn new_function(&mut self, args: Vec<Operand>, want: Option<&Type>) -> Option<Expr> {
         let index = self.p.functions.len();
-        let fname = format!("f{index}");
+        let fvar = self.new_var("f", Type::Func, Shape::Scalar);
+        let fname = self.name(fvar);
         let call_class = args.iter().map(|a| a.shape).find(|s| *s != Shape::Scalar);
         let max = call_class.map_or(1, |s| self.max_len(s));
         let body_class = self.new_class(max);
         let mut scope = Vec::new();
         let mut params = Vec::new();
-        for (i, a) in args.iter().enumerate() {
+        for a in &args {
             let shape = if a.shape == Shape::Scalar {
                 Shape::Scalar
             } else {
                 Shape::Rows(body_class)
             };
-            let v = self.new_var(&format!("{fname}_p{i}_"), a.ty.clone(), shape);
+            let v = self.new_var("p", a.ty.clone(), shape);
             scope.push(v);
             params.push(format!("{}:{}", self.name(v), a.ty));
         }
@@ -1259,7 +1259,7 @@ impl<'s> Gen<'s> {
                 }
                 continue;
             };
-            let v = self.new_var(&format!("{fname}_v"), e.ty.clone(), e.shape);
+            let v = self.new_var("fv", e.ty.clone(), e.shape);
             lines.push(format!("{}:{} = {};", self.name(v), e.ty, e.text));
             scope.push(v);
             last = Some(v);
@@ -1268,7 +1268,7 @@ impl<'s> Gen<'s> {
         if want.is_none() && self.rng.chance(0.2) {
             if let Some(x) = last.filter(|&x| self.p.vars[x].ty.is_real()) {
                 let ty = result_type(B::Sum, &[value(&self.p.vars[x].ty)])?;
-                let v = self.new_var(&format!("{fname}_v"), ty.clone(), Shape::Scalar);
+                let v = self.new_var("fv", ty.clone(), Shape::Scalar);
                 lines.push(format!("{}:{ty} = @sum({});", self.name(v), self.name(x)));
                 last = Some(v);
             }

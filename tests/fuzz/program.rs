@@ -9,6 +9,14 @@ use horsec_runtime::types::Type;
 /// Index of a variable in [`Program::vars`].
 pub type VarId = usize;
 
+const OPEN: char = '\u{1}';
+const CLOSE: char = '\u{2}';
+
+/// The name of variable `v` in statement lines, resolved by [`Program::text`].
+pub fn placeholder(v: VarId) -> String {
+    format!("{OPEN}{v}{CLOSE}")
+}
+
 /// A length class: two values of the same class have the same length at run time (they come
 /// from the same table, the same mask, the same group, ...). Values of different classes may
 /// differ in length.
@@ -24,7 +32,8 @@ pub enum Shape {
 
 #[derive(Clone, Debug)]
 pub struct Var {
-    pub name: String,
+    /// The start of its name; [`Program::text`] appends a number.
+    pub prefix: String,
     /// The static type, as the type rules (`horsec::sema::rules`) give it.
     pub ty: Type,
     pub shape: Shape,
@@ -84,12 +93,30 @@ impl Program {
                 let _ = writeln!(out, "    {line}");
             }
         }
-        let names: Vec<&str> = self
-            .returns
-            .iter()
-            .map(|&v| self.vars[v].name.as_str())
-            .collect();
+        let names: Vec<String> = self.returns.iter().map(|&v| placeholder(v)).collect();
         let _ = writeln!(out, "    return {};\n  }}\n}}", names.join(", "));
+        self.resolve_names(&out)
+    }
+
+    /// Replaces each variable's placeholder with its prefix and a number counted in order of
+    /// first appearance, so programs of the same structure have the same text (and their
+    /// kernels the same WGSL, which the device's pipeline cache then shares).
+    fn resolve_names(&self, raw: &str) -> String {
+        let mut numbers: std::collections::HashMap<VarId, usize> = Default::default();
+        let mut out = String::with_capacity(raw.len());
+        let mut rest = raw;
+        while let Some(start) = rest.find(OPEN) {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + OPEN.len_utf8()..];
+            let end = after.find(CLOSE).unwrap_or(after.len());
+            let id: VarId = after[..end].parse().unwrap_or(usize::MAX);
+            let next = numbers.len();
+            let number = *numbers.entry(id).or_insert(next);
+            let prefix = self.vars.get(id).map_or("bad", |v| v.prefix.as_str());
+            let _ = write!(out, "{prefix}{number}");
+            rest = &after[(end + CLOSE.len_utf8()).min(after.len())..];
+        }
+        out.push_str(rest);
         out
     }
 
