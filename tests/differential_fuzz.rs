@@ -8,9 +8,13 @@
 //! - `HORSEC_FUZZ_SF` (default 0.001): the TPC-H scale factor of the data;
 //! - `HORSEC_FUZZ_STMTS` (default 12): most statements of `main`;
 //! - `HORSEC_FUZZ_ERRORS` (default 0.03): probability of a deliberately wrong statement;
+//! - `HORSEC_FUZZ_RECYCLE` (default 1000): programs per device before a job opens a fresh one
+//!   (which drops the cached pipelines);
 //! - `HORSEC_FUZZ_SHRINK` (default 3): failures shrunk and printed per kind (the others are
 //!   counted, with their seeds);
-//! - `HORSEC_FUZZ_ONE=<program seed>`: run one program, print it and what both backends did.
+//! - `HORSEC_FUZZ_ONE=<program seed>`: run one program, print it and what both backends did
+//!   (shrunk when they disagree);
+//! - `HORSEC_FUZZ_FILE=<path.hir>`: run a saved reproduction on both backends.
 //!
 //! A million programs locally, e.g.:
 //! `HORSEC_FUZZ_PROGRAMS=1000000 HORSEC_FUZZ_JOBS=2 cargo test --release --test differential_fuzz -- --nocapture`
@@ -77,7 +81,9 @@ fn builtins_in(text: &str) -> BTreeSet<String> {
                 .collect::<String>()
         })
         // User functions are `f0`, `f1`, ...
-        .filter(|s| !s.is_empty() && !(s.starts_with('f') && s[1..].bytes().all(|b| b.is_ascii_digit())))
+        .filter(|s| {
+            !s.is_empty() && !(s.starts_with('f') && s[1..].bytes().all(|b| b.is_ascii_digit()))
+        })
         .collect()
 }
 
@@ -110,6 +116,22 @@ fn backends_agree_on_random_programs() {
     let schema = Schema::of(&db);
     let options = options();
 
+    if let Ok(path) = std::env::var("HORSEC_FUZZ_FILE") {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut t = Timings::default();
+        match check(&text, &[], &db, device, &mut t) {
+            Verdict::Disagree(d) => panic!(
+                "{path}: {:?} {}\n    CPU {}\n    GPU {}",
+                d.kind,
+                d.detail,
+                d.cpu.describe(),
+                d.gpu.describe()
+            ),
+            other => println!("{path}: agree: {other:?}"),
+        }
+        return;
+    }
+
     if let Ok(one) = std::env::var("HORSEC_FUZZ_ONE") {
         let seed: u64 = one.parse().expect("HORSEC_FUZZ_ONE is a program seed");
         let program = generate(seed, &schema, options);
@@ -141,6 +163,7 @@ fn backends_agree_on_random_programs() {
     let run_seed: u64 = env("HORSEC_FUZZ_SEED", 2026);
     let jobs: usize = env("HORSEC_FUZZ_JOBS", 1);
     let shrink_per_kind: usize = env("HORSEC_FUZZ_SHRINK", 3);
+    let recycle: u64 = env("HORSEC_FUZZ_RECYCLE", 1000);
     eprintln!(
         "differential fuzz: {programs} programs, seed {run_seed}, {jobs} jobs, TPC-H SF {sf} \
          (lineitem {} rows), {}",
@@ -154,11 +177,24 @@ fn backends_agree_on_random_programs() {
     let last_progress = Mutex::new(Instant::now());
     std::thread::scope(|scope| {
         for _ in 0..jobs {
-            scope.spawn(|| loop {
+            scope.spawn(|| {
+              // Each job has its own device, opened again every `recycle` programs: the
+              // device caches a pipeline per distinct kernel, and random programs bring new
+              // kernels without end.
+              let mut own: Option<Device> = None;
+              let mut used = 0u64;
+              loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= programs {
                     return;
                 }
+                if own.is_none() || used >= recycle {
+                    drop(own.take());
+                    own = Some(Device::new().unwrap_or_else(|e| panic!("opening the GPU: {e}")));
+                    used = 0;
+                }
+                used += 1;
+                let device = own.as_ref().expect("opened above");
                 let seed = program_seed(run_seed, index);
                 let mut t = Timings::default();
                 let generated = Instant::now();
@@ -220,6 +256,7 @@ fn backends_agree_on_random_programs() {
                         done as f64 / start.elapsed().as_secs_f64()
                     );
                 }
+              }
             });
         }
     });
@@ -231,11 +268,10 @@ fn backends_agree_on_random_programs() {
     let failed: usize = f.failures.values().map(Vec::len).sum();
     eprintln!(
         "differential fuzz: {programs} programs in {:.1} s ({:.1} programs/s): {} same answer, \
-         {refused} same error, {failed} disagreements; {} pipelines cached",
+         {refused} same error, {failed} disagreements",
         elapsed.as_secs_f64(),
         programs as f64 / elapsed.as_secs_f64(),
         f.answered,
-        device.cached_pipelines()
     );
     eprintln!(
         "  per program (ms): generate {:.2}, compile CPU {:.2}, compile GPU {:.2}, run CPU {:.2}, \

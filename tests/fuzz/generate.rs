@@ -1227,7 +1227,7 @@ impl<'s> Gen<'s> {
             scope.push(v);
             params.push(format!("{}:{}", self.name(v), a.ty));
         }
-        let mut lines = Vec::new();
+        let mut body: Vec<Stmt> = Vec::new();
         let steps = 1 + self.rng.below(3);
         let mut last = None;
         for step in 0..steps {
@@ -1260,7 +1260,12 @@ impl<'s> Gen<'s> {
                 continue;
             };
             let v = self.new_var("fv", e.ty.clone(), e.shape);
-            lines.push(format!("{}:{} = {};", self.name(v), e.ty, e.text));
+            body.push(Stmt {
+                lines: vec![format!("{}:{} = {};", self.name(v), e.ty, e.text)],
+                defs: vec![v],
+                uses: e.uses,
+                calls: Vec::new(),
+            });
             scope.push(v);
             last = Some(v);
         }
@@ -1269,21 +1274,23 @@ impl<'s> Gen<'s> {
             if let Some(x) = last.filter(|&x| self.p.vars[x].ty.is_real()) {
                 let ty = result_type(B::Sum, &[value(&self.p.vars[x].ty)])?;
                 let v = self.new_var("fv", ty.clone(), Shape::Scalar);
-                lines.push(format!("{}:{ty} = @sum({});", self.name(v), self.name(x)));
+                body.push(Stmt {
+                    lines: vec![format!("{}:{ty} = @sum({});", self.name(v), self.name(x))],
+                    defs: vec![v],
+                    uses: vec![x],
+                    calls: Vec::new(),
+                });
                 last = Some(v);
             }
         }
         let result = last?;
         let ret_ty = self.p.vars[result].ty.clone();
         let returns_scalar = self.p.vars[result].shape == Shape::Scalar;
-        let mut text = format!("  def {fname}({}) : {ret_ty} {{\n", params.join(", "));
-        for line in &lines {
-            text.push_str(&format!("    {line}\n"));
-        }
-        text.push_str(&format!("    return {};\n  }}\n", self.name(result)));
         self.p.functions.push(Function {
             name: fname.clone(),
-            text,
+            header: format!("def {fname}({}) : {ret_ty}", params.join(", ")),
+            body,
+            result,
         });
         self.signatures.push(FunctionSig {
             index,

@@ -55,9 +55,14 @@ pub struct Stmt {
 
 #[derive(Clone, Debug)]
 pub struct Function {
+    /// Its name (a placeholder, like variables).
     pub name: String,
-    /// The whole `def` as HorseIR, indented for a module body.
-    pub text: String,
+    /// `def f(p:T, ...) : R`
+    pub header: String,
+    /// Statements over the parameters, kept or dropped by the shrinker like `main`'s.
+    pub body: Vec<Stmt>,
+    /// The variable it returns.
+    pub result: VarId,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -79,8 +84,12 @@ impl Program {
             .collect();
         let mut out = String::from("module fuzz {\n  import Builtin.*;\n");
         for index in called {
-            out.push('\n');
-            out.push_str(&self.functions[index].text);
+            let f = &self.functions[index];
+            let _ = writeln!(out, "\n  {} {{", f.header);
+            for line in f.body.iter().flat_map(|s| &s.lines) {
+                let _ = writeln!(out, "    {line}");
+            }
+            let _ = writeln!(out, "    return {};\n  }}", placeholder(f.result));
         }
         let types: Vec<String> = self
             .returns
@@ -155,6 +164,27 @@ impl Program {
             stmts,
             returns,
         })
+    }
+
+    /// The program without statement `stmt` of function `function` (and the statements of
+    /// the function that depend on it); None when the function's result depends on it.
+    pub fn without_function_stmt(&self, function: usize, stmt: usize) -> Option<Program> {
+        let f = &self.functions[function];
+        let mut removed: BTreeSet<VarId> = f.body[stmt].defs.iter().copied().collect();
+        let mut body = Vec::new();
+        for (i, s) in f.body.iter().enumerate() {
+            if i == stmt || s.uses.iter().any(|u| removed.contains(u)) {
+                removed.extend(s.defs.iter().copied());
+            } else {
+                body.push(s.clone());
+            }
+        }
+        if removed.contains(&f.result) {
+            return None;
+        }
+        let mut p = self.clone();
+        p.functions[function].body = body;
+        Some(p)
     }
 
     /// The program returning all but its `index`th value; None when it returns only one.

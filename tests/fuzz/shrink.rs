@@ -51,6 +51,20 @@ pub fn shrink(
                 }
             }
         }
+        for f in 0..best.functions.len() {
+            let mut i = best.functions[f].body.len();
+            while i > 0 {
+                i -= 1;
+                if i >= best.functions[f].body.len() {
+                    continue;
+                }
+                if let Some(candidate) = best.without_function_stmt(f, i) {
+                    if attempt(candidate, &mut best, &mut tries) {
+                        progress = true;
+                    }
+                }
+            }
+        }
         if !progress || tries >= budget {
             return best;
         }
