@@ -100,7 +100,7 @@ fn report(seed: u64, program: &Program, d: &Disagreement) -> String {
 
 fn still_fails(program: &Program, kind: Kind, db: &Database, device: &Device) -> bool {
     let mut t = Timings::default();
-    match check(&program.text(), &program.return_types(), db, device, &mut t) {
+    match check(&program.text(), db, device, &mut t) {
         Verdict::Disagree(d) => d.kind == kind,
         _ => false,
     }
@@ -119,7 +119,7 @@ fn backends_agree_on_random_programs() {
     if let Ok(path) = std::env::var("HORSEC_FUZZ_FILE") {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let mut t = Timings::default();
-        match check(&text, &[], &db, device, &mut t) {
+        match check(&text, &db, device, &mut t) {
             Verdict::Disagree(d) => panic!(
                 "{path}: {:?} {}\n    CPU {}\n    GPU {}",
                 d.kind,
@@ -137,19 +137,11 @@ fn backends_agree_on_random_programs() {
         let program = generate(seed, &schema, options);
         println!("{}", program.text());
         let mut t = Timings::default();
-        match check(
-            &program.text(),
-            &program.return_types(),
-            &db,
-            device,
-            &mut t,
-        ) {
+        match check(&program.text(), &db, device, &mut t) {
             Verdict::Disagree(d) => {
                 let small = shrink(&program, 400, |p| still_fails(p, d.kind, &db, device));
                 let mut t = Timings::default();
-                if let Verdict::Disagree(d) =
-                    check(&small.text(), &small.return_types(), &db, device, &mut t)
-                {
+                if let Verdict::Disagree(d) = check(&small.text(), &db, device, &mut t) {
                     panic!("disagreement, shrunk:\n{}", report(seed, &small, &d));
                 }
                 panic!("{}", report(seed, &program, &d));
@@ -201,7 +193,7 @@ fn backends_agree_on_random_programs() {
                 let program = generate(seed, &schema, options);
                 let text = program.text();
                 t.generate += generated.elapsed();
-                let verdict = check(&text, &program.return_types(), &db, device, &mut t);
+                let verdict = check(&text, &db, device, &mut t);
                 if let Ok(ms) = std::env::var("HORSEC_FUZZ_SLOW") {
                     let ms: f64 = ms.parse().unwrap_or(100.0);
                     let took = (t.run_cpu + t.run_gpu + t.compile_gpu).as_secs_f64() * 1e3;
@@ -220,7 +212,7 @@ fn backends_agree_on_random_programs() {
                     Verdict::Disagree(d) if shrink_this => {
                         let small = shrink(&program, 300, |p| still_fails(p, d.kind, &db, device));
                         let mut t = Timings::default();
-                        match check(&small.text(), &small.return_types(), &db, device, &mut t) {
+                        match check(&small.text(), &db, device, &mut t) {
                             Verdict::Disagree(d) => {
                                 Some((d.kind, builtins_in(&small.text()), report(seed, &small, &d)))
                             }
@@ -302,5 +294,65 @@ fn backends_agree_on_random_programs() {
         f.failures.is_empty(),
         "the backends disagree on {failed} of {programs} programs; reproductions above \
          (HORSEC_FUZZ_ONE=<seed> reruns one)"
+    );
+}
+
+/// Runs every `.hir` file of `dir` on both backends; returns the files where they disagree,
+/// with how.
+fn disagreements_in(dir: &std::path::Path, db: &Database, device: &Device) -> Vec<String> {
+    let mut found = Vec::new();
+    for path in common::programs(dir) {
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut t = Timings::default();
+        if let Verdict::Disagree(d) = check(&text, db, device, &mut t) {
+            found.push(format!(
+                "{}: {:?} {}\n    CPU {}\n    GPU {}",
+                path.display(),
+                d.kind,
+                d.detail,
+                d.cpu.describe(),
+                d.gpu.describe()
+            ));
+        }
+    }
+    found
+}
+
+/// The fuzzer's findings, shrunk and saved (`tests/fuzz/corpus/`), as regression tests: on
+/// each, both backends give the same answer or the same error. Findings whose fix has not
+/// landed yet wait in `corpus/open/`: they run, and are listed, but do not fail the test; one
+/// that agrees now is listed to be moved up.
+#[test]
+fn saved_reproductions_agree() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let db = database(env("HORSEC_FUZZ_SF", 0.001));
+    let corpus = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/corpus");
+    let open = corpus.join("open");
+    let still_open = disagreements_in(&open, &db, device);
+    let open_count = common::programs(&open).len();
+    eprintln!(
+        "known open disagreements: {} of {open_count} in {} still disagree",
+        still_open.len(),
+        open.display()
+    );
+    for text in &still_open {
+        eprintln!("  open: {text}");
+    }
+    let fixed: Vec<String> = common::programs(&open)
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .filter(|p| !still_open.iter().any(|s| s.starts_with(p.as_str())))
+        .collect();
+    for path in &fixed {
+        eprintln!("  now agrees (move it to {}): {path}", corpus.display());
+    }
+    let failures = disagreements_in(&corpus, &db, device);
+    assert!(
+        failures.is_empty(),
+        "saved reproductions disagree again:\n{}",
+        failures.join("\n")
     );
 }

@@ -190,15 +190,10 @@ fn run_plan(c: &Compilation, db: &Database, device: Option<&Device>) -> Outcome 
     }
 }
 
-/// Runs `text` on the CPU and on `device`; `types` are the static types of what `main`
-/// returns.
-pub fn check(
-    text: &str,
-    types: &[Type],
-    db: &Database,
-    device: &Device,
-    timings: &mut Timings,
-) -> Verdict {
+/// Runs `text` on the CPU and on `device`, and compares what they did; the static types of
+/// what `main` returns are the front end's.
+pub fn check(text: &str, db: &Database, device: &Device, timings: &mut Timings) -> Verdict {
+    let mut types: Vec<Type> = Vec::new();
     let start = Instant::now();
     let cpu_compiled = compile(text, Target::Cpu);
     timings.compile_cpu += start.elapsed();
@@ -214,6 +209,9 @@ pub fn check(
         Compiled::Refused(m) => Outcome::Refused(m),
         Compiled::Panicked(m) => Outcome::Panicked(m),
         Compiled::Plan(c) => {
+            if let Some(typed) = &c.typed {
+                types = typed.functions[typed.entry.0].returns.clone();
+            }
             let start = Instant::now();
             let outcome = run_plan(&c, db, None);
             timings.run_cpu += start.elapsed();
@@ -242,7 +240,7 @@ pub fn check(
         }
     };
     let start = Instant::now();
-    let verdict = compare(cpu, gpu, types);
+    let verdict = compare(cpu, gpu, &types);
     timings.compare += start.elapsed();
     verdict
 }

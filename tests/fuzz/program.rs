@@ -129,14 +129,6 @@ impl Program {
         out
     }
 
-    /// The static types of the returned values, in order.
-    pub fn return_types(&self) -> Vec<Type> {
-        self.returns
-            .iter()
-            .map(|&v| self.vars[v].ty.clone())
-            .collect()
-    }
-
     /// The program without statement `index` and every statement that depends on it
     /// (transitively); None when that would leave nothing to return.
     pub fn without_stmt(&self, index: usize) -> Option<Program> {
