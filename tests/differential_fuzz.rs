@@ -82,7 +82,8 @@ fn builtins_in(text: &str) -> BTreeSet<String> {
         })
         // User functions are `f0`, `f1`, ...
         .filter(|s| {
-            !s.is_empty() && !(s.starts_with('f') && s[1..].bytes().all(|b| b.is_ascii_digit()))
+            let user = s.starts_with('f') && s[1..].bytes().all(|b| b.is_ascii_digit());
+            !s.is_empty() && !user
         })
         .collect()
 }

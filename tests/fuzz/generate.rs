@@ -828,7 +828,8 @@ impl<'s> Gen<'s> {
         let max = self.max_len(self.p.vars[x].shape);
         let out = self.new_class(max);
         let xo = self.var_operand(x);
-        let Some(u) = self.simple_call(B::Unique, &[xo.clone()], Shape::Rows(out), "u") else {
+        let Some(u) = self.simple_call(B::Unique, std::slice::from_ref(&xo), Shape::Rows(out), "u")
+        else {
             return;
         };
         self.index_vars.insert(u, class_of_x);
