@@ -347,6 +347,8 @@ impl<'s> Gen<'s> {
             (18, 2), // while
             (19, 2), // repeat
             (20, 2), // vector, range, append, len
+            (21, 2), // index_a
+            (22, 2), // index_of
         ];
         let kind = weighted(&mut self.rng, kinds);
         match kind {
@@ -376,8 +378,10 @@ impl<'s> Gen<'s> {
             16 => self.call(),
             17 => self.if_(),
             18 => self.while_(),
-            _ if kind == 19 => self.repeat(),
-            _ => self.misc(),
+            19 => self.repeat(),
+            20 => self.misc(),
+            21 => self.index_assign(),
+            _ => self.index_of(),
         }
     }
 
@@ -784,6 +788,71 @@ impl<'s> Gen<'s> {
             let x = self.var_operand(x);
             self.simple_call(B::Index, &[x, i], Shape::Rows(class), "i");
         }
+    }
+
+    /// `@index_a(x, i, v)`: a copy of `x` with `x[i] = v`.
+    fn index_assign(&mut self) {
+        let wrong = self.deliberate();
+        let mut indexes: Vec<(VarId, ClassId)> = self
+            .index_vars
+            .iter()
+            .map(|(&v, &c)| (v, c))
+            .filter(|(v, _)| self.pool.contains(v))
+            .collect();
+        indexes.sort();
+        if indexes.is_empty() {
+            return;
+        }
+        let (i, target) = *self.rng.pick(&indexes);
+        let Some(x) = self.rows_var(|v| v.shape == Shape::Rows(target) && v.ty.is_basic()) else {
+            return;
+        };
+        let x_ty = self.p.vars[x].ty.clone();
+        let i_shape = self.p.vars[i].shape;
+        let i_op = if wrong {
+            let len = self.max_len(Shape::Rows(target)) as i64;
+            Operand {
+                text: format!("({}):i64", len + 2),
+                ty: Type::I64,
+                shape: Shape::Scalar,
+                uses: Vec::new(),
+            }
+        } else {
+            self.var_operand(i)
+        };
+        let values = match self.rows_var(|v| v.shape == i_shape && v.ty == x_ty) {
+            Some(v) if !wrong && self.rng.chance(0.5) => Some(self.var_operand(v)),
+            _ => self.scalar_literal_or_skip(&x_ty),
+        };
+        let Some(values) = values else {
+            return;
+        };
+        let x = self.var_operand(x);
+        self.simple_call(B::IndexA, &[x, i_op, values], Shape::Rows(target), "ia");
+    }
+
+    /// `@index_of(x, y)`: for each element of `y`, its first position in `x` (or `len(x)`).
+    fn index_of(&mut self) {
+        let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
+            return;
+        };
+        let x_ty = self.p.vars[x].ty.clone();
+        let Some(y) = self.rows_var(|v| {
+            v.ty.is_basic() && result_type(B::IndexOf, &[value(&x_ty), value(&v.ty)]).is_some()
+        }) else {
+            return;
+        };
+        let shape = self.p.vars[y].shape;
+        let (x, y) = (self.var_operand(x), self.var_operand(y));
+        self.simple_call(B::IndexOf, &[x, y], shape, "io");
+    }
+
+    /// A scalar literal of `ty` when the generator writes literals of that type.
+    fn scalar_literal_or_skip(&mut self, ty: &Type) -> Option<Operand> {
+        LITERAL_TYPES
+            .iter()
+            .any(|(t, _)| t == ty)
+            .then(|| self.scalar_literal(ty))
     }
 
     fn reduction(&mut self) {
