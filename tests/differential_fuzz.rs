@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use horsec_runtime::data::Database;
 use horsec_runtime::gpu::Device;
 
-use fuzz::check::{check, Disagreement, Kind, Timings, Verdict};
+use fuzz::check::{check, Disagreement, Kind, Outcome, Timings, Verdict};
 use fuzz::generate::{generate, Options, Schema};
 use fuzz::program::Program;
 use fuzz::rng::program_seed;
@@ -67,6 +67,8 @@ struct Findings {
     refused: BTreeMap<String, u64>,
     /// Program seeds per kind of disagreement.
     failures: BTreeMap<Kind, Vec<u64>>,
+    /// Disagreements by a short signature (kind and the refusing side's message), counted.
+    signatures: BTreeMap<String, (u64, u64)>,
     /// Shrunk reproductions, one per distinct (kind, builtins used).
     reports: Vec<(Kind, BTreeSet<String>, String)>,
     timings: Timings,
@@ -86,6 +88,37 @@ fn builtins_in(text: &str) -> BTreeSet<String> {
             !s.is_empty() && !user
         })
         .collect()
+}
+
+/// A disagreement in a few words, numbers elided: what to count to see which defects are
+/// common.
+fn signature(d: &Disagreement) -> String {
+    let first_line = |o: &Outcome| match o {
+        Outcome::Values(_) => "values".to_string(),
+        Outcome::Refused(m) => format!("refused: {}", m.lines().next().unwrap_or("")),
+        Outcome::Panicked(m) => format!("panicked: {}", m.lines().next().unwrap_or("")),
+    };
+    let text = match d.kind {
+        Kind::DifferentValues | Kind::DifferentTypes | Kind::NotStaticType => {
+            d.detail.split(':').nth(1).unwrap_or("").to_string()
+        }
+        _ => format!("CPU {} / GPU {}", first_line(&d.cpu), first_line(&d.gpu)),
+    };
+    let mut elided = String::new();
+    let mut after_letter = false;
+    for c in text.chars() {
+        // Numbers go; digits of names (`f64`, `main_k0`) stay.
+        if c.is_ascii_digit() && !after_letter {
+            if !elided.ends_with('N') {
+                elided.push('N');
+            }
+        } else {
+            after_letter = c.is_ascii_alphanumeric() || c == '_';
+            elided.push(c);
+        }
+    }
+    let short: String = elided.chars().take(160).collect();
+    format!("{:?}: {short}", d.kind)
 }
 
 fn report(seed: u64, program: &Program, d: &Disagreement) -> String {
@@ -227,7 +260,10 @@ fn backends_agree_on_random_programs() {
                 match verdict {
                     Verdict::Answered => f.answered += 1,
                     Verdict::Refused(m) => *f.refused.entry(m).or_default() += 1,
-                    Verdict::Disagree(d) => f.failures.entry(d.kind).or_default().push(seed),
+                    Verdict::Disagree(d) => {
+                        f.signatures.entry(signature(&d)).or_insert((0, seed)).0 += 1;
+                        f.failures.entry(d.kind).or_default().push(seed)
+                    }
                 }
                 if let Some((kind, builtins, text)) = reproduction {
                     if !f
@@ -282,6 +318,11 @@ fn backends_agree_on_random_programs() {
     common.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
     for (message, n) in common.iter().take(8) {
         eprintln!("  refused by both {n}x: {message}");
+    }
+    let mut signatures: Vec<(&String, &(u64, u64))> = f.signatures.iter().collect();
+    signatures.sort_by_key(|(_, (n, _))| std::cmp::Reverse(*n));
+    for (signature, (n, seed)) in signatures.iter().take(25) {
+        eprintln!("  disagreement {n}x (first: seed {seed}): {signature}");
     }
     for (kind, seeds) in &f.failures {
         let shown: Vec<String> = seeds.iter().take(10).map(u64::to_string).collect();
