@@ -95,6 +95,11 @@ fn builtins_in(text: &str) -> BTreeSet<String> {
 fn signature(d: &Disagreement) -> String {
     let first_line = |o: &Outcome| match o {
         Outcome::Values(_) => "values".to_string(),
+        // An internal compiler error says what went wrong on its second line.
+        Outcome::Refused(m) if m.starts_with("internal compiler error") => format!(
+            "internal compiler error: {}",
+            m.lines().nth(1).unwrap_or("")
+        ),
         Outcome::Refused(m) => format!("refused: {}", m.lines().next().unwrap_or("")),
         Outcome::Panicked(m) => format!("panicked: {}", m.lines().next().unwrap_or("")),
     };
