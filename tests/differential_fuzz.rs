@@ -4,11 +4,11 @@
 //!
 //! Environment:
 //! - `HORSEC_FUZZ_PROGRAMS` (default 300): programs to run; `HORSEC_FUZZ_SEED` (default
-//!   2026): the run's seed; `HORSEC_FUZZ_JOBS` (default 1): threads sharing the device;
+//!   2026): the run's seed; `HORSEC_FUZZ_JOBS` (default: the cores, at most 4): threads, each with its own device;
 //! - `HORSEC_FUZZ_SF` (default 0.001): the TPC-H scale factor of the data;
 //! - `HORSEC_FUZZ_STMTS` (default 12): most statements of `main`;
 //! - `HORSEC_FUZZ_ERRORS` (default 0.03): probability of a deliberately wrong statement;
-//! - `HORSEC_FUZZ_RECYCLE` (default 1000): programs per device before a job opens a fresh one
+//! - `HORSEC_FUZZ_RECYCLE` (default 500): programs per device before a job opens a fresh one
 //!   (which drops the cached pipelines);
 //! - `HORSEC_FUZZ_SHRINK` (default 3): failures shrunk and printed per kind (the others are
 //!   counted, with their seeds);
@@ -17,7 +17,7 @@
 //! - `HORSEC_FUZZ_FILE=<path.hir>`: run a saved reproduction on both backends.
 //!
 //! A million programs locally, e.g.:
-//! `HORSEC_FUZZ_PROGRAMS=1000000 HORSEC_FUZZ_JOBS=2 cargo test --release --test differential_fuzz -- --nocapture`
+//! `HORSEC_FUZZ_PROGRAMS=1000000 HORSEC_FUZZ_SHRINK=1 cargo test --release --test differential_fuzz -- --nocapture`
 
 mod common;
 mod fuzz;
@@ -192,9 +192,12 @@ fn backends_agree_on_random_programs() {
 
     let programs: u64 = env("HORSEC_FUZZ_PROGRAMS", 300);
     let run_seed: u64 = env("HORSEC_FUZZ_SEED", 2026);
-    let jobs: usize = env("HORSEC_FUZZ_JOBS", 1);
+    // Jobs overlap one program's pipeline compiles with another's GPU waits: two jobs run
+    // twice as many programs per second as one, even on two cores.
+    let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs: usize = env("HORSEC_FUZZ_JOBS", parallelism.clamp(1, 4));
     let shrink_per_kind: usize = env("HORSEC_FUZZ_SHRINK", 3);
-    let recycle: u64 = env("HORSEC_FUZZ_RECYCLE", 1000);
+    let recycle: u64 = env("HORSEC_FUZZ_RECYCLE", 500);
     eprintln!(
         "differential fuzz: {programs} programs, seed {run_seed}, {jobs} jobs, TPC-H SF {sf} \
          (lineitem {} rows), {}",

@@ -54,15 +54,19 @@
 //! they run and are listed, without failing; one that agrees is listed to be moved up.
 //!
 //! # Throughput
-//! On lavapipe (2 shared cores), 30 to 90 programs per second per job. Generating, compiling
-//! for both backends and the CPU run take about 1 ms per program together; the rest is the GPU
-//! run, and most of that is creating compute pipelines: a random program brings about one
-//! kernel whose WGSL the device has not seen, and lavapipe compiles each new pipeline with
-//! LLVM (tens of milliseconds). Warm, with its pipelines cached, a program runs on the GPU
-//! in a few milliseconds (the submits and read-backs of its launches). Names are made
-//! canonical (numbered in order of appearance) so that programs of the same structure share
-//! pipelines, and each job reopens its device every `HORSEC_FUZZ_RECYCLE` programs, since
-//! the pipeline cache only grows (about 0.4 MB per pipeline on lavapipe).
+//! Measured on lavapipe on the 2-core development machine (shared, load average about 10):
+//! one job runs 20 to 90 programs per second, two jobs 70 to 100, four 110. Generating,
+//! compiling for both backends and running on the CPU take about 1 ms per program together;
+//! the rest is the GPU run, and most of that is creating compute pipelines: a random program
+//! brings about one kernel (1.05 on average) whose WGSL the device has not seen, and lavapipe
+//! compiles each new pipeline with LLVM (tens of milliseconds on a loaded machine). With its
+//! pipelines cached, the same program runs on the GPU in a few milliseconds (the submits and
+//! read-backs of its launches); `HORSEC_FUZZ_WARM=1` measures that second run. Jobs overlap
+//! one program's compiles with another's waits, so they help even on two cores. Names are
+//! canonical (numbered in order of appearance), so programs of the same structure share
+//! pipelines, and each job reopens its device every `HORSEC_FUZZ_RECYCLE` programs: the
+//! pipeline cache only grows, about 0.4 MB per pipeline on lavapipe (3,000 programs on one
+//! device reached 1.3 GB).
 //!
 //! # Reproducing
 //! Program `i` of a run with seed `S` has its own seed ([`rng::program_seed`]), printed with
