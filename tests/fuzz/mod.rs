@@ -71,6 +71,8 @@
 //! # Reproducing
 //! Program `i` of a run with seed `S` has its own seed ([`rng::program_seed`]), printed with
 //! every failure; `HORSEC_FUZZ_ONE=<program seed>` runs that program alone and prints it.
+//! A seed names a program for one version of the generator: findings worth keeping are saved
+//! as `.hir` files in `corpus/`.
 //! See `tests/differential_fuzz.rs` for the environment variables of a run.
 
 pub mod check;
