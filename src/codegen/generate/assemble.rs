@@ -533,7 +533,13 @@ impl Generator<'_> {
         for (k, r) in self.reductions.iter().enumerate() {
             let name = self.name(r.target);
             let ty = wgsl::register_type(&r.result).unwrap_or("f64");
-            reduced_lines.push(format!("let v_{name}: {ty} = {};", finish_value(r, k)));
+            // A bool extreme accumulates as a u32 word.
+            let value = if r.result == Type::Bool {
+                format!("({} != 0u)", finish_value(r, k))
+            } else {
+                finish_value(r, k)
+            };
+            reduced_lines.push(format!("let v_{name}: {ty} = {value};"));
         }
         text += &indent(&reduced_lines, 2);
         text += &indent(&self.cell_lines, 2);
@@ -611,6 +617,12 @@ impl Generator<'_> {
             );
         }
         text += "\n";
+        for (name, ty, value) in &self.constants {
+            let _ = writeln!(text, "var<private> {name}: {ty} = {value};");
+        }
+        if !self.constants.is_empty() {
+            text += "\n";
+        }
         // Workgroup reductions, one per (operation, type) used.
         let mut combiners: BTreeSet<(&'static str, &'static str)> = BTreeSet::new();
         for r in &self.reductions {

@@ -109,8 +109,7 @@ struct Reduction {
     /// The value folded in, converted to the accumulator type, and when it counts.
     value: String,
     active: Vec<String>,
-    /// Whether a count runs beside it (for `@avg`, and for the empty check of `@min`/`@max`
-    /// of types without an identity).
+    /// Whether a count runs beside it (for `@avg`, and for the empty check of `@min`/`@max`).
     counted: bool,
     /// The status bit set when the reduced value has no elements.
     empty_bit: Option<u32>,
@@ -153,6 +152,9 @@ pub(crate) struct Generator<'a> {
     cell_lines: Vec<String>,
     reductions: Vec<Reduction>,
     helpers: BTreeSet<Helper>,
+    /// Module-scope `var<private>` holding the kernel's i64 and f64 literals: name, WGSL type
+    /// and constant (see [`Generator::literal_val`]).
+    constants: Vec<(String, &'static str, String)>,
     requirements: Vec<LaunchRequirement>,
     checks: Vec<StatusCheck>,
     /// Argument checks the engine makes before the launch (lengths the compiler could not
@@ -213,6 +215,7 @@ impl<'a> Generator<'a> {
             cell_lines: Vec::new(),
             reductions: Vec::new(),
             helpers: BTreeSet::new(),
+            constants: Vec::new(),
             requirements: Vec::new(),
             checks: Vec::new(),
             launch_checks: Vec::new(),
@@ -657,7 +660,11 @@ impl<'a> Generator<'a> {
                         });
                     }
                     Some(Operand::Literal(literal)) => match literal.values.as_slice() {
-                        [LiteralValue::Int(n)] if *n >= 0 => {}
+                        // Its own length: a one-element `@vector` fuses, as a scalar, into
+                        // kernels of any geometry, and must stay one element.
+                        [LiteralValue::Int(n)] if *n >= 0 => {
+                            return Ok(Some(Length::Constant(*n as u64)))
+                        }
                         // The CPU's refusal, with its message, is the answer.
                         _ => {
                             return Err(self.error(
@@ -725,7 +732,7 @@ impl<'a> Generator<'a> {
 
     // ----- operands ------------------------------------------------------------------------
 
-    fn literal_val(&self, literal: &Literal) -> Result<Val, CodegenError> {
+    fn literal_val(&mut self, literal: &Literal) -> Result<Val, CodegenError> {
         let ty = literal.ty.ty.clone();
         let [value] = literal.values.as_slice() else {
             return Err(self.error(
@@ -744,7 +751,29 @@ impl<'a> Generator<'a> {
         }
         let expr = wgsl::literal(value, &ty)
             .ok_or_else(|| self.error(None, format!("a {ty} literal has no GPU form")))?;
-        Ok(Val::scalar(expr, ty))
+        Ok(Val::scalar(self.constant(expr, &ty), ty))
+    }
+
+    /// A literal as the kernel reads it. naga's constant evaluator cannot convert an i64 or
+    /// f64 constant to another type (`f64(8li)`) nor apply a math function to an f64 one
+    /// (`ceil(332.25lf)`), and WGSL evaluates every expression of constants at shader
+    /// creation; so literals of these types are module-scope private variables, which make
+    /// the expressions reading them run-time ones (the shader compiler still folds them).
+    fn constant(&mut self, expr: String, ty: &Type) -> String {
+        let wgsl = match wgsl::register_type(ty) {
+            Some(reg @ ("i64" | "f64")) => reg,
+            _ => return expr,
+        };
+        if let Some((name, _, _)) = self
+            .constants
+            .iter()
+            .find(|(_, t, value)| *t == wgsl && *value == expr)
+        {
+            return name.clone();
+        }
+        let name = format!("constant{}", self.constants.len());
+        self.constants.push((name.clone(), wgsl, expr));
+        name
     }
 
     /// The value of an operand read by the current statement element-wise (or per cell).
@@ -1336,14 +1365,8 @@ fn gpu_element(wgsl: &str) -> GpuElement {
     }
 }
 
-/// Whether `@min`/`@max` of `ty` have a value for no elements (the CPU's identities).
-fn has_identity(ty: &Type) -> bool {
-    ty.is_real()
-}
-
 /// The accumulator type and starting value of `@min` (`max` false) or `@max` of `ty`: the
-/// CPU's identity where it has one, else the register type's extreme (the kernel then also
-/// counts, and reports no elements as an error).
+/// register type's extreme (the kernel also counts, and reports no elements as an error).
 fn extreme_identity(ty: &Type, max: bool) -> Option<(&'static str, String)> {
     let pick = |lo: i64, hi: i64| if max { lo } else { hi };
     Some(match ty {

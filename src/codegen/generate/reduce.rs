@@ -48,7 +48,9 @@ impl Generator<'_> {
                 } else {
                     value.expr.clone()
                 };
-                (acc, identity, folded, !has_identity(&ty))
+                // Counted whatever the type: the minimum or maximum of no elements is an
+                // error on both backends, never the accumulator's starting value.
+                (acc, identity, folded, true)
             }
         };
         self.use_type(acc);
@@ -68,14 +70,15 @@ impl Generator<'_> {
                 },
             );
         }
-        let empty_bit = if counted && op != ReduceOp::Avg {
-            Some(self.status_bit(
-                format!("@{builtin} of no elements ({})", self.name(target)),
-                None,
-            )?)
-        } else {
-            None
-        };
+        // The CPU's message (runtime/src/cpu/reduce.rs), so both backends fail alike.
+        let empty_bit = match op {
+            ReduceOp::Min => Some("minimum"),
+            ReduceOp::Max => Some("maximum"),
+            ReduceOp::Avg => Some("average"),
+            ReduceOp::Sum | ReduceOp::Count => None,
+        }
+        .map(|what| self.status_bit(format!("@{builtin}: no {what} of no elements"), None))
+        .transpose()?;
         self.reductions.push(Reduction {
             op,
             target,
