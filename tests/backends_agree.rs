@@ -113,7 +113,15 @@ fn literal_vectors_of_different_lengths_fail_with_the_cpu_message() {
 
 #[test]
 fn a_negative_vector_count_fails_with_the_cpu_message() {
-    fails_with("vector_negative_count", "@vector: expected a count, got -5");
+    fails_with("vector_negative_count", "@vector: cannot make -5 elements");
+}
+
+#[test]
+fn a_negative_vector_count_checked_by_the_engine_fails_with_the_cpu_message() {
+    fails_with(
+        "vector_negative_count_argument",
+        "4:5: @vector: cannot make -5 elements: the count -5 is negative",
+    );
 }
 
 #[test]

@@ -89,9 +89,10 @@ pub enum LaunchRule {
     Broadcast(Length, Length),
     /// `@compress(mask, x)`: the mask as long as the data (`length mismatch (mask n vs m)`).
     MaskLength(Length, Length),
-    /// A count such as the `n` of `@vector(n, v)`: one non-negative integer
-    /// (`expected a count, got n`).
-    Count(Slot),
+    /// The count `n` of `@vector(n, v)`: one non-negative integer whose elements of
+    /// `element_bytes` fit in memory (`cannot make n elements: …`, as
+    /// [`crate::sizes::checked_count`] says).
+    Count { count: Slot, element_bytes: u64 },
 }
 
 /// An error condition the kernel reports through a bit of a `Status` scratch word.

@@ -417,7 +417,23 @@ fn static_length(
         Length::Sum(a, b) => static_length(kernel, a, values)?
             .checked_add(static_length(kernel, b, values)?)
             .ok_or_else(|| RuntimeError::new("a length overflows"))?,
-        Length::ValueOf(_) | Length::Compacted(_) => {
+        Length::ValueOf(slot) => match input(values, *slot, kernel)? {
+            Value::Vector(v) if v.len() == 1 => {
+                let n = v.integer_at(0).ok_or_else(|| {
+                    RuntimeError::new(format!("{}: a length that is not an integer", kernel.name))
+                })?;
+                u64::try_from(n).map_err(|_| {
+                    RuntimeError::new(format!("a length must not be negative, got {n}"))
+                })?
+            }
+            _ => {
+                return Err(RuntimeError::new(format!(
+                    "{}: slot {} must hold one integer (a length)",
+                    kernel.name, slot.0
+                )))
+            }
+        },
+        Length::Compacted(_) => {
             return Err(RuntimeError::new(format!(
                 "{}: a launch check of a length known only on the device",
                 kernel.name
@@ -478,10 +494,16 @@ fn check_arguments(
                 return fail(format!("length mismatch (mask {n} vs {m})"));
             }
         }
-        LaunchRule::Count(slot) => match input(values, *slot, kernel)? {
+        LaunchRule::Count {
+            count,
+            element_bytes,
+        } => match input(values, *count, kernel)? {
             Value::Vector(v) => match (v.len(), v.integer_at(0)) {
-                (1, Some(n)) if n < 0 => return fail(format!("expected a count, got {n}")),
-                (1, Some(_)) => {}
+                (1, Some(n)) => {
+                    if let Err(e) = crate::sizes::checked_count(n, *element_bytes) {
+                        return fail(format!("cannot make {n} elements: {e}"));
+                    }
+                }
                 _ => {
                     return fail(format!(
                         "expected one integer, got {} element(s) of {}",

@@ -650,12 +650,21 @@ impl<'a> Generator<'a> {
             B::Where => length_of(self, 0),
             B::Index => length_of(self, 1),
             B::Vector => {
+                let filled = operands.get(1).map(|op| {
+                    crate::analysis::statements::operand_type(self.program, self.function, op)
+                });
+                let element_bytes = filled
+                    .as_ref()
+                    .map_or(8, horsec_runtime::sizes::element_bytes);
                 match operands.first() {
-                    Some(Operand::Local(count, _)) => {
+                    Some(Operand::Local(count, _)) if self.kernel.inputs.contains(count) => {
                         let site = self.site();
                         self.launch_checks.push(LaunchCheck {
                             builtin: builtin.name().to_string(),
-                            rule: LaunchRule::Count(Self::slot(*count)),
+                            rule: LaunchRule::Count {
+                                count: Self::slot(*count),
+                                element_bytes,
+                            },
                             site,
                         });
                     }
