@@ -243,6 +243,11 @@ impl Generator<'_> {
             } else {
                 common
             };
+            if common == Type::I64 {
+                if let Some(narrow) = self.compare_in_i32(op, x, y) {
+                    return Ok(narrow);
+                }
+            }
             let (cx, cy) = (self.conv_raw(x, &common)?, self.conv_raw(y, &common)?);
             return Ok(format!("({cx} {op} {cy})"));
         }
@@ -250,6 +255,32 @@ impl Generator<'_> {
             return Ok(format!("({} {op} {})", x.expr, y.expr));
         }
         Err(self.error(Some(b), format!("a comparison of {} with {}", x.ty, y.ty)))
+    }
+
+    /// An i32-register integer (i8, i16, i32) compared with an i64 literal that fits in i32,
+    /// compared in i32: the same answer, since widening is exact. lavapipe (Mesa 22.3)
+    /// miscompiles the i64 form: `i64(x) < 1676li` is false for every small `x` (a signed
+    /// comparison of a sign-extended i32 with a small i64 constant), while comparisons of
+    /// two i64 values, or with a constant beyond i32, are right.
+    fn compare_in_i32(&self, op: &str, x: &Val, y: &Val) -> Option<String> {
+        let narrow = |v: &Val| wgsl::register_type(&v.ty) == Some("i32") && v.ty.is_integer();
+        let small = |v: &Val| {
+            self.i64_constants
+                .get(&v.expr)
+                .filter(|c| i32::try_from(**c).is_ok())
+                .map(|c| wgsl::i32_literal(*c))
+        };
+        if narrow(x) {
+            if let Some(c) = small(y) {
+                return Some(format!("({} {op} {c})", x.expr));
+            }
+        }
+        if narrow(y) {
+            if let Some(c) = small(x) {
+                return Some(format!("({c} {op} {})", y.expr));
+            }
+        }
+        None
     }
 
     /// `column op "text"` through the launch-resolved bounds of the text in the column's

@@ -155,6 +155,8 @@ pub(crate) struct Generator<'a> {
     /// Module-scope `var<private>` holding the kernel's i64 and f64 literals: name, WGSL type
     /// and constant (see [`Generator::literal_val`]).
     constants: Vec<(String, &'static str, String)>,
+    /// The value of each i64 integer literal's variable in `constants`, by its name.
+    i64_constants: HashMap<String, i64>,
     requirements: Vec<LaunchRequirement>,
     checks: Vec<StatusCheck>,
     /// Argument checks the engine makes before the launch (lengths the compiler could not
@@ -216,6 +218,7 @@ impl<'a> Generator<'a> {
             reductions: Vec::new(),
             helpers: BTreeSet::new(),
             constants: Vec::new(),
+            i64_constants: HashMap::new(),
             requirements: Vec::new(),
             checks: Vec::new(),
             launch_checks: Vec::new(),
@@ -760,7 +763,11 @@ impl<'a> Generator<'a> {
         }
         let expr = wgsl::literal(value, &ty)
             .ok_or_else(|| self.error(None, format!("a {ty} literal has no GPU form")))?;
-        Ok(Val::scalar(self.constant(expr, &ty), ty))
+        let expr = self.constant(expr, &ty);
+        if let (LiteralValue::Int(v), Type::I64) = (value, &ty) {
+            self.i64_constants.insert(expr.clone(), *v);
+        }
+        Ok(Val::scalar(expr, ty))
     }
 
     /// A literal as the kernel reads it. naga's constant evaluator cannot convert an i64 or
