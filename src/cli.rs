@@ -128,6 +128,9 @@ fn parse_table_arg(text: &str) -> Result<(String, PathBuf), String> {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Emit {
+    /// The HorseIR a Datalog (`.dl`) program lowers to; for a `.hir` file, the parsed
+    /// program printed back.
+    Hir,
     /// The parsed program printed back as HorseIR.
     Ast,
     /// The typed program, every type explicit.
@@ -347,7 +350,7 @@ fn check(files: &[PathBuf]) -> bool {
 
 fn compile_command(file: &Path, emit: Emit, out: Option<&Path>, backend: Backend) -> bool {
     let until = match emit {
-        Emit::Ast => Stage::Parse,
+        Emit::Hir | Emit::Ast => Stage::Parse,
         Emit::Typed => Stage::Analyze,
         Emit::Shapes | Emit::Outline | Emit::Dot | Emit::Wgsl => Stage::Outline,
         Emit::Plan => Stage::Plan,
@@ -359,6 +362,13 @@ fn compile_command(file: &Path, emit: Emit, out: Option<&Path>, backend: Backend
         return emit_wgsl(file, &c, out);
     }
     let (text, ext) = match emit {
+        Emit::Hir => match &c.datalog {
+            Some(lowered) => (Some(lowered.hir.clone()), "hir"),
+            None => (
+                c.ast.as_ref().map(crate::syntax::printer::print_program),
+                "hir",
+            ),
+        },
         Emit::Ast => (
             c.ast.as_ref().map(crate::syntax::printer::print_program),
             "hir",
@@ -486,26 +496,13 @@ fn run(args: &RunArgs) -> bool {
     };
 
     let start = Instant::now();
-    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let loaded = match (&args.data, args.tpch) {
-        (Some(dir), _) => Database::from_tbl_dir(dir, progress),
-        // `--table` alone: the program's own tables instead of TPC-H.
-        (None, None) if !args.tables.is_empty() => Ok(Database::new()),
-        (None, sf) => Database::tpch(sf.unwrap_or(0.01), progress),
+    let db = match &c.datalog {
+        Some(lowered) => datalog_database(&lowered.inputs, &args.tables, args.data.as_deref()),
+        None => database(args),
     };
-    let mut db = match loaded {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!("error: loading data: {e}");
-            return false;
-        }
+    let Some(db) = db else {
+        return false;
     };
-    for (name, path) in &args.tables {
-        if let Err(e) = db.load_csv(name, path) {
-            eprintln!("error: loading table `{name}`: {e}");
-            return false;
-        }
-    }
     let load_time = start.elapsed();
 
     let start = Instant::now();
@@ -560,6 +557,89 @@ fn run(args: &RunArgs) -> bool {
         eprint!("{report}");
     }
     true
+}
+
+/// The data of a HorseIR program: TPC-H (generated or `.tbl` files) and `--table` CSVs.
+fn database(args: &RunArgs) -> Option<Database> {
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let loaded = match (&args.data, args.tpch) {
+        (Some(dir), _) => Database::from_tbl_dir(dir, progress),
+        // `--table` alone: the program's own tables instead of TPC-H.
+        (None, None) if !args.tables.is_empty() => Ok(Database::new()),
+        (None, sf) => Database::tpch(sf.unwrap_or(0.01), progress),
+    };
+    let mut db = match loaded {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("error: loading data: {e}");
+            return None;
+        }
+    };
+    for (name, path) in &args.tables {
+        if let Err(e) = db.load_csv(name, path) {
+            eprintln!("error: loading table `{name}`: {e}");
+            return None;
+        }
+    }
+    Some(db)
+}
+
+/// The `.input` relations of a Datalog program: `--table NAME=FILE.csv` (header naming the
+/// columns), else `NAME.facts` (tab-separated) in `--data DIR`.
+pub(crate) fn datalog_database(
+    inputs: &[crate::datalog::InputRelation],
+    tables: &[(String, PathBuf)],
+    data: Option<&Path>,
+) -> Option<Database> {
+    use horsec_runtime::data::{FactFormat, FactType};
+    for (name, _) in tables {
+        if !inputs.iter().any(|r| &r.name == name) {
+            let known: Vec<&str> = inputs.iter().map(|r| r.name.as_str()).collect();
+            eprintln!(
+                "error: --table {name}: the program has no `.input {name}` (its inputs: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+            return None;
+        }
+    }
+    let mut db = Database::new();
+    for relation in inputs {
+        let columns: Vec<(String, FactType)> = relation
+            .attrs
+            .iter()
+            .map(|(name, ty)| {
+                let ty = match ty {
+                    crate::datalog::ast::AttrType::Number => FactType::Number,
+                    crate::datalog::ast::AttrType::Symbol => FactType::Symbol,
+                };
+                (name.clone(), ty)
+            })
+            .collect();
+        let table = tables.iter().rev().find(|(name, _)| *name == relation.name);
+        let (path, format) = match (table, data) {
+            (Some((_, path)), _) => (path.clone(), FactFormat::Csv),
+            (None, Some(dir)) => (
+                dir.join(format!("{}.facts", relation.name)),
+                FactFormat::Facts,
+            ),
+            (None, None) => {
+                eprintln!(
+                    "error: `.input {0}` has no data: give --table {0}=FILE.csv or --data DIR holding {0}.facts",
+                    relation.name
+                );
+                return None;
+            }
+        };
+        if let Err(e) = db.load_relation(&relation.name, &path, &columns, format) {
+            eprintln!("error: loading relation `{}`: {e}", relation.name);
+            return None;
+        }
+    }
+    Some(db)
 }
 
 /// The GPU device: the named adapter, or the best one (`Device::new` honours
