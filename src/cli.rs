@@ -53,9 +53,45 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Write seeded Datalog inputs: a power-law or grid (road-like) graph as CSV
+    /// (`src,dst`), or CSPA-like `assign.facts` and `dereference.facts` into a directory.
+    GenGraph(GenGraphArgs),
     /// Benchmark: `--graph SF10,SF100` times shortest-path lengths of random pairs, GPU IBFS
     /// beside the multi-threaded CPU MS-BFS (checking they agree).
     Bench(BenchArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum GraphKind {
+    /// Directed, power-law degrees.
+    PowerLaw,
+    /// Road-like: links between neighbours of a square grid.
+    Grid,
+    /// CSPA-like assign/dereference facts (`--out` is a directory).
+    Cspa,
+}
+
+#[derive(clap::Args, Debug)]
+struct GenGraphArgs {
+    #[arg(long, value_enum)]
+    kind: GraphKind,
+    /// Vertices of a graph, or program variables of CSPA facts.
+    #[arg(long)]
+    vertices: u64,
+    /// Edges of a graph.
+    #[arg(long, default_value_t = 0)]
+    edges: u64,
+    /// CSPA: `assign` facts (httpd: 360000).
+    #[arg(long, default_value_t = 360_000)]
+    assign: u64,
+    /// CSPA: `dereference` facts (httpd: 1100000).
+    #[arg(long, default_value_t = 1_100_000)]
+    dereference: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The CSV file (graphs) or directory (CSPA) to write.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -192,6 +228,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run(&args),
             Command::GenTpch { sf, out } => gen_tpch(sf, &out),
             Command::Bench(args) => bench(&args),
+            Command::GenGraph(args) => gen_graph(&args),
         });
     let ok = match worker.map(|w| w.join()) {
         Ok(Ok(ok)) => ok,
@@ -279,6 +316,42 @@ fn bench(args: &BenchArgs) -> bool {
     let stdout = std::io::stdout();
     match run(&config, &mut stdout.lock()) {
         Ok(()) => true,
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+fn gen_graph(args: &GenGraphArgs) -> bool {
+    use horsec_runtime::graph::facts::{cspa, grid, power_law, write_pairs};
+    let written = match args.kind {
+        GraphKind::PowerLaw | GraphKind::Grid => {
+            let generate = if args.kind == GraphKind::Grid {
+                grid
+            } else {
+                power_law
+            };
+            generate(args.vertices, args.edges, args.seed).and_then(|edges| {
+                write_pairs(&args.out, &edges, Some(("src", "dst"))).map(|_| edges.len())
+            })
+        }
+        GraphKind::Cspa => std::fs::create_dir_all(&args.out)
+            .map_err(|e| {
+                horsec_runtime::error::RuntimeError::new(format!("{}: {e}", args.out.display()))
+            })
+            .and_then(|_| cspa(args.vertices, args.assign, args.dereference, args.seed))
+            .and_then(|(assign, dereference)| {
+                write_pairs(&args.out.join("assign.facts"), &assign, None)?;
+                write_pairs(&args.out.join("dereference.facts"), &dereference, None)?;
+                Ok(assign.len() + dereference.len())
+            }),
+    };
+    match written {
+        Ok(n) => {
+            eprintln!("wrote {n} tuples to {}", args.out.display());
+            true
+        }
         Err(e) => {
             eprintln!("error: {e}");
             false
