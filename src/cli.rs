@@ -101,9 +101,13 @@ struct BenchArgs {
     /// TPC-H scale factor generated in process for the query programs (default 0.01).
     #[arg(long, value_name = "SF", conflicts_with = "data")]
     tpch: Option<f64>,
-    /// A directory of dbgen `.tbl` files for the query programs.
+    /// A directory of dbgen `.tbl` files for the query programs (for `.dl` programs: of
+    /// `REL.facts` files).
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// For `.dl` programs: the CSV file of input relation NAME; repeatable.
+    #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg)]
+    tables: Vec<(String, PathBuf)>,
     /// Use the adapter whose name contains this text (also `HORSEC_ADAPTER`).
     #[arg(long, value_name = "NAME")]
     adapter: Option<String>,
@@ -248,8 +252,59 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `horsec bench prog.dl ...`: Datalog programs on their `--table`/`--data` inputs.
+fn bench_datalog_files(args: &BenchArgs) -> bool {
+    let device = match open_device(args.adapter.as_deref()) {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("error: horsec bench needs a GPU: {e}");
+            return false;
+        }
+    };
+    let _ = writeln!(std::io::stdout(), "device: {}", device.describe());
+    args.files.iter().all(|file| {
+        let inputs = match crate::datalog::bench::inputs(file) {
+            Ok(inputs) => inputs,
+            Err(e) => {
+                eprint!("{e}");
+                return false;
+            }
+        };
+        let start = Instant::now();
+        let Some(db) = datalog_database(&inputs, &args.tables, args.data.as_deref()) else {
+            return false;
+        };
+        eprintln!(
+            "{}: data loaded in {:.1} s",
+            file.display(),
+            start.elapsed().as_secs_f64()
+        );
+        let stdout = std::io::stdout();
+        match crate::datalog::bench::bench_datalog(
+            file,
+            &db,
+            &device,
+            args.runs,
+            &mut stdout.lock(),
+        ) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("error: {e}");
+                false
+            }
+        }
+    })
+}
+
 /// `horsec bench FILE...`: the query benchmark (see `crate::bench`).
 fn bench_files(args: &BenchArgs) -> bool {
+    if args
+        .files
+        .iter()
+        .any(|f| crate::datalog::is_datalog(&f.display().to_string()))
+    {
+        return bench_datalog_files(args);
+    }
     let device = match open_device(args.adapter.as_deref()) {
         Ok(device) => device,
         Err(e) => {

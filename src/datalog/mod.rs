@@ -4,6 +4,7 @@
 //! compiler takes as it takes a `.hir` file (`horsec compile prog.dl --emit hir` prints it).
 
 pub mod ast;
+pub mod bench;
 pub mod check;
 pub mod lexer;
 pub mod lower;
