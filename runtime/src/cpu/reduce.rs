@@ -2,11 +2,16 @@
 //! (the fast path of `@each(@sum, l)`, which TPC-H runs on millions of cells).
 //!
 //! `@sum` of integers (bool included) is i64 with wrapping overflow, of floats f64 summed in
-//! order (deterministic); `@avg` is f64 (NaN for no elements); `@min`/`@max` keep the type
-//! and work on reals, temporal values, chars and strings (by string order). The minimum of
-//! no numbers is the type's largest value (+inf for floats) and the maximum its smallest,
-//! as HorsePower's initial values; other empty types have no minimum or maximum (an error).
-//! `@count` is the length as i64 (cells of a list, rows of an enum).
+//! order (deterministic); `@avg` is f64; `@min`/`@max` keep the type and work on reals,
+//! temporal values, chars and strings (by string order). `@count` is the length as i64
+//! (cells of a list, rows of an enum).
+//!
+//! Reductions of no elements: a reduction always gives one element (its shape is known
+//! statically, which kernel fusion relies on), so HorseIR cannot give SQL's NULL. Where an
+//! identity exists it is the answer: `@count` of nothing is 0 and `@sum` is 0 (HorsePower's
+//! initial value; SQL's `COALESCE(SUM(x), 0)`). `@avg`, `@min` and `@max` of nothing have no
+//! value: they are an error naming the builtin, never a sentinel (`i64::MIN`, `inf`, `NaN`)
+//! standing for a value that does not exist.
 
 use std::sync::Arc;
 
@@ -15,7 +20,7 @@ use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
 use crate::value::{Strings, Value, Vector};
 
-/// Reduces a whole value to a length-1 vector.
+/// Reduces a whole value to a length-1 vector (see the module notes for no elements).
 pub(crate) fn reduce(b: Builtin, value: &Value) -> Result<Vector> {
     if b == Builtin::Count {
         return Ok(Vector::from_i64s(vec![value.len() as i64]));
@@ -50,10 +55,11 @@ fn float_sum<T: Copy + Into<f64>>(cell: &[T]) -> f64 {
     cell.iter().fold(0.0, |acc, &x| acc + x.into())
 }
 
-/// Minimum or maximum of a cell; `empty` for a cell without elements.
-fn extreme<T: PartialOrd + Copy>(cell: &[T], max: bool, empty: Option<T>) -> Result<T> {
+/// Minimum or maximum of a cell; no elements is an error, never a sentinel.
+fn extreme<T: PartialOrd + Copy>(cell: &[T], max: bool) -> Result<T> {
     let Some((&first, rest)) = cell.split_first() else {
-        return empty.ok_or_else(|| RuntimeError::new("no minimum or maximum of no elements"));
+        let what = if max { "maximum" } else { "minimum" };
+        return Err(RuntimeError::new(format!("no {what} of no elements")));
     };
     Ok(rest.iter().fold(first, |best, &x| {
         if (max && x > best) || (!max && x < best) {
@@ -88,7 +94,12 @@ pub(crate) fn reduce_segments(b: Builtin, v: &Vector, offsets: &[usize]) -> Resu
             let sums = reduce_segments(Builtin::Sum, v, offsets)?
                 .to_f64s()
                 .unwrap_or_default();
-            let counts = segments(&vec![(); v.len()], offsets, |c| Ok(c.len() as f64))?;
+            let counts = segments(&vec![(); v.len()], offsets, |c| {
+                if c.is_empty() {
+                    bail!("no average of no elements");
+                }
+                Ok(c.len() as f64)
+            })?;
             Ok(Vector::from_f64s(
                 sums.iter().zip(&counts).map(|(s, n)| s / n).collect(),
             ))
@@ -96,23 +107,18 @@ pub(crate) fn reduce_segments(b: Builtin, v: &Vector, offsets: &[usize]) -> Resu
         Builtin::Min | Builtin::Max => {
             let max = b == Builtin::Max;
             macro_rules! pick {
-                ($x:expr, $lo:expr, $hi:expr) => {
-                    Arc::new(segments($x, offsets, |c| {
-                        extreme(c, max, Some(if max { $lo } else { $hi }))
-                    })?)
-                };
                 ($x:expr) => {
-                    Arc::new(segments($x, offsets, |c| extreme(c, max, None))?)
+                    Arc::new(segments($x, offsets, |c| extreme(c, max))?)
                 };
             }
             Ok(match v {
-                Vector::Bool(x) => Vector::Bool(pick!(x, false, true)),
-                Vector::I8(x) => Vector::I8(pick!(x, i8::MIN, i8::MAX)),
-                Vector::I16(x) => Vector::I16(pick!(x, i16::MIN, i16::MAX)),
-                Vector::I32(x) => Vector::I32(pick!(x, i32::MIN, i32::MAX)),
-                Vector::I64(x) => Vector::I64(pick!(x, i64::MIN, i64::MAX)),
-                Vector::F32(x) => Vector::F32(pick!(x, f32::NEG_INFINITY, f32::INFINITY)),
-                Vector::F64(x) => Vector::F64(pick!(x, f64::NEG_INFINITY, f64::INFINITY)),
+                Vector::Bool(x) => Vector::Bool(pick!(x)),
+                Vector::I8(x) => Vector::I8(pick!(x)),
+                Vector::I16(x) => Vector::I16(pick!(x)),
+                Vector::I32(x) => Vector::I32(pick!(x)),
+                Vector::I64(x) => Vector::I64(pick!(x)),
+                Vector::F32(x) => Vector::F32(pick!(x)),
+                Vector::F64(x) => Vector::F64(pick!(x)),
                 Vector::Char(x) => Vector::Char(pick!(x)),
                 Vector::Month(x) => Vector::Month(pick!(x)),
                 Vector::Date(x) => Vector::Date(pick!(x)),
@@ -133,7 +139,7 @@ pub(crate) fn reduce_segments(b: Builtin, v: &Vector, offsets: &[usize]) -> Resu
 fn extreme_strings(s: &Strings, offsets: &[usize], max: bool) -> Result<Strings> {
     Ok(Strings {
         dict: s.dict.clone(),
-        codes: Arc::new(segments(&s.codes, offsets, |c| extreme(c, max, None))?),
+        codes: Arc::new(segments(&s.codes, offsets, |c| extreme(c, max))?),
     })
 }
 
@@ -147,7 +153,7 @@ mod tests {
         assert_eq!(run(B::Sum, &[i32s(&[1, 2, 3])]).unwrap(), i64s(&[6]));
         assert_eq!(run(B::Sum, &[bools(&[1, 0, 1])]).unwrap(), i64s(&[2]));
         assert_eq!(run(B::Sum, &[f64s(&[0.5, 0.25])]).unwrap(), f64s(&[0.75]));
-        assert_eq!(run(B::Sum, &[i64s(&[])]).unwrap(), i64s(&[0]));
+        assert!(run(B::Sum, &[syms(&[])]).is_err());
         assert!(run(B::Sum, &[syms(&["a"])]).is_err());
     }
 
@@ -161,11 +167,29 @@ mod tests {
             texts(&run(B::Max, &[syms(&["b", "c", "a"])]).unwrap()),
             ["c"]
         );
-        assert_eq!(run(B::Min, &[f64s(&[])]).unwrap(), f64s(&[f64::INFINITY]));
+    }
+
+    #[test]
+    fn count_and_sum_of_no_elements_are_their_identity() {
+        assert_eq!(run(B::Count, &[i64s(&[])]).unwrap(), i64s(&[0]));
+        assert_eq!(run(B::Sum, &[i64s(&[])]).unwrap(), i64s(&[0]));
+        assert_eq!(run(B::Sum, &[i32s(&[])]).unwrap(), i64s(&[0]));
+        assert_eq!(run(B::Sum, &[f64s(&[])]).unwrap(), f64s(&[0.0]));
+    }
+
+    #[test]
+    fn avg_min_and_max_of_no_elements_are_errors_not_sentinels() {
+        let max = run(B::Max, &[i64s(&[])]).unwrap_err();
+        assert_eq!(max.message, "@max: no maximum of no elements");
+        let min = run(B::Min, &[f64s(&[])]).unwrap_err();
+        assert_eq!(min.message, "@min: no minimum of no elements");
+        let avg = run(B::Avg, &[i32s(&[])]).unwrap_err();
+        assert_eq!(avg.message, "@avg: no average of no elements");
         assert!(run(B::Min, &[dates(&[])]).is_err());
-        let avg = run(B::Avg, &[f64s(&[])]).unwrap();
-        assert!(
-            matches!(avg, crate::value::Value::Vector(crate::value::Vector::F64(v)) if v[0].is_nan())
-        );
+        assert!(run(B::Max, &[syms(&[])]).is_err());
+        let l = list(vec![i64s(&[3, 1]), i64s(&[])]);
+        let sums = run_with(B::Each, &[B::Sum], std::slice::from_ref(&l)).unwrap();
+        assert_eq!(cells(&sums), [i64s(&[4]), i64s(&[0])]);
+        assert!(run_with(B::Each, &[B::Max], &[l]).is_err());
     }
 }
