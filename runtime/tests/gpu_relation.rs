@@ -167,7 +167,7 @@ fn sorted_join_matches_the_cpu_with_skewed_and_missing_keys() {
         let Value::List(list) = &build else {
             unreachable!()
         };
-        let key = relation(vec![list.cells()[0].clone().as_i64_column()]);
+        let key = relation(vec![list.cells()[0].clone().into_i64_column()]);
         assert_same(device, B::SortedJoin, &[probe, key]);
     }
     // Every probe row matches every build row.
@@ -205,11 +205,11 @@ fn unsorted_inputs_are_the_same_error_on_both_backends() {
 }
 
 trait I64Column {
-    fn as_i64_column(self) -> Vec<i64>;
+    fn into_i64_column(self) -> Vec<i64>;
 }
 
 impl I64Column for Value {
-    fn as_i64_column(self) -> Vec<i64> {
+    fn into_i64_column(self) -> Vec<i64> {
         match self {
             Value::Vector(Vector::I64(v)) => v.to_vec(),
             other => panic!("expected i64, got {other:?}"),

@@ -8,6 +8,9 @@ use std::path::Path;
 use crate::bail;
 use crate::error::{Result, RuntimeError};
 
+/// Directed pairs (edges, or facts of a binary relation).
+pub type Pairs = Vec<(u64, u64)>;
+
 /// SplitMix64: small, fast, and good enough for test data.
 struct Rng(u64);
 
@@ -117,12 +120,7 @@ fn check_size(vertices: u64, edges: u64, possible: u64) -> Result<()> {
 /// between nearby variables (as in one function) with some long-range links, and
 /// `dereference(a, b)` (a = *b) on power-law pointers (a few pointers are dereferenced
 /// often).
-pub fn cspa(
-    variables: u64,
-    assigns: u64,
-    dereferences: u64,
-    seed: u64,
-) -> Result<(Vec<(u64, u64)>, Vec<(u64, u64)>)> {
+pub fn cspa(variables: u64, assigns: u64, dereferences: u64, seed: u64) -> Result<(Pairs, Pairs)> {
     if variables < 2 {
         bail!("CSPA facts need at least two variables");
     }
