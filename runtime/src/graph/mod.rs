@@ -15,6 +15,7 @@
 pub mod bench;
 pub mod bfs;
 pub mod csr;
+pub mod facts;
 pub mod generate;
 pub mod gpu;
 pub mod msbfs;

@@ -94,7 +94,10 @@ pub fn arity(builtin: Builtin) -> Arity {
         | B::ColumnValue
         | B::Index
         | B::SubString
-        | B::DatetimeDiff => Arity::Exactly(2),
+        | B::DatetimeDiff
+        | B::TupleDiff
+        | B::TupleMerge
+        | B::SortedJoin => Arity::Exactly(2),
         _ => Arity::Exactly(1),
     }
 }
@@ -178,6 +181,11 @@ fn describe(arg: &ArgType) -> String {
         ArgType::Value(ty) => ty.to_string(),
         ArgType::Function(f) => format!("the function {}", f.display_name()),
     }
+}
+
+/// A relation argument: `list<i64>`, or a type not known statically.
+fn relation(t: &Type) -> bool {
+    *t == list(Type::I64) || *t == list(Type::Wildcard) || *t == Type::Wildcard
 }
 
 fn list(cell: Type) -> Type {
@@ -823,6 +831,16 @@ impl Call<'_> {
                 } else {
                     Type::I64
                 })
+            }
+
+            // Relations: a list of i64 columns (tuples sorted where the builtin needs it,
+            // checked at run time). `@sorted_join` gives `(probe rows, build rows)`.
+            B::TupleUnique | B::TupleDiff | B::TupleMerge | B::SortedJoin => {
+                let arguments = if self.builtin == B::TupleUnique { 1 } else { 2 };
+                for arg in 0..arguments {
+                    self.value_where(arg, "a relation (list<i64> of columns)", relation)?;
+                }
+                Ok(list(Type::I64))
             }
         }
     }

@@ -356,6 +356,11 @@ fn every_builtin_has_a_rule_that_accepts_some_arguments() {
                 vec![f(Builtin::Eq), v(Type::I64), v(Type::I64)],
                 vec![v(Type::I64), v(Type::I64), v(Type::I64)],
                 vec![v(Type::Date), v(Type::I64), v(Type::Sym)],
+                // Relations: @tuple_diff(a, b), @sorted_join(probe, build).
+                vec![
+                    v(Type::List(Box::new(Type::I64))),
+                    v(Type::List(Box::new(Type::I64))),
+                ],
                 // A graph search: @shortest_path_length(g, sources, destinations).
                 vec![
                     v(Type::List(Box::new(Type::I64))),
