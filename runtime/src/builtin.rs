@@ -81,6 +81,7 @@ builtins! {
     LoadCsv => "load_csv", Print => "print", Format => "format",
     // graphs
     Csr => "csr", ShortestPathLength => "shortest_path_length", Reachable => "reachable",
+    ReachIndex => "reach_index",
 }
 
 impl Builtin {

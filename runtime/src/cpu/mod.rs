@@ -223,6 +223,7 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
         B::Csr => graph::csr(&args),
         B::ShortestPathLength => graph::shortest_path_length(&args),
         B::Reachable => graph::reachable(&args),
+        B::ReachIndex => graph::reach_index(&args),
     }
 }
 

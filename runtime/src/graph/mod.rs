@@ -9,6 +9,8 @@
 //! - [`gpu`]: the same searches on the GPU (IBFS, `shaders/ibfs.wgsl`), with the graph
 //!   resident on the device ([`gpu::GpuGraph`]).
 //! - [`bfs`]: plain single-source BFS, the reference the bit-parallel search is tested against.
+//! - [`grail`]: the GRAIL reachability index of `@reach_index` (components, condensed DAG,
+//!   interval labels) and its CPU build and queries.
 //! - [`generate`]: a seeded, social-network-like graph generator (power-law degrees with
 //!   community locality) with presets sized like LDBC SNB `person_knows_person`.
 
@@ -17,6 +19,7 @@ pub mod bfs;
 pub mod csr;
 pub mod generate;
 pub mod gpu;
+pub mod grail;
 pub mod msbfs;
 
 pub use csr::Csr;
