@@ -10,7 +10,10 @@
 //!   resident on the device ([`gpu::GpuGraph`]).
 //! - [`bfs`]: plain single-source BFS, the reference the bit-parallel search is tested against.
 //! - [`grail`]: the GRAIL reachability index of `@reach_index` (components, condensed DAG,
-//!   interval labels) and its CPU build and queries.
+//!   interval labels) and its CPU build and queries; [`grail_gpu`] builds and queries it on
+//!   the GPU.
+//! - [`reach_generate`]: seeded random DAGs, citation-like DAGs and clustered graphs with
+//!   large components, for the index's tests and benchmark.
 //! - [`generate`]: a seeded, social-network-like graph generator (power-law degrees with
 //!   community locality) with presets sized like LDBC SNB `person_knows_person`.
 
@@ -20,6 +23,8 @@ pub mod csr;
 pub mod generate;
 pub mod gpu;
 pub mod grail;
+pub mod grail_gpu;
 pub mod msbfs;
+pub mod reach_generate;
 
 pub use csr::Csr;
