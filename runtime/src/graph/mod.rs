@@ -25,6 +25,7 @@ pub mod gpu;
 pub mod grail;
 pub mod grail_gpu;
 pub mod msbfs;
+pub mod reach_bench;
 pub mod reach_generate;
 
 pub use csr::Csr;
