@@ -434,7 +434,10 @@ fn reach_index_of_a_graph_is_a_dictionary_that_reachable_accepts() {
         index
     );
     assert_eq!(
-        one(Builtin::Reachable, &[v(index.clone()), v(Type::I64), v(Type::I32)]),
+        one(
+            Builtin::Reachable,
+            &[v(index.clone()), v(Type::I64), v(Type::I32)]
+        ),
         Type::Bool
     );
     let e = fails(Builtin::ReachIndex, &[v(Type::I64), v(Type::I64)]);
