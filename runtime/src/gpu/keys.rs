@@ -24,6 +24,7 @@ use super::error::{GpuError, Result};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::template::{render, workgroup_size_text};
 use crate::cpu::keys::{domain, Domain};
+use crate::types::Type;
 use crate::value::{StrDict, Vector};
 
 /// `shaders/keys.wgsl`: key encoding and element-wise helpers.
@@ -406,8 +407,8 @@ fn integer_as_f64(column: ColumnSource<'_>) -> ColumnSource<'_> {
 /// Two columns encoded in one common domain, as the CPU's `paired_keys`: equal key words
 /// mean equal values across the two and word order is value order. Integers of different
 /// widths are both widened to 64-bit keys; temporal types pair only with themselves; reals
-/// pair with reals of the same width (an integer or f32 against an f64 is not supported on
-/// the GPU: it needs a conversion to f64); strings through a merged dictionary when the two
+/// pair with reals of the same width, a narrow integer with an f64 through the encode kernel,
+/// and other pairs of reals through the promoted type (converted before upload); strings through a merged dictionary when the two
 /// dictionaries differ — the merge is per distinct string and runs on the CPU.
 pub fn paired_columns_merging_dictionaries_on_cpu<'a>(
     what: &str,
@@ -438,14 +439,25 @@ pub fn paired_columns_merging_dictionaries_on_cpu<'a>(
             let (ca, cb) = (own_column(what, a)?, own_column(what, b)?);
             Ok((integer_as_f64(ca), integer_as_f64(cb)))
         }
-        (Domain::Integer | Domain::Float, Domain::Integer | Domain::Float) => Err(unsupported(
-            what,
-            format!(
-                "comparing {} with {} needs a conversion to f64, not done on the GPU",
-                a.ty(),
-                b.ty()
-            ),
-        )),
+        // Other pairs of reals (bool or an integer against an f32, i64 against f64, f32
+        // against f64): both sides converted to the promoted type before upload, as the CPU
+        // backend compares them (the type rules accept every pair of reals).
+        (Domain::Integer | Domain::Float, Domain::Integer | Domain::Float) => {
+            let common = Type::promote(&a.ty(), &b.ty()).ok_or_else(cannot)?;
+            let promoted = |v: &Vector| -> Result<ColumnSource<'static>> {
+                let cast = v
+                    .cast_real(&common)
+                    .map_err(|e| unsupported(what, e.message))?;
+                let column = own_column(what, &cast)?;
+                Ok(ColumnSource {
+                    data: Cow::Owned(column.data.into_owned()),
+                    rows: column.rows,
+                    encoding: column.encoding,
+                    remap: column.remap,
+                })
+            };
+            Ok((promoted(a)?, promoted(b)?))
+        }
         (Domain::Strings, Domain::Strings) => {
             let (Some(sa), Some(sb)) = (a.as_strings(), b.as_strings()) else {
                 return Err(cannot());

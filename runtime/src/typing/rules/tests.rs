@@ -456,3 +456,14 @@ fn reach_index_of_a_graph_is_a_dictionary_that_reachable_accepts() {
     let e = fails(Builtin::ReachIndex, &[v(graph)]);
     assert_eq!(e.message, "`@reach_index` takes 2 arguments, found 1");
 }
+
+#[test]
+fn complex_numbers_are_not_keys_nor_multiplied() {
+    fails(Builtin::Eq, &[v(Type::Complex), v(Type::Complex)]);
+    fails(Builtin::Member, &[v(Type::Complex), v(Type::Complex)]);
+    fails(Builtin::Unique, &[v(Type::Complex)]);
+    fails(Builtin::Mul, &[v(Type::Complex), v(Type::F64)]);
+    fails(Builtin::Like, &[v(Type::Char), v(Type::Char)]);
+    assert_eq!(one(Builtin::Pi, &[v(Type::Complex)]), Type::Complex);
+    assert_eq!(one(Builtin::Conj, &[v(Type::Complex)]), Type::Complex);
+}
