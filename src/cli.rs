@@ -58,7 +58,8 @@ enum Command {
     /// (`src,dst`), or CSPA-like `assign.facts` and `dereference.facts` into a directory.
     GenGraph(GenGraphArgs),
     /// Benchmark: `--graph SF10,SF100` times shortest-path lengths of random pairs, GPU IBFS
-    /// beside the multi-threaded CPU MS-BFS (checking they agree).
+    /// beside the multi-threaded CPU MS-BFS (checking they agree); `--reach dag` times the
+    /// reachability index (`@reach_index`) build and queries on both backends.
     Bench(BenchArgs),
 }
 
@@ -127,6 +128,24 @@ struct BenchArgs {
     /// GPU lanes per vertex in u32 words (omega = 32 x W, W up to 32); 0 chooses.
     #[arg(long, default_value_t = 0)]
     lane_words: usize,
+    /// Reachability-index benchmark on a generated graph: dag, citation or clustered.
+    #[arg(long, value_name = "GRAPH")]
+    reach: Option<String>,
+    /// --reach: vertices of the generated graph.
+    #[arg(long, default_value_t = 1_500_000)]
+    vertices: usize,
+    /// --reach: average out-degree (edges = vertices x degree).
+    #[arg(long, default_value_t = 50)]
+    degree: usize,
+    /// --reach: labels per component (1 to 8).
+    #[arg(long, default_value_t = 3)]
+    labels: usize,
+    /// --reach: random pairs queried.
+    #[arg(long, default_value_t = 100_000)]
+    reach_pairs: usize,
+    /// --reach: pairs (a prefix) given to plain @reachable on both backends; default: all.
+    #[arg(long)]
+    plain_pairs: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -345,6 +364,9 @@ fn bench(args: &BenchArgs) -> bool {
     if !args.files.is_empty() && !bench_files(args) {
         return false;
     }
+    if let Some(graph) = &args.reach {
+        return bench_reach(args, graph);
+    }
     if args.graph.is_empty() {
         if args.files.is_empty() {
             eprintln!("error: nothing to benchmark: give query FILEs or --graph SF1,SF10,SF100");
@@ -410,6 +432,38 @@ fn gen_graph(args: &GenGraphArgs) -> bool {
             eprintln!("wrote {n} tuples to {}", args.out.display());
             true
         }
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
+    use horsec_runtime::graph::reach_bench::{run, ReachBench, ReachGraph};
+    let Some(kind) = ReachGraph::named(graph) else {
+        eprintln!(
+            "error: unknown graph `{graph}` for --reach: expected dag, citation or clustered"
+        );
+        return false;
+    };
+    if !(1..=8).contains(&args.labels) {
+        eprintln!("error: --labels must be 1 to 8, got {}", args.labels);
+        return false;
+    }
+    let config = ReachBench {
+        graph: kind,
+        vertices: args.vertices,
+        degree: args.degree,
+        labels: args.labels,
+        pairs: args.reach_pairs,
+        plain_pairs: args.plain_pairs.unwrap_or(args.reach_pairs),
+        runs: args.runs,
+        seed: args.seed,
+    };
+    let stdout = std::io::stdout();
+    match run(&config, &mut stdout.lock()) {
+        Ok(()) => true,
         Err(e) => {
             eprintln!("error: {e}");
             false

@@ -265,6 +265,7 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
         B::TupleDiff => relation::tuple_diff(&args),
         B::TupleMerge => relation::tuple_merge(&args),
         B::SortedJoin => relation::sorted_join(&args),
+        B::ReachIndex => graph::reach_index(&args),
     }
 }
 

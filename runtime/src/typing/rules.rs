@@ -74,6 +74,7 @@ pub fn arity(builtin: Builtin) -> Arity {
         | B::Csr
         | B::ShortestPathLength
         | B::Reachable => Arity::Exactly(3),
+        B::ReachIndex => Arity::Exactly(2),
         b if b.is_binary_elementwise() => Arity::Exactly(2),
         B::Append
         | B::Like
@@ -190,6 +191,11 @@ fn relation(t: &Type) -> bool {
 
 fn list(cell: Type) -> Type {
     Type::List(Box::new(cell))
+}
+
+/// The type of a reachability index from `@reach_index`: `dict<sym, list<i64>>`.
+pub fn reach_index_type() -> Type {
+    Type::Dict(Box::new(Type::Sym), Box::new(list(Type::I64)))
 }
 
 /// The wider of two real types; two bools widen to `i16` (HorsePower promotes bool before
@@ -820,17 +826,34 @@ impl Call<'_> {
                 self.value_where(2, "an integer vertex count", integer)?;
                 Ok(list(Type::I64))
             }
-            B::ShortestPathLength | B::Reachable => {
+            // `@reach_index(g, d)`: a GRAIL index of graph `g` with `d` labels (1 to 8, 0 for
+            // 3; checked when it runs). An index is a `dict<sym, list<i64>>` (components,
+            // condensed DAG, labels; runtime `graph::grail`), which `@reachable` accepts in
+            // place of the graph.
+            B::ReachIndex => {
+                self.value_where(0, "a graph (list<i64> from @csr)", |t| {
+                    *t == list(Type::I64)
+                })?;
+                self.value_where(1, "an integer label count", integer)?;
+                Ok(reach_index_type())
+            }
+            B::Reachable => {
+                self.value_where(
+                    0,
+                    "a graph (list<i64> from @csr) or an index (from @reach_index)",
+                    |t| *t == list(Type::I64) || *t == reach_index_type(),
+                )?;
+                self.value_where(1, "integer vertex indexes or an enum", vertex_ids)?;
+                self.value_where(2, "integer vertex indexes or an enum", vertex_ids)?;
+                Ok(Type::Bool)
+            }
+            B::ShortestPathLength => {
                 self.value_where(0, "a graph (list<i64> from @csr)", |t| {
                     *t == list(Type::I64)
                 })?;
                 self.value_where(1, "integer vertex indexes or an enum", vertex_ids)?;
                 self.value_where(2, "integer vertex indexes or an enum", vertex_ids)?;
-                Ok(if self.builtin == B::Reachable {
-                    Type::Bool
-                } else {
-                    Type::I64
-                })
+                Ok(Type::I64)
             }
 
             // Relations: a list of i64 columns (tuples sorted where the builtin needs it,

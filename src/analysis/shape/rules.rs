@@ -475,6 +475,15 @@ impl ShapeAnalysis<'_> {
                 let neighbours = self.call_size(id, prefix, PART_CELLS);
                 Some(Shape::list(vertices, Shape::Vector(neighbours)))
             }
+            // A reachability index: a dictionary of 5 entries (components, DAG offsets and
+            // targets, labels, label count) of sizes known only once it is built.
+            B::ReachIndex => Some(Shape::Dictionary(
+                Box::new(Shape::Vector(Size::Constant(5))),
+                Box::new(Shape::list(
+                    Size::Constant(5),
+                    Shape::Vector(self.call_size(id, prefix, PART_CELLS)),
+                )),
+            )),
             // One answer per pair: as long as the sources (the destinations match them).
             B::ShortestPathLength | B::Reachable => arg(1).map(|sources| match &sources.shape {
                 Shape::Vector(size) => Shape::Vector(size.clone()),
