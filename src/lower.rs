@@ -131,6 +131,24 @@ impl GpuLowering<'_> {
             .ok_or_else(|| format!("statement {id} is not in the function"))
     }
 
+    /// The kernel with the line and column of each of its checks' statements, so that its
+    /// errors are located as the CPU's are.
+    fn locate_checks(&self, module: &Arc<KernelLaunch>) -> Arc<KernelLaunch> {
+        if module.checks.is_empty() && module.launch_checks.is_empty() {
+            return module.clone();
+        }
+        let mut located = (**module).clone();
+        let sites = located
+            .checks
+            .iter_mut()
+            .map(|c| &mut c.site)
+            .chain(located.launch_checks.iter_mut().map(|c| &mut c.site));
+        for site in sites {
+            site.at = Some(self.lowering.location_at(site.offset));
+        }
+        Arc::new(located)
+    }
+
     fn stmt(&self, stmt: &OutlinedStmt) -> Result<Option<Step>, String> {
         Ok(match stmt {
             OutlinedStmt::Host(id) | OutlinedStmt::Library(id) => {
@@ -152,7 +170,7 @@ impl GpuLowering<'_> {
                     .first()
                     .ok_or_else(|| format!("kernel {} has no statements", kernel.name))?;
                 Some(Step::Launch {
-                    kernel: module.clone(),
+                    kernel: self.locate_checks(module),
                     inputs: kernel.inputs.iter().map(|l| Slot(l.0)).collect(),
                     at: self.lowering.location(self.typed(*first)?.span),
                 })
@@ -230,7 +248,11 @@ impl Lowering<'_> {
     }
 
     fn location(&self, span: Span) -> Location {
-        let (line, column) = self.source.line_col(span.start);
+        self.location_at(span.start)
+    }
+
+    fn location_at(&self, offset: usize) -> Location {
+        let (line, column) = self.source.line_col(offset);
         Location {
             line: line as u32,
             column: column as u32,

@@ -21,7 +21,7 @@
 //!   offsets buffer of `cells + 1` `u32` (cell `c` is `values[offsets[c]..offsets[c+1]]`). An
 //!   enum is its key column (`EnumKeys`) plus the i64 row positions (`EnumIndex`).
 
-use crate::plan::Slot;
+use crate::plan::{Location, Slot};
 use crate::types::Type;
 
 /// Invocations per workgroup of every generated entry point.
@@ -58,6 +58,41 @@ pub struct KernelLaunch {
     /// engine reads the status scratch after the launch and fails with the message of the
     /// first check whose bit is set, as the CPU backend would.
     pub checks: Vec<StatusCheck>,
+    /// Argument checks the engine makes on resolved lengths and counts before it launches
+    /// anything, in statement order: the same rules, and the same messages, as the CPU
+    /// builtins (sizes the compiler could not prove equal).
+    pub launch_checks: Vec<LaunchCheck>,
+}
+
+/// Where in the source a check belongs: the statement whose builtin it checks.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckSite {
+    /// Byte offset of the statement in the source (set by the code generator).
+    pub offset: usize,
+    /// Its line and column (set when the program is lowered, which knows the source).
+    pub at: Option<Location>,
+}
+
+/// A check of one builtin's arguments made before the launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchCheck {
+    /// The builtin's name without `@` (messages read `@name: …`, as the CPU's do).
+    pub builtin: String,
+    pub rule: LaunchRule,
+    pub site: CheckSite,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LaunchRule {
+    /// Element-wise binary: equal lengths, or one side of length 1
+    /// (`length mismatch (n vs m)`).
+    Broadcast(Length, Length),
+    /// `@compress(mask, x)`: the mask as long as the data (`length mismatch (mask n vs m)`).
+    MaskLength(Length, Length),
+    /// The count `n` of `@vector(n, v)`: one non-negative integer whose elements of
+    /// `element_bytes` fit in memory (`cannot make n elements: …`, as
+    /// [`crate::sizes::checked_count`] says).
+    Count { count: Slot, element_bytes: u64 },
 }
 
 /// An error condition the kernel reports through a bit of a `Status` scratch word.
@@ -67,6 +102,22 @@ pub struct StatusCheck {
     /// The bit (0–31) of `status[0]` the kernel sets (with `atomicOr`) on this error.
     pub bit: u32,
     pub message: String,
+    pub site: CheckSite,
+    /// For an index checked against a length: how to name the first index out of range
+    /// as the CPU does (`@index: index 7 out of range for length 5`), from the host's copy
+    /// of the index input.
+    pub report: Option<IndexReport>,
+}
+
+/// The input and length an index check compares, for the CPU's message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexReport {
+    /// The builtin's name without `@`.
+    pub builtin: String,
+    /// The index vector, an input of the kernel read in order.
+    pub index: Slot,
+    /// The length the indexes must be below.
+    pub length: Length,
 }
 
 /// Native features a module uses.
@@ -213,6 +264,12 @@ pub enum Length {
     ValueOf(Slot),
     /// The sum of two lengths (the result of `@append`).
     Sum(Box<Length>, Box<Length>),
+    /// The length of an element-wise result: the common length, or the other side's where
+    /// one side has length 1 (a mismatch is refused by a [`LaunchRule::Broadcast`] check).
+    Broadcast(Box<Length>, Box<Length>),
+    /// The larger of two lengths: the threads of a kernel whose values the compiler could
+    /// not prove equally long (each value is written and reduced only below its own length).
+    Max(Box<Length>, Box<Length>),
     /// The count a compaction kept: the last element of an `Offsets` scratch buffer, known
     /// once the passes before have run (read back, or used on the device).
     Compacted(ScratchId),

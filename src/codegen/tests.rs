@@ -187,7 +187,13 @@ fn gathers_check_their_indexes_through_a_status_bit() {
     let program = program(f.finish());
     let module = kernel_of(&program, &[0], 0, &[col, idx], &[g]).expect("generates");
     assert_eq!(module.checks.len(), 1);
-    assert_eq!(module.checks[0].message, "index out of range reading col");
+    assert_eq!(
+        module.checks[0].message,
+        "@index: index out of range reading col"
+    );
+    // The engine names the first bad index from the host's copy of `idx`, as the CPU does.
+    let report = module.checks[0].report.as_ref().expect("an index report");
+    assert_eq!(report.index, horsec_runtime::plan::Slot(idx.0));
     insta::assert_snapshot!("codegen_gather", module.wgsl);
 }
 

@@ -112,11 +112,9 @@ impl Builder<'_, '_> {
                 Placed::Kernel(units, geometry) => {
                     let members = Members::new(self.cx, &units);
                     let (inputs, outputs) = self.interface(&members);
-                    // GPU statements have no effects: a kernel whose values nobody reads is
-                    // dead code, and launching it would be wasted work.
-                    if outputs.is_empty() {
-                        continue;
-                    }
+                    // A kernel whose values nobody reads still runs: its statements check
+                    // their arguments (lengths, counts, conditions), and the CPU reports a
+                    // failed check whether or not the value is used.
                     let id = KernelId(self.kernels.len());
                     self.kernels.push(Kernel {
                         id,

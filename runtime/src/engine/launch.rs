@@ -14,8 +14,8 @@ use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
-    Access, BufferRef, DictionarySource, KernelLaunch, LaunchRequirement, Length, OutputLayout,
-    ParamValue, Pass, ScratchId, ValuePart,
+    Access, BufferRef, CheckSite, DictionarySource, IndexReport, KernelLaunch, LaunchCheck,
+    LaunchRequirement, LaunchRule, Length, OutputLayout, ParamValue, Pass, ScratchId, ValuePart,
 };
 use crate::plan::Slot;
 use crate::types::Type;
@@ -54,6 +54,11 @@ pub(crate) fn launch(
             "{}: the GPU lacks f64 (SHADER_F64)",
             kernel.name
         )));
+    }
+
+    // Argument checks on lengths and counts, before anything is allocated or read.
+    for check in &kernel.launch_checks {
+        check_arguments(kernel, check, inputs)?;
     }
 
     // Requirements first: they may replace input values (re-coded strings).
@@ -249,7 +254,12 @@ pub(crate) fn launch(
                 }
             };
             if word & (1 << check.bit) != 0 {
-                return Err(RuntimeError::new(check.message.clone()));
+                let message = match &check.report {
+                    Some(report) => index_message(kernel, report, &values)?
+                        .unwrap_or_else(|| check.message.clone()),
+                    None => check.message.clone(),
+                };
+                return Err(located(RuntimeError::new(message), &check.site));
             }
         }
     }
@@ -376,6 +386,138 @@ fn download_vector(
     vector_from_download(ty, data, dict)
 }
 
+/// Gives `error` the location of the statement `site` names.
+fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
+    if let Some(at) = site.at {
+        error.location = Some((at.line, at.column));
+    }
+    error
+}
+
+/// The length of an input part, or a constant (the lengths launch checks compare).
+fn static_length(
+    kernel: &KernelLaunch,
+    length: &Length,
+    values: &HashMap<Slot, Value>,
+) -> Result<u64> {
+    Ok(match length {
+        Length::Constant(n) => *n,
+        Length::Of { slot, part } => part_len(input(values, *slot, kernel)?, *part)?,
+        Length::Broadcast(a, b) => match (
+            static_length(kernel, a, values)?,
+            static_length(kernel, b, values)?,
+        ) {
+            (1, m) => m,
+            (n, 1) => n,
+            (n, m) => n.max(m),
+        },
+        Length::Max(a, b) => {
+            static_length(kernel, a, values)?.max(static_length(kernel, b, values)?)
+        }
+        Length::Sum(a, b) => static_length(kernel, a, values)?
+            .checked_add(static_length(kernel, b, values)?)
+            .ok_or_else(|| RuntimeError::new("a length overflows"))?,
+        Length::ValueOf(slot) => match input(values, *slot, kernel)? {
+            Value::Vector(v) if v.len() == 1 => {
+                let n = v.integer_at(0).ok_or_else(|| {
+                    RuntimeError::new(format!("{}: a length that is not an integer", kernel.name))
+                })?;
+                u64::try_from(n).map_err(|_| {
+                    RuntimeError::new(format!("a length must not be negative, got {n}"))
+                })?
+            }
+            _ => {
+                return Err(RuntimeError::new(format!(
+                    "{}: slot {} must hold one integer (a length)",
+                    kernel.name, slot.0
+                )))
+            }
+        },
+        Length::Compacted(_) => {
+            return Err(RuntimeError::new(format!(
+                "{}: a launch check of a length known only on the device",
+                kernel.name
+            )))
+        }
+    })
+}
+
+/// The CPU's message for the first index out of range (None when the host copy shows none).
+fn index_message(
+    kernel: &KernelLaunch,
+    report: &IndexReport,
+    values: &HashMap<Slot, Value>,
+) -> Result<Option<String>> {
+    let length = static_length(kernel, &report.length, values)?;
+    let Value::Vector(index) = input(values, report.index, kernel)? else {
+        return Ok(None);
+    };
+    Ok((0..index.len())
+        .filter_map(|k| index.integer_at(k))
+        .find(|&i| i < 0 || i as u64 >= length)
+        .map(|i| {
+            format!(
+                "@{}: index {i} out of range for length {length}",
+                report.builtin
+            )
+        }))
+}
+
+/// Makes one of the kernel's argument checks, failing as the CPU builtin would.
+fn check_arguments(
+    kernel: &KernelLaunch,
+    check: &LaunchCheck,
+    values: &HashMap<Slot, Value>,
+) -> Result<()> {
+    let fail = |message: String| {
+        Err(located(
+            RuntimeError::new(format!("@{}: {message}", check.builtin)),
+            &check.site,
+        ))
+    };
+    match &check.rule {
+        LaunchRule::Broadcast(a, b) => {
+            let (n, m) = (
+                static_length(kernel, a, values)?,
+                static_length(kernel, b, values)?,
+            );
+            if n != m && n != 1 && m != 1 {
+                return fail(format!("length mismatch ({n} vs {m})"));
+            }
+        }
+        LaunchRule::MaskLength(mask, data) => {
+            let (n, m) = (
+                static_length(kernel, mask, values)?,
+                static_length(kernel, data, values)?,
+            );
+            if n != m {
+                return fail(format!("length mismatch (mask {n} vs {m})"));
+            }
+        }
+        LaunchRule::Count {
+            count,
+            element_bytes,
+        } => match input(values, *count, kernel)? {
+            Value::Vector(v) => match (v.len(), v.integer_at(0)) {
+                (1, Some(n)) => {
+                    if let Err(e) = crate::sizes::checked_count(n, *element_bytes) {
+                        return fail(format!("cannot make {n} elements: {e}"));
+                    }
+                }
+                _ => {
+                    return fail(format!(
+                        "expected one integer, got {} element(s) of {}",
+                        v.len(),
+                        v.ty()
+                    ))
+                }
+            },
+            other => return fail(format!("expected a count, got a {}", other.ty())),
+        },
+    }
+    Ok(())
+}
+
 fn input<'v>(
     values: &'v HashMap<Slot, Value>,
     slot: Slot,
@@ -455,6 +597,13 @@ impl<'a> Run<'a> {
                     .ok_or_else(|| RuntimeError::new("a length overflows"))?
             }
             Length::Of { slot, part } => part_len(input(self.values, *slot, kernel)?, *part)?,
+            Length::Broadcast(a, b) => match (self.resolve(a)?, self.resolve(b)?) {
+                (1, m) => m,
+                (n, 1) => n,
+                // Equal, or a mismatch a launch check has refused already.
+                (n, m) => n.max(m),
+            },
+            Length::Max(a, b) => self.resolve(a)?.max(self.resolve(b)?),
             Length::ValueOf(slot) => {
                 let value = input(self.values, *slot, kernel)?;
                 let n = match value {

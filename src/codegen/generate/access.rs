@@ -11,6 +11,7 @@ impl Generator<'_> {
         builtin: Builtin,
         source: &Operand,
         index: &Val,
+        index_input: Option<LocalId>,
     ) -> Result<(Val, Vec<String>), CodegenError> {
         let Operand::Local(local, _) = source else {
             return Err(self.error(Some(builtin), "gathering from a literal"));
@@ -33,24 +34,36 @@ impl Generator<'_> {
         }
         let buffer = self.input_binding(*local, ValuePart::Elements, element);
         let length = self.length_param(*local, ValuePart::Elements);
-        let source_name = self.name(*local);
-        let (val, prelude) = self.checked_gather(&buffer, &length, &ty, index, &source_name)?;
+        let message = format!(
+            "@{builtin}: index out of range reading {}",
+            self.name(*local)
+        );
+        let report = index_input.map(|index| IndexReport {
+            builtin: builtin.name().to_string(),
+            index: Self::slot(index),
+            length: Length::Of {
+                slot: Self::slot(*local),
+                part: ValuePart::Elements,
+            },
+        });
+        let (val, prelude) = self.checked_gather(&buffer, &length, &ty, index, message, report)?;
         let dictionary = matches!(ty, Type::Sym | Type::Str)
             .then_some(DictionarySource::Input(Self::slot(*local)));
         Ok((Val { dictionary, ..val }, prelude))
     }
 
     /// Reads `buffer[index]` after checking `0 <= index < length`; an index out of range
-    /// sets a status bit (the read itself stays in bounds).
+    /// sets a status bit and reads element 0 instead (the read stays in bounds).
     pub(super) fn checked_gather(
         &mut self,
         buffer: &str,
         length: &str,
         ty: &Type,
         index: &Val,
-        source_name: &str,
+        message: String,
+        report: Option<IndexReport>,
     ) -> Result<(Val, Vec<String>), CodegenError> {
-        let bit = self.status_bit(format!("index out of range reading {source_name}"))?;
+        let bit = self.status_bit(message, report)?;
         let wide = index.ty == Type::I64;
         let (index_ty, len_expr) = if wide {
             self.use_type("i64");
@@ -68,12 +81,13 @@ impl Generator<'_> {
         let j = format!("j{}", self.element_lines.len() + self.cell_lines.len());
         let prelude = vec![
             format!("let {j}: {index_ty} = {position};"),
+            format!("let in_range_{j} = {j} >= {zero} && {j} < {len_expr};"),
             format!(
-                "if {j} < {zero} || {j} >= {len_expr} {{ atomicOr(&status[0], {}u); }}",
+                "if !in_range_{j} {{ atomicOr(&status[0], {}u); }}",
                 1u32 << bit
             ),
         ];
-        let expr = wgsl::load(&format!("{buffer}[u32({j})]"), ty);
+        let expr = wgsl::load(&format!("{buffer}[select(0u, u32({j}), in_range_{j})]"), ty);
         Ok((
             Val {
                 expr,
@@ -189,7 +203,7 @@ impl Generator<'_> {
         let name = self.name(local);
         let buffer = self.input_binding(local, ValuePart::Elements, element);
         let length = self.length_param(local, ValuePart::Elements);
-        let bit = self.status_bit(format!("@vector: cannot fill from the empty {name}"))?;
+        let bit = self.status_bit(format!("@vector: cannot fill from the empty {name}"), None)?;
         let prelude = vec![format!(
             "if {length} == 0u {{ atomicOr(&status[0], {}u); }}",
             1u32 << bit
@@ -255,7 +269,9 @@ impl Generator<'_> {
             list: false,
         };
         let name = self.name(local);
-        let (mut val, prelude) = self.checked_gather(&keys, &length, &key_ty, &index, &name)?;
+        let message = format!("@fetch: index out of range reading {name}");
+        let (mut val, prelude) =
+            self.checked_gather(&keys, &length, &key_ty, &index, message, None)?;
         val.ty = result_ty.clone();
         val.dictionary = matches!(*key_ty, Type::Sym | Type::Str)
             .then_some(DictionarySource::Input(Self::slot(local)));

@@ -30,22 +30,54 @@ impl Generator<'_> {
         })
     }
 
+    /// The type of the value an output holds: what the kernel computed (the type of the
+    /// builtin's result), which a declaration the type checker converted may not name.
+    fn output_type(&self, local: LocalId) -> Type {
+        match self.values.get(&local) {
+            Some(val) if val.list && !matches!(val.ty, Type::List(_)) => {
+                Type::List(Box::new(val.ty.clone()))
+            }
+            Some(val) => val.ty.clone(),
+            None => self.local_type(local),
+        }
+    }
+
+    /// `i < <own length>` for a value (or a reduction's folded value) shorter than the
+    /// launch, `None` when it spans the launch.
+    fn guard(&mut self, local: LocalId, launch: &Length) -> Option<String> {
+        let own = if self.reductions.iter().any(|r| r.target == local) {
+            self.reduced_lengths.get(&local)
+        } else {
+            self.lengths.get(&local)
+        };
+        let own = own.filter(|own| *own != launch).cloned()?;
+        let name = format!("len_v_{}", self.name(local));
+        Some(format!("i < {}", self.param(name, ParamValue::Length(own))))
+    }
+
     pub(super) fn assemble_vector(mut self) -> Result<KernelLaunch, CodegenError> {
-        let Layout::Vector { length, .. } = &self.layout else {
+        let Some(length) = self.launch_length() else {
             return Err(CodegenError::malformed(
                 &self.kernel.name,
                 "not a vector kernel",
             ));
         };
-        let length = length.clone();
         let n = self.param("n".to_string(), ParamValue::Length(length.clone()));
+        // Values shorter than the launch (a broadcast side, a value of an unrelated input
+        // length) are written and reduced only below their own length.
+        let reduced: Vec<LocalId> = self.reductions.iter().map(|r| r.target).collect();
+        for (k, target) in reduced.into_iter().enumerate() {
+            if let Some(guard) = self.guard(target, &length) {
+                self.reductions[k].active.insert(0, guard);
+            }
+        }
         // Outputs: full ones written at i, compressed ones grouped by activity and compacted.
         let mut outputs = Vec::new();
         let mut full_writes = Vec::new();
         let mut groups: BTreeMap<String, Vec<(LocalId, Val)>> = BTreeMap::new();
         let mut reduced = Vec::new();
         for &local in &self.kernel.outputs.clone() {
-            let ty = self.local_type(local);
+            let ty = self.output_type(local);
             if let Some(k) = self.reductions.iter().position(|r| r.target == local) {
                 reduced.push((local, k));
                 continue;
@@ -73,18 +105,24 @@ impl Generator<'_> {
                     "{buffer}[i] = {};",
                     wgsl::store(&val.expr, &val.ty)
                 ));
+                let own = self.lengths.get(&local).cloned().unwrap_or(length.clone());
                 outputs.push(KernelOutput {
                     slot: Self::slot(local),
                     ty,
                     layout: OutputLayout::Vector {
-                        length: length.clone(),
+                        length: own,
                         capacity: length.clone(),
                     },
                     dictionary: val.dictionary.clone(),
                 });
             } else {
+                let conjuncts: Vec<String> = self
+                    .guard(local, &length)
+                    .into_iter()
+                    .chain(val.active.iter().cloned())
+                    .collect();
                 groups
-                    .entry(val.active.join(" && "))
+                    .entry(conjuncts.join(" && "))
                     .or_default()
                     .push((local, val));
             }
@@ -121,7 +159,7 @@ impl Generator<'_> {
             });
             let mut stores = Vec::new();
             for (local, val) in members {
-                let ty = self.local_type(*local);
+                let ty = self.output_type(*local);
                 let element = self.output_element(*local, &ty)?;
                 let buffer = self.output_binding(*local, ValuePart::Elements, element);
                 stores.push(format!(
@@ -363,7 +401,7 @@ impl Generator<'_> {
         let mut element_writes = Vec::new();
         let mut cell_writes = Vec::new();
         for &local in &self.kernel.outputs.clone() {
-            let ty = self.local_type(local);
+            let ty = self.output_type(local);
             let element = self.output_element(local, &ty)?;
             let is_list = matches!(ty, Type::List(_));
             if let Some(k) = self.reductions.iter().position(|r| r.target == local) {
@@ -524,9 +562,14 @@ impl Generator<'_> {
     pub(super) fn finish(
         self,
         entries: String,
-        passes: Vec<Pass>,
+        mut passes: Vec<Pass>,
         outputs: Vec<KernelOutput>,
     ) -> Result<KernelLaunch, CodegenError> {
+        // A kernel whose values nobody reads runs only for its checks: with none on the
+        // device, the engine's launch checks are all there is to do.
+        if outputs.is_empty() && self.checks.is_empty() {
+            passes.clear();
+        }
         let mut text = String::new();
         let _ = writeln!(
             text,
@@ -611,6 +654,7 @@ impl Generator<'_> {
             outputs,
             requirements: self.requirements,
             checks: self.checks,
+            launch_checks: self.launch_checks,
         };
         Ok(launch)
     }

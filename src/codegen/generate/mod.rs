@@ -27,10 +27,10 @@ use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::kernel::{
-    Access, Binding, BufferRef, DictionarySource, Dispatch, GpuElement, KernelFeatures,
-    KernelLaunch, KernelOutput, LaunchRequirement, Length, OutputLayout, ParamField, ParamValue,
-    Pass, Scratch, ScratchId, ScratchPurpose, StatusCheck, ValuePart, KERNEL_WORKGROUP_SIZE,
-    MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
+    Access, Binding, BufferRef, CheckSite, DictionarySource, Dispatch, GpuElement, IndexReport,
+    KernelFeatures, KernelLaunch, KernelOutput, LaunchCheck, LaunchRequirement, LaunchRule, Length,
+    OutputLayout, ParamField, ParamValue, Pass, Scratch, ScratchId, ScratchPurpose, StatusCheck,
+    ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
 };
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
@@ -139,6 +139,10 @@ pub(crate) struct Generator<'a> {
     tree: StatementTree<'a>,
     layout: Layout,
     names: HashMap<LocalId, String>,
+    /// The type of the values each local holds, as the typed program gives the expressions
+    /// assigned to it (a declaration may differ: the type checker converts with a warning,
+    /// and the backends produce the expression's type).
+    value_types: HashMap<LocalId, Type>,
     values: HashMap<LocalId, Val>,
     bindings: Vec<Binding>,
     binding_names: HashMap<(LocalId, ValuePart, bool), String>,
@@ -151,6 +155,20 @@ pub(crate) struct Generator<'a> {
     helpers: BTreeSet<Helper>,
     requirements: Vec<LaunchRequirement>,
     checks: Vec<StatusCheck>,
+    /// Argument checks the engine makes before the launch (lengths the compiler could not
+    /// prove equal, counts).
+    launch_checks: Vec<LaunchCheck>,
+    /// The run-time length of each value the kernel defines (vector layout).
+    lengths: HashMap<LocalId, Length>,
+    /// The length of the value each reduction folds.
+    reduced_lengths: HashMap<LocalId, Length>,
+    /// Lengths of inputs read at the kernel's positions whose sizes the shape analysis
+    /// could not prove equal to the geometry's: the launch covers the longest, and each
+    /// read is clamped to its own buffer (a length-1 input is broadcast).
+    unproven: Vec<Length>,
+    /// Lengths a launch check proves equal to the geometry's (the data of a `@compress` by
+    /// a mask of the geometry): they do not widen the launch.
+    checked_equal: Vec<Length>,
     status: Option<ScratchId>,
     features: KernelFeatures,
     symbol_params: HashMap<(String, usize), (String, String)>,
@@ -172,6 +190,7 @@ impl<'a> Generator<'a> {
                 CodegenError::malformed(&kernel.name, "the kernel has no statements")
             })?;
         let names = local_names(function);
+        let value_types = value_types(&tree);
         let mut generator = Generator {
             program,
             function,
@@ -183,6 +202,7 @@ impl<'a> Generator<'a> {
                 length: Length::Constant(1),
             },
             names,
+            value_types,
             values: HashMap::new(),
             bindings: Vec::new(),
             binding_names: HashMap::new(),
@@ -195,6 +215,11 @@ impl<'a> Generator<'a> {
             helpers: BTreeSet::new(),
             requirements: Vec::new(),
             checks: Vec::new(),
+            launch_checks: Vec::new(),
+            lengths: HashMap::new(),
+            reduced_lengths: HashMap::new(),
+            unproven: Vec::new(),
+            checked_equal: Vec::new(),
             status: None,
             features: KernelFeatures::default(),
             symbol_params: HashMap::new(),
@@ -218,6 +243,9 @@ impl<'a> Generator<'a> {
     }
 
     fn local_type(&self, local: LocalId) -> Type {
+        if let Some(ty) = self.value_types.get(&local) {
+            return ty.clone();
+        }
         self.function
             .locals
             .get(local.0)
@@ -486,8 +514,191 @@ impl<'a> Generator<'a> {
         )
     }
 
+    /// Where the current statement is, for the errors its checks report.
+    fn site(&self) -> CheckSite {
+        CheckSite {
+            offset: self
+                .tree
+                .stmt(self.current)
+                .map_or(0, |stmt| stmt.span.start),
+            at: None,
+        }
+    }
+
+    /// The geometry's length (vector layout), before unproven inputs widen the launch.
+    fn geometry_length(&self) -> Option<Length> {
+        match &self.layout {
+            Layout::Vector { length, .. } => Some(length.clone()),
+            Layout::List { .. } => None,
+        }
+    }
+
+    /// The number of threads of a vector launch: the geometry's length, widened to every
+    /// input whose size the compiler could not relate to it.
+    fn launch_length(&self) -> Option<Length> {
+        let mut length = self.geometry_length()?;
+        let mut seen = vec![length.clone()];
+        for other in &self.unproven {
+            if !seen.contains(other) && !self.checked_equal.contains(other) {
+                seen.push(other.clone());
+                length = Length::Max(Box::new(length), Box::new(other.clone()));
+            }
+        }
+        Some(length)
+    }
+
+    /// The run-time length of an operand of the current statement (vector layout only).
+    fn operand_length(&self, operand: &Operand) -> Option<Length> {
+        let geometry = self.geometry_length()?;
+        Some(match operand {
+            Operand::Literal(literal) => Length::Constant(literal.values.len() as u64),
+            Operand::Global(global, _) => Length::Constant(
+                self.program
+                    .globals
+                    .get(global.0)
+                    .map_or(1, |g| g.value.values.len() as u64),
+            ),
+            Operand::Local(local, _) => {
+                if let Some(length) = self.lengths.get(local) {
+                    return Some(length.clone());
+                }
+                let Layout::Vector { size, .. } = &self.layout else {
+                    return None;
+                };
+                match self
+                    .analysis
+                    .shapes
+                    .before
+                    .get(self.current.0)
+                    .and_then(|fact| fact.get(local))
+                {
+                    Some(Shape::Vector(s)) if s == size => geometry,
+                    Some(Shape::Vector(Size::Constant(k))) => Length::Constant(*k),
+                    Some(Shape::Vector(Size::Compressed(..))) => geometry,
+                    Some(Shape::Vector(_)) => Length::Of {
+                        slot: Self::slot(*local),
+                        part: ValuePart::Elements,
+                    },
+                    _ => geometry,
+                }
+            }
+        })
+    }
+
+    /// The length of an element-wise result of operands of lengths `a` and `b`, with the
+    /// launch check of their agreement where the compiler cannot see it.
+    fn broadcast_length(&mut self, builtin: Builtin, a: Length, b: Length) -> Length {
+        if a == b || b == Length::Constant(1) {
+            return a;
+        }
+        if a == Length::Constant(1) {
+            return b;
+        }
+        let site = self.site();
+        self.launch_checks.push(LaunchCheck {
+            builtin: builtin.name().to_string(),
+            rule: LaunchRule::Broadcast(a.clone(), b.clone()),
+            site,
+        });
+        Length::Broadcast(Box::new(a), Box::new(b))
+    }
+
+    /// The run-time length of the value `builtin` makes from `args` (vector layout), with
+    /// the launch checks its arguments need.
+    fn result_length(
+        &mut self,
+        builtin: Builtin,
+        args: &[Arg],
+    ) -> Result<Option<Length>, CodegenError> {
+        use Builtin as B;
+        let Some(geometry) = self.geometry_length() else {
+            return Ok(None);
+        };
+        let operands: Vec<&Operand> = args
+            .iter()
+            .filter_map(|arg| match arg {
+                Arg::Operand(operand) => Some(operand),
+                Arg::Function(..) => None,
+            })
+            .collect();
+        let length_of = |g: &Self, k: usize| {
+            operands
+                .get(k)
+                .and_then(|op| g.operand_length(op))
+                .unwrap_or_else(|| geometry.clone())
+        };
+        Ok(Some(match builtin {
+            B::Compress => {
+                let (mask, data) = (length_of(self, 0), length_of(self, 1));
+                if mask != data {
+                    // Once the check has passed both lengths are one.
+                    if mask == geometry {
+                        self.checked_equal.push(data.clone());
+                    }
+                    let site = self.site();
+                    self.launch_checks.push(LaunchCheck {
+                        builtin: builtin.name().to_string(),
+                        rule: LaunchRule::MaskLength(mask.clone(), data),
+                        site,
+                    });
+                }
+                mask
+            }
+            B::Where => length_of(self, 0),
+            B::Index => length_of(self, 1),
+            B::Vector => {
+                let filled = operands.get(1).map(|op| {
+                    crate::analysis::statements::operand_type(self.program, self.function, op)
+                });
+                let element_bytes = filled
+                    .as_ref()
+                    .map_or(8, horsec_runtime::sizes::element_bytes);
+                match operands.first() {
+                    Some(Operand::Local(count, _)) if self.kernel.inputs.contains(count) => {
+                        let site = self.site();
+                        self.launch_checks.push(LaunchCheck {
+                            builtin: builtin.name().to_string(),
+                            rule: LaunchRule::Count {
+                                count: Self::slot(*count),
+                                element_bytes,
+                            },
+                            site,
+                        });
+                    }
+                    Some(Operand::Literal(literal)) => match literal.values.as_slice() {
+                        [LiteralValue::Int(n)] if *n >= 0 => {}
+                        // The CPU's refusal, with its message, is the answer.
+                        _ => {
+                            return Err(self.error(
+                                Some(builtin),
+                                "a count that is not one non-negative integer",
+                            ))
+                        }
+                    },
+                    _ => {}
+                }
+                geometry
+            }
+            B::Sum | B::Min | B::Max | B::Len | B::Count | B::Avg => Length::Constant(1),
+            B::Each | B::EachLeft | B::EachRight | B::EachItem | B::Raze => return Ok(None),
+            _ if is_elementwise(builtin) => match operands.len() {
+                0 => geometry,
+                1 => length_of(self, 0),
+                _ => {
+                    let (a, b) = (length_of(self, 0), length_of(self, 1));
+                    self.broadcast_length(builtin, a, b)
+                }
+            },
+            _ => geometry,
+        }))
+    }
+
     /// A status bit for an error the kernel detects; returns the bit.
-    fn status_bit(&mut self, message: String) -> Result<u32, CodegenError> {
+    fn status_bit(
+        &mut self,
+        message: String,
+        report: Option<IndexReport>,
+    ) -> Result<u32, CodegenError> {
         if let Some(check) = self.checks.iter().find(|c| c.message == message) {
             return Ok(check.bit);
         }
@@ -510,10 +721,13 @@ impl<'a> Generator<'a> {
         if bit >= 32 {
             return Err(self.error(None, "more than 32 error checks in one kernel"));
         }
+        let site = self.site();
         self.checks.push(StatusCheck {
             status,
             bit,
             message,
+            site,
+            report,
         });
         Ok(bit)
     }
@@ -612,11 +826,31 @@ impl<'a> Generator<'a> {
             // a dynamic one) are equal at run time when the outliner fused the statements;
             // only a compacted value (a compressed size other than the kernel's) cannot be
             // read at the kernel's positions.
-            (Layout::Vector { size, .. }, Shape::Vector(s))
-                if s == size || (!s.is_scalar() && !matches!(s, Size::Compressed(..))) =>
-            {
+            (Layout::Vector { size, .. }, Shape::Vector(s)) if s == size => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
                 Ok(make(format!("{name}[i]"), Level::Element, false))
+            }
+            // A size the shape analysis could not relate to the geometry (a parameter of a
+            // user function, the result of a call on such sizes): its length is known at
+            // launch. The read is clamped to the buffer, which broadcasts a length-1 input;
+            // launch checks refuse other mismatches as the CPU does.
+            (Layout::Vector { .. }, Shape::Vector(s))
+                if !s.is_scalar() && !matches!(s, Size::Compressed(..)) =>
+            {
+                let name = self.input_binding(local, ValuePart::Elements, element);
+                let length = self.length_param(local, ValuePart::Elements);
+                let own = Length::Of {
+                    slot: Self::slot(local),
+                    part: ValuePart::Elements,
+                };
+                if !self.unproven.contains(&own) {
+                    self.unproven.push(own);
+                }
+                Ok(make(
+                    format!("{name}[min(i, max({length}, 1u) - 1u)]"),
+                    Level::Element,
+                    false,
+                ))
             }
             (_, Shape::Vector(Size::Constant(1))) => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
@@ -686,6 +920,9 @@ impl<'a> Generator<'a> {
         match expr_call(expr) {
             None => match &expr.kind {
                 ExprKind::Operand(operand) => {
+                    if let Some(length) = self.operand_length(operand) {
+                        self.lengths.insert(target, length);
+                    }
                     let val = self.operand(operand)?;
                     self.define(target, val, Vec::new())
                 }
@@ -710,6 +947,35 @@ impl<'a> Generator<'a> {
     }
 
     fn call(
+        &mut self,
+        target: LocalId,
+        builtin: Builtin,
+        args: &[Arg],
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        let length = self.result_length(builtin, args)?;
+        if let Some(length) = &length {
+            if matches!(
+                builtin,
+                Builtin::Sum
+                    | Builtin::Min
+                    | Builtin::Max
+                    | Builtin::Len
+                    | Builtin::Count
+                    | Builtin::Avg
+            ) {
+                if let Some(Arg::Operand(operand)) = args.first() {
+                    if let Some(folded) = self.operand_length(operand) {
+                        self.reduced_lengths.insert(target, folded);
+                    }
+                }
+            }
+            self.lengths.insert(target, length.clone());
+        }
+        self.generate_call(target, builtin, args, result_ty)
+    }
+
+    fn generate_call(
         &mut self,
         target: LocalId,
         builtin: Builtin,
@@ -772,8 +1038,15 @@ impl<'a> Generator<'a> {
                 let [source, index] = ops.as_slice() else {
                     return Err(self.error(Some(builtin), "expects two arguments"));
                 };
+                // An index read straight from an input: the engine names the first one out of
+                // range from the host's copy, as the CPU does.
+                let index_input = match index {
+                    Operand::Local(local, _) if !self.values.contains_key(local) => Some(*local),
+                    _ => None,
+                };
                 let index = self.operand(index)?;
-                let (val, prelude) = self.gather(builtin, source, &index)?;
+                let index_input = index_input.filter(|_| index.active.is_empty());
+                let (val, prelude) = self.gather(builtin, source, &index, index_input)?;
                 self.define_with(target, val, index.active.clone(), prelude)
             }
             B::Fetch => {
@@ -1218,5 +1491,37 @@ fn local_names(function: &Function) -> HashMap<LocalId, String> {
             };
             (LocalId(k), name)
         })
+        .collect()
+}
+
+/// The type of every local that all its assignments give one type, from the expressions'
+/// types; locals assigned values of several types keep their declared type.
+fn value_types(tree: &StatementTree<'_>) -> HashMap<LocalId, Type> {
+    let mut types: HashMap<LocalId, Option<Type>> = HashMap::new();
+    for (_, entry) in tree.iter() {
+        let StmtKind::Assign { targets, expr, .. } = &entry.stmt.kind else {
+            continue;
+        };
+        for (target, ty) in targets.iter().zip(&expr.types) {
+            let Target::Local(local) = target else {
+                continue;
+            };
+            if ty.has_wildcard() {
+                types.insert(*local, None);
+                continue;
+            }
+            types
+                .entry(*local)
+                .and_modify(|known| {
+                    if known.as_ref() != Some(ty) {
+                        *known = None;
+                    }
+                })
+                .or_insert_with(|| Some(ty.clone()));
+        }
+    }
+    types
+        .into_iter()
+        .filter_map(|(local, ty)| Some((local, ty?)))
         .collect()
 }

@@ -69,7 +69,10 @@ impl Generator<'_> {
             );
         }
         let empty_bit = if counted && op != ReduceOp::Avg {
-            Some(self.status_bit(format!("@{builtin} of no elements ({})", self.name(target)))?)
+            Some(self.status_bit(
+                format!("@{builtin} of no elements ({})", self.name(target)),
+                None,
+            )?)
         } else {
             None
         };
@@ -146,7 +149,7 @@ impl Generator<'_> {
                         "@each_right(@index, x, l) with l not a list of cells",
                     ));
                 }
-                let (mut val, prelude) = self.gather(f, source, &list)?;
+                let (mut val, prelude) = self.gather(f, source, &list, None)?;
                 val.list = true;
                 self.define_with(target, val, Vec::new(), prelude)
             }
