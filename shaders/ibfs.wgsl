@@ -26,6 +26,12 @@
 //
 // One of the two expand kernels gets zero workgroups each level. `seed` starts a batch.
 //
+// On the condensed DAG of a reachability index (@reachable on @reach_index), `labels` holds
+// the GRAIL labels and `lane_destinations` the one destination of each lane (or NONE when a
+// lane has several): `identify` drops a lane's new bit at a vertex whose labels do not
+// contain the destination's, so such a vertex is never expanded for that lane (it cannot
+// reach the destination). The bit still counts as seen, so it is not offered again.
+//
 // Template parameters: {{WORKGROUP_SIZE}}.
 
 struct Params {
@@ -46,8 +52,9 @@ struct Params {
     direction: u32,
     // A level goes bottom-up when frontier edges · share > m.
     bottom_up_share: u32,
-    unused_0: u32,
-    unused_1: u32,
+    // GRAIL labels per vertex (0: no pruning) and the vertex count they are laid out by.
+    label_count: u32,
+    label_stride: u32,
 }
 
 // Slots of `control`.
@@ -88,6 +95,8 @@ struct Target {
 @group(0) @binding(13) var<storage, read_write> results: array<i32>;
 @group(0) @binding(14) var<storage, read_write> lane_pending: array<atomic<u32>>;
 @group(0) @binding(15) var<storage, read_write> active_lanes: array<atomic<u32>>;
+@group(0) @binding(16) var<storage, read> labels: array<u32>;
+@group(0) @binding(17) var<storage, read> lane_destinations: array<u32>;
 // Only `control` binds the indirect arguments: a buffer cannot be a storage binding and the
 // indirect buffer of the same dispatch.
 @group(1) @binding(0) var<storage, read_write> args: array<u32>;
@@ -127,6 +136,39 @@ fn seed(
         atomicStore(&control[NEXT_LEN], params.lane_count);
         atomicStore(&control[PENDING], params.target_count);
     }
+}
+
+const NO_DESTINATION: u32 = 0xffffffffu;
+
+// Whether vertex v may reach the destination of lane `lane`: every label of v contains the
+// destination's.
+fn labels_allow(v: u32, lane: u32) -> bool {
+    let t = lane_destinations[params.source_offset + lane];
+    if t == NO_DESTINATION {
+        return true;
+    }
+    for (var k = 0u; k < params.label_count; k = k + 1u) {
+        let a = 2u * (k * params.label_stride + v);
+        let b = 2u * (k * params.label_stride + t);
+        if labels[b] < labels[a] || labels[a + 1u] < labels[b + 1u] {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The bits of `bits` (lanes 32·w + bit) whose destinations v may reach.
+fn prune(v: u32, w: u32, bits: u32) -> u32 {
+    var keep = 0u;
+    var rest = bits;
+    while rest != 0u {
+        let b = firstTrailingBit(rest);
+        rest = rest & (rest - 1u);
+        if labels_allow(v, w * 32u + b) {
+            keep = keep | (1u << b);
+        }
+    }
+    return keep;
 }
 
 fn workgroups_for(threads: u32) -> u32 {
@@ -266,6 +308,9 @@ fn identify(
                     atomicStore(&next_bits[word], 0u);
                     fresh = reached & ~seen[word];
                     seen[word] = seen[word] | fresh;
+                    if params.label_count != 0u && fresh != 0u {
+                        fresh = prune(v, w, fresh);
+                    }
                 }
                 // Write only changes: most words stay zero level after level.
                 if frontier[word] != fresh {

@@ -54,9 +54,46 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Write seeded Datalog inputs: a power-law or grid (road-like) graph as CSV
+    /// (`src,dst`), or CSPA-like `assign.facts` and `dereference.facts` into a directory.
+    GenGraph(GenGraphArgs),
     /// Benchmark: `--graph SF10,SF100` times shortest-path lengths of random pairs, GPU IBFS
-    /// beside the multi-threaded CPU MS-BFS (checking they agree).
+    /// beside the multi-threaded CPU MS-BFS (checking they agree); `--reach dag` times the
+    /// reachability index (`@reach_index`) build and queries on both backends.
     Bench(BenchArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum GraphKind {
+    /// Directed, power-law degrees.
+    PowerLaw,
+    /// Road-like: links between neighbours of a square grid.
+    Grid,
+    /// CSPA-like assign/dereference facts (`--out` is a directory).
+    Cspa,
+}
+
+#[derive(clap::Args, Debug)]
+struct GenGraphArgs {
+    #[arg(long, value_enum)]
+    kind: GraphKind,
+    /// Vertices of a graph, or program variables of CSPA facts.
+    #[arg(long)]
+    vertices: u64,
+    /// Edges of a graph.
+    #[arg(long, default_value_t = 0)]
+    edges: u64,
+    /// CSPA: `assign` facts (httpd: 360000).
+    #[arg(long, default_value_t = 360_000)]
+    assign: u64,
+    /// CSPA: `dereference` facts (httpd: 1100000).
+    #[arg(long, default_value_t = 1_100_000)]
+    dereference: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The CSV file (graphs) or directory (CSPA) to write.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -66,9 +103,13 @@ struct BenchArgs {
     /// TPC-H scale factor generated in process for the query programs (default 0.01).
     #[arg(long, value_name = "SF", conflicts_with = "data")]
     tpch: Option<f64>,
-    /// A directory of dbgen `.tbl` files for the query programs.
+    /// A directory of dbgen `.tbl` files for the query programs (for `.dl` programs: of
+    /// `REL.facts` files).
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// For `.dl` programs: the CSV file of input relation NAME; repeatable.
+    #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg)]
+    tables: Vec<(String, PathBuf)>,
     /// Use the adapter whose name contains this text (also `HORSEC_ADAPTER`).
     #[arg(long, value_name = "NAME")]
     adapter: Option<String>,
@@ -87,6 +128,24 @@ struct BenchArgs {
     /// GPU lanes per vertex in u32 words (omega = 32 x W, W up to 32); 0 chooses.
     #[arg(long, default_value_t = 0)]
     lane_words: usize,
+    /// Reachability-index benchmark on a generated graph: dag, citation or clustered.
+    #[arg(long, value_name = "GRAPH")]
+    reach: Option<String>,
+    /// --reach: vertices of the generated graph.
+    #[arg(long, default_value_t = 1_500_000)]
+    vertices: usize,
+    /// --reach: average out-degree (edges = vertices x degree).
+    #[arg(long, default_value_t = 50)]
+    degree: usize,
+    /// --reach: labels per component (1 to 8).
+    #[arg(long, default_value_t = 3)]
+    labels: usize,
+    /// --reach: random pairs queried.
+    #[arg(long, default_value_t = 100_000)]
+    reach_pairs: usize,
+    /// --reach: pairs (a prefix) given to plain @reachable on both backends; default: all.
+    #[arg(long)]
+    plain_pairs: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -131,6 +190,9 @@ fn parse_table_arg(text: &str) -> Result<(String, PathBuf), String> {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Emit {
+    /// The HorseIR a Datalog (`.dl`) program lowers to; for a `.hir` file, the parsed
+    /// program printed back.
+    Hir,
     /// The parsed program printed back as HorseIR.
     Ast,
     /// The typed program, every type explicit.
@@ -192,6 +254,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run(&args),
             Command::GenTpch { sf, out } => gen_tpch(sf, &out),
             Command::Bench(args) => bench(&args),
+            Command::GenGraph(args) => gen_graph(&args),
         });
     let ok = match worker.map(|w| w.join()) {
         Ok(Ok(ok)) => ok,
@@ -211,8 +274,59 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `horsec bench prog.dl ...`: Datalog programs on their `--table`/`--data` inputs.
+fn bench_datalog_files(args: &BenchArgs) -> bool {
+    let device = match open_device(args.adapter.as_deref()) {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("error: horsec bench needs a GPU: {e}");
+            return false;
+        }
+    };
+    let _ = writeln!(std::io::stdout(), "device: {}", device.describe());
+    args.files.iter().all(|file| {
+        let inputs = match crate::datalog::bench::inputs(file) {
+            Ok(inputs) => inputs,
+            Err(e) => {
+                eprint!("{e}");
+                return false;
+            }
+        };
+        let start = Instant::now();
+        let Some(db) = datalog_database(&inputs, &args.tables, args.data.as_deref()) else {
+            return false;
+        };
+        eprintln!(
+            "{}: data loaded in {:.1} s",
+            file.display(),
+            start.elapsed().as_secs_f64()
+        );
+        let stdout = std::io::stdout();
+        match crate::datalog::bench::bench_datalog(
+            file,
+            &db,
+            &device,
+            args.runs,
+            &mut stdout.lock(),
+        ) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("error: {e}");
+                false
+            }
+        }
+    })
+}
+
 /// `horsec bench FILE...`: the query benchmark (see `crate::bench`).
 fn bench_files(args: &BenchArgs) -> bool {
+    if args
+        .files
+        .iter()
+        .any(|f| crate::datalog::is_datalog(&f.display().to_string()))
+    {
+        return bench_datalog_files(args);
+    }
     let device = match open_device(args.adapter.as_deref()) {
         Ok(device) => device,
         Err(e) => {
@@ -250,6 +364,9 @@ fn bench(args: &BenchArgs) -> bool {
     if !args.files.is_empty() && !bench_files(args) {
         return false;
     }
+    if let Some(graph) = &args.reach {
+        return bench_reach(args, graph);
+    }
     if args.graph.is_empty() {
         if args.files.is_empty() {
             eprintln!("error: nothing to benchmark: give query FILEs or --graph SF1,SF10,SF100");
@@ -275,6 +392,74 @@ fn bench(args: &BenchArgs) -> bool {
             lane_words: args.lane_words,
             ..GpuOptions::default()
         },
+    };
+    let stdout = std::io::stdout();
+    match run(&config, &mut stdout.lock()) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+fn gen_graph(args: &GenGraphArgs) -> bool {
+    use horsec_runtime::graph::facts::{cspa, grid, power_law, write_pairs};
+    let written = match args.kind {
+        GraphKind::PowerLaw | GraphKind::Grid => {
+            let generate = if args.kind == GraphKind::Grid {
+                grid
+            } else {
+                power_law
+            };
+            generate(args.vertices, args.edges, args.seed).and_then(|edges| {
+                write_pairs(&args.out, &edges, Some(("src", "dst"))).map(|_| edges.len())
+            })
+        }
+        GraphKind::Cspa => std::fs::create_dir_all(&args.out)
+            .map_err(|e| {
+                horsec_runtime::error::RuntimeError::new(format!("{}: {e}", args.out.display()))
+            })
+            .and_then(|_| cspa(args.vertices, args.assign, args.dereference, args.seed))
+            .and_then(|(assign, dereference)| {
+                write_pairs(&args.out.join("assign.facts"), &assign, None)?;
+                write_pairs(&args.out.join("dereference.facts"), &dereference, None)?;
+                Ok(assign.len() + dereference.len())
+            }),
+    };
+    match written {
+        Ok(n) => {
+            eprintln!("wrote {n} tuples to {}", args.out.display());
+            true
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
+    use horsec_runtime::graph::reach_bench::{run, ReachBench, ReachGraph};
+    let Some(kind) = ReachGraph::named(graph) else {
+        eprintln!(
+            "error: unknown graph `{graph}` for --reach: expected dag, citation or clustered"
+        );
+        return false;
+    };
+    if !(1..=8).contains(&args.labels) {
+        eprintln!("error: --labels must be 1 to 8, got {}", args.labels);
+        return false;
+    }
+    let config = ReachBench {
+        graph: kind,
+        vertices: args.vertices,
+        degree: args.degree,
+        labels: args.labels,
+        pairs: args.reach_pairs,
+        plain_pairs: args.plain_pairs.unwrap_or(args.reach_pairs),
+        runs: args.runs,
+        seed: args.seed,
     };
     let stdout = std::io::stdout();
     match run(&config, &mut stdout.lock()) {
@@ -350,7 +535,7 @@ fn check(files: &[PathBuf]) -> bool {
 
 fn compile_command(file: &Path, emit: Emit, out: Option<&Path>, backend: Backend) -> bool {
     let until = match emit {
-        Emit::Ast => Stage::Parse,
+        Emit::Hir | Emit::Ast => Stage::Parse,
         Emit::Typed => Stage::Analyze,
         Emit::Shapes | Emit::Outline | Emit::Dot | Emit::Wgsl => Stage::Outline,
         Emit::Plan => Stage::Plan,
@@ -362,6 +547,13 @@ fn compile_command(file: &Path, emit: Emit, out: Option<&Path>, backend: Backend
         return emit_wgsl(file, &c, out);
     }
     let (text, ext) = match emit {
+        Emit::Hir => match &c.datalog {
+            Some(lowered) => (Some(lowered.hir.clone()), "hir"),
+            None => (
+                c.ast.as_ref().map(crate::syntax::printer::print_program),
+                "hir",
+            ),
+        },
         Emit::Ast => (
             c.ast.as_ref().map(crate::syntax::printer::print_program),
             "hir",
@@ -495,38 +687,13 @@ fn run(args: &RunArgs) -> bool {
     };
 
     let start = Instant::now();
-    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    // Only the TPC-H tables the program loads are generated or read (none for a program
-    // that loads no table); `--table` files stand in for TPC-H tables of the same name.
-    let wanted: Option<Vec<String>> =
-        c.typed
-            .as_ref()
-            .and_then(crate::driver::loaded_tables)
-            .map(|names| {
-                names
-                    .into_iter()
-                    .filter(|name| !args.tables.iter().any(|(table, _)| table == name))
-                    .collect()
-            });
-    let loaded = match (&args.data, args.tpch) {
-        (Some(dir), _) => Database::from_tbl_dir_tables(dir, progress, wanted.as_deref()),
-        // `--table` alone: the program's own tables instead of TPC-H.
-        (None, None) if !args.tables.is_empty() => Ok(Database::new()),
-        (None, sf) => Database::tpch_tables(sf.unwrap_or(0.01), progress, wanted.as_deref()),
+    let db = match &c.datalog {
+        Some(lowered) => datalog_database(&lowered.inputs, &args.tables, args.data.as_deref()),
+        None => database(args, &c),
     };
-    let mut db = match loaded {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!("error: loading data: {e}");
-            return false;
-        }
+    let Some(db) = db else {
+        return false;
     };
-    for (name, path) in &args.tables {
-        if let Err(e) = db.load_csv(name, path) {
-            eprintln!("error: loading table `{name}`: {e}");
-            return false;
-        }
-    }
     let load_time = start.elapsed();
 
     let start = Instant::now();
@@ -581,6 +748,101 @@ fn run(args: &RunArgs) -> bool {
         eprint!("{report}");
     }
     true
+}
+
+/// The data of a HorseIR program: TPC-H (generated or `.tbl` files) and `--table` CSVs.
+fn database(args: &RunArgs, c: &Compilation) -> Option<Database> {
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // Only the TPC-H tables the program loads are generated or read (none for a program
+    // that loads no table); `--table` files stand in for TPC-H tables of the same name.
+    let wanted: Option<Vec<String>> =
+        c.typed
+            .as_ref()
+            .and_then(crate::driver::loaded_tables)
+            .map(|names| {
+                names
+                    .into_iter()
+                    .filter(|name| !args.tables.iter().any(|(table, _)| table == name))
+                    .collect()
+            });
+    let loaded = match (&args.data, args.tpch) {
+        (Some(dir), _) => Database::from_tbl_dir_tables(dir, progress, wanted.as_deref()),
+        // `--table` alone: the program's own tables instead of TPC-H.
+        (None, None) if !args.tables.is_empty() => Ok(Database::new()),
+        (None, sf) => Database::tpch_tables(sf.unwrap_or(0.01), progress, wanted.as_deref()),
+    };
+    let mut db = match loaded {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("error: loading data: {e}");
+            return None;
+        }
+    };
+    for (name, path) in &args.tables {
+        if let Err(e) = db.load_csv(name, path) {
+            eprintln!("error: loading table `{name}`: {e}");
+            return None;
+        }
+    }
+    Some(db)
+}
+
+/// The `.input` relations of a Datalog program: `--table NAME=FILE.csv` (header naming the
+/// columns), else `NAME.facts` (tab-separated) in `--data DIR`.
+pub(crate) fn datalog_database(
+    inputs: &[crate::datalog::InputRelation],
+    tables: &[(String, PathBuf)],
+    data: Option<&Path>,
+) -> Option<Database> {
+    use horsec_runtime::data::{FactFormat, FactType};
+    for (name, _) in tables {
+        if !inputs.iter().any(|r| &r.name == name) {
+            let known: Vec<&str> = inputs.iter().map(|r| r.name.as_str()).collect();
+            eprintln!(
+                "error: --table {name}: the program has no `.input {name}` (its inputs: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+            return None;
+        }
+    }
+    let mut db = Database::new();
+    for relation in inputs {
+        let columns: Vec<(String, FactType)> = relation
+            .attrs
+            .iter()
+            .map(|(name, ty)| {
+                let ty = match ty {
+                    crate::datalog::ast::AttrType::Number => FactType::Number,
+                    crate::datalog::ast::AttrType::Symbol => FactType::Symbol,
+                };
+                (name.clone(), ty)
+            })
+            .collect();
+        let table = tables.iter().rev().find(|(name, _)| *name == relation.name);
+        let (path, format) = match (table, data) {
+            (Some((_, path)), _) => (path.clone(), FactFormat::Csv),
+            (None, Some(dir)) => (
+                dir.join(format!("{}.facts", relation.name)),
+                FactFormat::Facts,
+            ),
+            (None, None) => {
+                eprintln!(
+                    "error: `.input {0}` has no data: give --table {0}=FILE.csv or --data DIR holding {0}.facts",
+                    relation.name
+                );
+                return None;
+            }
+        };
+        if let Err(e) = db.load_relation(&relation.name, &path, &columns, format) {
+            eprintln!("error: loading relation `{}`: {e}", relation.name);
+            return None;
+        }
+    }
+    Some(db)
 }
 
 /// Whether the user asked for an adapter by name (`--adapter` or `HORSEC_ADAPTER`).

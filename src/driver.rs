@@ -27,6 +27,9 @@ pub struct Compilation {
     /// where code generation does not cover a builtin yet (those statements run on the CPU).
     pub kernels: Option<Vec<Vec<Option<Arc<KernelLaunch>>>>>,
     pub plan: Option<Plan>,
+    /// For a Datalog file: the HorseIR it lowered to and the relations it reads; the stages
+    /// after it (and their diagnostics) are those of the generated HorseIR.
+    pub datalog: Option<crate::datalog::Lowered>,
     /// Wall time of each stage that ran, in order.
     pub stage_times: Vec<(&'static str, Duration)>,
 }
@@ -63,6 +66,59 @@ pub fn compile(name: &str, text: &str, until: Stage) -> Compilation {
 /// outlines kernels, generates and validates their WGSL, and lowers to a plan that launches
 /// them.
 pub fn compile_for(name: &str, text: &str, until: Stage, target: Target) -> Compilation {
+    if crate::datalog::is_datalog(name) {
+        return compile_datalog(name, text, until, target, Default::default());
+    }
+    compile_horseir(name, text, until, target)
+}
+
+/// Compiles a Datalog program: its front end, then the generated HorseIR up to `until`.
+/// Errors in the Datalog source are located in it; the later stages' in the generated text
+/// (named `NAME (generated HorseIR)`), which would be a bug of the lowering.
+pub fn compile_datalog(
+    name: &str,
+    text: &str,
+    until: Stage,
+    target: Target,
+    options: crate::datalog::LowerOptions,
+) -> Compilation {
+    let start = Instant::now();
+    let (lowered, diags) = crate::datalog::compile(text, options);
+    let elapsed = start.elapsed();
+    let Some(lowered) = lowered.filter(|_| !has_errors(&diags)) else {
+        let mut c = empty_compilation(name, text);
+        c.diagnostics = diags;
+        c.stage_times.push(("datalog", elapsed));
+        return c;
+    };
+    let mut c = compile_horseir(
+        &format!("{name} (generated HorseIR)"),
+        &lowered.hir,
+        until,
+        target,
+    );
+    c.stage_times.insert(0, ("datalog", elapsed));
+    c.diagnostics.extend(diags);
+    c.datalog = Some(lowered);
+    c
+}
+
+fn empty_compilation(name: &str, text: &str) -> Compilation {
+    Compilation {
+        file: SourceFile::new(name, text),
+        diagnostics: Vec::new(),
+        ast: None,
+        typed: None,
+        outlined: None,
+        kernels: None,
+        plan: None,
+        datalog: None,
+        stage_times: Vec::new(),
+    }
+}
+
+/// Compiles HorseIR text up to `until` for `target`.
+fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Compilation {
     let mut c = Compilation {
         file: SourceFile::new(name, text),
         diagnostics: Vec::new(),
@@ -71,6 +127,7 @@ pub fn compile_for(name: &str, text: &str, until: Stage, target: Target) -> Comp
         outlined: None,
         kernels: None,
         plan: None,
+        datalog: None,
         stage_times: Vec::new(),
     };
 

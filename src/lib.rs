@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod bench;
 pub mod cli;
 pub mod codegen;
+pub mod datalog;
 pub mod diag;
 pub mod driver;
 pub mod lower;

@@ -25,19 +25,31 @@ fn horsec(args: &[&str]) -> Output {
 
 /// Runs `queries/graph/<query>.hir` with the graph tables; returns its TSV rows.
 fn run_query(query: &str) -> Vec<String> {
+    run_query_on(query, &[])
+}
+
+/// [`run_query`] with extra arguments (`--backend cpu`).
+fn run_query_on(query: &str, extra: &[&str]) -> Vec<String> {
     let program = root().join("queries/graph").join(format!("{query}.hir"));
-    let output = horsec(&[
-        "run",
-        path(&program),
-        "--table",
-        &table("person", "person.csv"),
-        "--table",
-        &table("knows", "knows.csv"),
-        "--table",
-        &table("pairs", "pairs.csv"),
-        "--format",
-        "tsv",
-    ]);
+    let mut args = vec!["run"];
+    args.extend_from_slice(extra);
+    let output = horsec(
+        &[
+            args.as_slice(),
+            &[
+                path(&program),
+                "--table",
+                &table("person", "person.csv"),
+                "--table",
+                &table("knows", "knows.csv"),
+                "--table",
+                &table("pairs", "pairs.csv"),
+                "--format",
+                "tsv",
+            ],
+        ]
+        .concat(),
+    );
     assert!(
         output.status.success(),
         "{query} failed:\n{}",
@@ -82,6 +94,16 @@ fn reachability_between_pairs() {
         .map(|row| row.rsplit('\t').next().unwrap_or(""))
         .collect();
     assert_eq!(reached, ["1", "1", "1", "1", "1", "0", "1", "1", "0", "1"]);
+}
+
+#[test]
+fn reachability_through_an_index_equals_reachability_on_both_backends() {
+    let plain = run_query("reachable");
+    assert_eq!(run_query("reachable_index"), plain);
+    assert_eq!(
+        run_query_on("reachable_index", &["--backend", "cpu"]),
+        plain
+    );
 }
 
 #[test]

@@ -81,6 +81,10 @@ builtins! {
     LoadCsv => "load_csv", Print => "print", Format => "format",
     // graphs
     Csr => "csr", ShortestPathLength => "shortest_path_length", Reachable => "reachable",
+    ReachIndex => "reach_index",
+    // relations (Datalog): `list<i64>` of equally long columns, tuples sorted
+    TupleUnique => "tuple_unique", TupleDiff => "tuple_diff", TupleMerge => "tuple_merge",
+    SortedJoin => "sorted_join",
 }
 
 impl Builtin {

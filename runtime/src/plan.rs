@@ -277,7 +277,12 @@ impl StepPrinter<'_> {
                     (Callee::Builtin(_), Target::Cpu) => "cpu",
                     (Callee::Builtin(b), Target::Gpu)
                         if crate::gpu::library::LIBRARY_BUILTINS.contains(b)
-                            || matches!(b, Builtin::ShortestPathLength | Builtin::Reachable) =>
+                            || matches!(
+                                b,
+                                Builtin::ShortestPathLength
+                                    | Builtin::Reachable
+                                    | Builtin::ReachIndex
+                            ) =>
                     {
                         "gpu library"
                     }

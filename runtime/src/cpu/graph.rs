@@ -1,4 +1,5 @@
-//! The graph builtins on the CPU: `@csr`, `@shortest_path_length`, `@reachable`.
+//! The graph builtins on the CPU: `@csr`, `@shortest_path_length`, `@reachable` (on a graph
+//! or on a reachability index) and `@reach_index`.
 //!
 //! Vertex arguments are integer vectors of vertex indexes, or enums into a vertex table: an
 //! enum stands for its row indexes into the referenced table (not for its key values), so
@@ -9,6 +10,7 @@ use std::borrow::Cow;
 use crate::bail;
 use crate::cpu::Args;
 use crate::error::Result;
+use crate::graph::grail::{label_count, ReachIndex};
 use crate::graph::{msbfs, Csr};
 use crate::value::{Value, Vector};
 
@@ -31,11 +33,59 @@ pub(crate) fn shortest_path_length(args: &Args<'_, '_>) -> Result<Value> {
     Ok(Value::Vector(Vector::from_i64s(lengths)))
 }
 
-/// `@reachable(g, sources, destinations)`: whether each destination can be reached.
+/// `@reachable(g, sources, destinations)`: whether each destination can be reached. `g` is
+/// a graph, or an index from `@reach_index` (answered through its labels).
 pub(crate) fn reachable(args: &Args<'_, '_>) -> Result<Value> {
-    let (graph, sources, destinations) = search_arguments(args)?;
-    let reached = msbfs::reachable(&graph, &sources, &destinations)?;
+    let reached = match reachable_arguments(args)? {
+        Reachability::Graph(graph, sources, destinations) => {
+            msbfs::reachable(&graph, &sources, &destinations)?
+        }
+        Reachability::Index(index, sources, destinations) => {
+            index.reachable(&sources, &destinations)?
+        }
+    };
     Ok(Value::Vector(Vector::from_bools(reached)))
+}
+
+/// `@reach_index(g, d)`: the GRAIL index of graph `g` with `d` labels (0 for the default).
+pub(crate) fn reach_index(args: &Args<'_, '_>) -> Result<Value> {
+    let (graph, d) = reach_index_arguments(args)?;
+    Ok(ReachIndex::build(&graph, d)?.to_value())
+}
+
+/// The graph and label count of `@reach_index` (shared with the GPU engine).
+pub(crate) fn reach_index_arguments(args: &Args<'_, '_>) -> Result<(Csr, usize)> {
+    args.exactly(2)?;
+    let graph = graph_argument(args)?;
+    let d = match vertices(args, 1)?.as_ref() {
+        [d] => label_count(*d)?,
+        other => bail!(
+            "argument 2 must be one label count, got {} values",
+            other.len()
+        ),
+    };
+    Ok((graph, d))
+}
+
+/// The arguments of `@reachable`: a graph or an index, then sources and destinations.
+pub(crate) enum Reachability<'v> {
+    Graph(Csr, Cow<'v, [i64]>, Cow<'v, [i64]>),
+    Index(ReachIndex, Cow<'v, [i64]>, Cow<'v, [i64]>),
+}
+
+/// The arguments of `@reachable` (shared with the GPU engine).
+pub(crate) fn reachable_arguments<'v>(args: &Args<'_, 'v>) -> Result<Reachability<'v>> {
+    args.exactly(3)?;
+    if let Value::Dict(_) = args.value(0)? {
+        let index = ReachIndex::from_value(args.value(0)?)?;
+        return Ok(Reachability::Index(
+            index,
+            vertices(args, 1)?,
+            vertices(args, 2)?,
+        ));
+    }
+    let (graph, sources, destinations) = search_arguments(args)?;
+    Ok(Reachability::Graph(graph, sources, destinations))
 }
 
 pub(crate) type SearchArguments<'v> = (Csr, Cow<'v, [i64]>, Cow<'v, [i64]>);
@@ -44,14 +94,22 @@ pub(crate) type SearchArguments<'v> = (Csr, Cow<'v, [i64]>, Cow<'v, [i64]>);
 /// the GPU engine, which runs the search itself).
 pub(crate) fn search_arguments<'v>(args: &Args<'_, 'v>) -> Result<SearchArguments<'v>> {
     args.exactly(3)?;
-    let graph = match args.value(0)? {
-        Value::List(list) => Csr::from_list(list)?,
+    Ok((
+        graph_argument(args)?,
+        vertices(args, 1)?,
+        vertices(args, 2)?,
+    ))
+}
+
+/// Argument 1 as a graph.
+fn graph_argument(args: &Args<'_, '_>) -> Result<Csr> {
+    match args.value(0)? {
+        Value::List(list) => Csr::from_list(list),
         other => bail!(
             "argument 1 must be a graph (a list<i64> from @csr), got a {}",
             other.ty()
         ),
-    };
-    Ok((graph, vertices(args, 1)?, vertices(args, 2)?))
+    }
 }
 
 /// Argument `i` as vertex indexes: an integer vector widened to i64, or an enum's row

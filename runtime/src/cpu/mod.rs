@@ -28,6 +28,7 @@ mod logic;
 mod math;
 mod order;
 mod reduce;
+pub(crate) mod relation;
 mod select;
 mod strings;
 mod temporal;
@@ -260,6 +261,11 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
         B::Csr => graph::csr(&args),
         B::ShortestPathLength => graph::shortest_path_length(&args),
         B::Reachable => graph::reachable(&args),
+        B::TupleUnique => relation::tuple_unique(&args),
+        B::TupleDiff => relation::tuple_diff(&args),
+        B::TupleMerge => relation::tuple_merge(&args),
+        B::SortedJoin => relation::sorted_join(&args),
+        B::ReachIndex => graph::reach_index(&args),
     }
 }
 

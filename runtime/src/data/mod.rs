@@ -4,6 +4,7 @@
 
 mod columns;
 mod csv;
+mod facts;
 mod generate;
 mod tbl;
 pub mod tpch;
@@ -18,6 +19,7 @@ use crate::bail;
 use crate::error::Result;
 use crate::value::Table;
 
+pub use self::facts::{FactFormat, FactType};
 pub use self::generate::write_tpch_tbl;
 pub use self::tpch::{tpch_table, ColumnKind, ColumnSpec, TableSpec, TPCH_SCHEMA};
 

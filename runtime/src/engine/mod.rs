@@ -13,12 +13,15 @@ mod residency;
 use std::collections::HashMap;
 
 use crate::builtin::Builtin;
-use crate::cpu::graph::search_arguments;
+use crate::cpu::graph::{
+    reach_index_arguments, reachable_arguments, search_arguments, Reachability,
+};
 use crate::cpu::{ArgValue, Args};
 use crate::error::{Result, RuntimeError};
 use crate::gpu::library::{each_library, each_runs_on_gpu, run_library, LIBRARY_BUILTINS};
 use crate::gpu::Device;
 use crate::graph::gpu::{GpuGraph, GpuOptions};
+use crate::graph::grail_gpu::{GpuReachIndex, GrailKernels};
 use crate::interp::Accelerator;
 use crate::kernel::KernelLaunch;
 use crate::plan::Slot;
@@ -58,7 +61,8 @@ impl<'d> GpuEngine<'d> {
 }
 
 impl GpuEngine<'_> {
-    /// `@shortest_path_length` / `@reachable` with the IBFS library kernel.
+    /// `@shortest_path_length` / `@reachable` with the IBFS library kernel; `@reach_index`
+    /// and `@reachable` on an index with the GRAIL kernels (`graph::grail_gpu`).
     fn graph_search(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Result<Value> {
         let name = format!("@{}", b.name());
         let named = |e: RuntimeError| {
@@ -68,8 +72,29 @@ impl GpuEngine<'_> {
                 RuntimeError::new(format!("{name}: {}", e.message))
             }
         };
-        let (graph, sources, destinations) =
-            search_arguments(&Args { list: args }).map_err(named)?;
+        let args = Args { list: args };
+        if b == Builtin::ReachIndex {
+            // Built on the GPU, downloaded as the index value.
+            let (graph, labels) = reach_index_arguments(&args).map_err(named)?;
+            let kernels = GrailKernels::new(self.device).map_err(named)?;
+            let index = GpuReachIndex::build(self.device, &kernels, &graph, labels)
+                .and_then(|index| index.download())
+                .map_err(named)?;
+            return Ok(index.to_value());
+        }
+        if b == Builtin::Reachable {
+            if let Reachability::Index(index, sources, destinations) =
+                reachable_arguments(&args).map_err(named)?
+            {
+                let (reached, _) = GpuReachIndex::upload(self.device, &index)
+                    .and_then(|index| {
+                        index.reachable(&sources, &destinations, GpuOptions::default())
+                    })
+                    .map_err(named)?;
+                return Ok(Value::Vector(Vector::from_bools(reached)));
+            }
+        }
+        let (graph, sources, destinations) = search_arguments(&args).map_err(named)?;
         let options = GpuOptions::default();
         let lengths = GpuGraph::upload(self.device, &graph)
             .and_then(|g| g.search(&name, &sources, &destinations, options))
@@ -85,7 +110,10 @@ impl GpuEngine<'_> {
 
 impl Accelerator for GpuEngine<'_> {
     fn builtin(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Option<Result<(Value, Placement)>> {
-        if matches!(b, Builtin::ShortestPathLength | Builtin::Reachable) {
+        if matches!(
+            b,
+            Builtin::ShortestPathLength | Builtin::Reachable | Builtin::ReachIndex
+        ) {
             return Some(
                 self.graph_search(b, args)
                     .map(|v| (v, Placement::GpuLibrary)),

@@ -615,6 +615,7 @@ mod tests {
                 super::super::library::INDEX_ASSIGN_WGSL,
             ),
             ("like.wgsl", super::super::library::LIKE_WGSL),
+            ("relation.wgsl", super::super::relation::RELATION_WGSL),
         ] {
             let source = super::render(name, text, &substitutions).expect("renders");
             validate(name, &source);

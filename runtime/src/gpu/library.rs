@@ -55,6 +55,10 @@ pub const LIBRARY_BUILTINS: &[Builtin] = &[
     Builtin::IndexA,
     Builtin::Like,
     Builtin::SubString,
+    Builtin::TupleUnique,
+    Builtin::TupleDiff,
+    Builtin::TupleMerge,
+    Builtin::SortedJoin,
 ];
 
 /// Runs library builtin `builtin` on the GPU. Errors start with `@name: `, like the CPU's.
@@ -70,6 +74,9 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
         Builtin::IndexA => index_assign(device, args),
         Builtin::Like => like(device, args),
         Builtin::SubString => sub_string(device, args),
+        Builtin::TupleUnique | Builtin::TupleDiff | Builtin::TupleMerge | Builtin::SortedJoin => {
+            relation(device, builtin, args)
+        }
         other => Err(Failure::Message(format!(
             "@{} is not a GPU library kernel",
             other.name()
@@ -293,6 +300,33 @@ fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         values: Vector::I64(Arc::new(both)),
         offsets: Arc::new(vec![0, n, 2 * n]),
     }))
+}
+
+/// The relation builtins (`gpu/relation.rs`); arguments checked as by the CPU builtins.
+fn relation(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Out<Value> {
+    use super::relation::{self as r, RelationError};
+    use crate::cpu::relation::{relation_argument, relation_pair, relation_value};
+    let args = Args { list: args };
+    fn columns(c: &crate::cpu::relation::Columns) -> Vec<&[i64]> {
+        c.columns.iter().map(Vec::as_slice).collect()
+    }
+    let result = if builtin == Builtin::TupleUnique {
+        exactly(args.list, 1)?;
+        let a = relation_argument(&args, 0)?;
+        r::tuple_unique(device, &columns(&a)).map(relation_value)
+    } else {
+        let (a, b) = relation_pair(&args)?;
+        let (a, b) = (columns(&a), columns(&b));
+        match builtin {
+            Builtin::TupleDiff => r::tuple_diff(device, &a, &b).map(relation_value),
+            Builtin::TupleMerge => r::tuple_merge(device, &a, &b).map(relation_value),
+            _ => r::sorted_join(device, &a, &b),
+        }
+    };
+    result.map_err(|e| match e {
+        RelationError::Precondition(m) => Failure::Message(m),
+        RelationError::Gpu(e) => Failure::Gpu(e),
+    })
 }
 
 /// The stored words of an `@index_a` operand and words per element. `bool`, `char`, `i8`

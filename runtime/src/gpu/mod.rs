@@ -19,6 +19,7 @@ pub mod library;
 pub mod order;
 mod pipeline;
 pub mod reduce;
+pub mod relation;
 pub mod scan;
 pub mod sort;
 pub mod template;

@@ -110,6 +110,9 @@ pub struct GpuGraph<'d> {
     reverse_neighbours: wgpu::Buffer,
     kernels: Kernels,
     scratch: std::sync::Mutex<Option<Scratch>>,
+    pruning: Option<PruningLabels>,
+    /// Bound in place of the labels when there are none.
+    no_labels: wgpu::Buffer,
 }
 
 /// Parameters of one batch (`Params` in the shader): 12 u32, a multiple of 16 bytes.
@@ -126,7 +129,8 @@ struct Params {
     target_offset: u32,
     direction: u32,
     bottom_up_share: u32,
-    unused: [u32; 2],
+    label_count: u32,
+    label_stride: u32,
 }
 
 /// Slots of the shader's `control` array that the host reads.
@@ -142,7 +146,7 @@ const ARGS_SETTLE: u64 = 48;
 const ARGS_WORDS: usize = 16;
 
 /// Binding kinds of group 0, in binding order (see the shader).
-const GROUP0: [Access; 16] = [
+const GROUP0: [Access; 18] = [
     Access::Uniform,   // params
     Access::Read,      // offsets
     Access::Read,      // neighbours
@@ -159,7 +163,20 @@ const GROUP0: [Access; 16] = [
     Access::ReadWrite, // results
     Access::ReadWrite, // lane_pending
     Access::ReadWrite, // active_lanes
+    Access::Read,      // labels
+    Access::Read,      // lane_destinations
 ];
+
+/// `lane_destinations` of a lane with several destinations: not pruned.
+const NO_DESTINATION: u32 = u32::MAX;
+
+/// GRAIL labels that prune the search (on the condensed DAG of a reachability index): a lane
+/// with one destination never expands a vertex whose labels do not contain the destination's.
+pub struct PruningLabels {
+    /// `2 · (k · vertices + v)`: low, then high, of label `k` of vertex `v`.
+    pub labels: wgpu::Buffer,
+    pub label_count: usize,
+}
 
 #[derive(Clone, Copy)]
 enum Access {
@@ -181,15 +198,15 @@ struct Kernels {
     settle: wgpu::ComputePipeline,
 }
 
-fn gpu_error(e: GpuError) -> RuntimeError {
+pub(crate) fn gpu_error(e: GpuError) -> RuntimeError {
     RuntimeError::new(format!("GPU IBFS: {e}"))
 }
 
-fn command_error(label: String, message: String) -> GpuError {
+pub(crate) fn command_error(label: String, message: String) -> GpuError {
     GpuError::Command { label, message }
 }
 
-fn shader_error(label: String, message: String) -> GpuError {
+pub(crate) fn shader_error(label: String, message: String) -> GpuError {
     GpuError::Shader { label, message }
 }
 
@@ -287,6 +304,9 @@ struct Plan {
     target_pairs: Vec<usize>,
     /// (source offset, lanes, target offset, targets) per batch.
     batches: Vec<[usize; 4]>,
+    /// The destination of each lane (parallel to `sources`) when it has only one, else
+    /// [`NO_DESTINATION`]: what label pruning compares against.
+    lane_destinations: Vec<u32>,
 }
 
 impl<'d> GpuGraph<'d> {
@@ -311,6 +331,28 @@ impl<'d> GpuGraph<'d> {
             "ibfs reverse neighbours",
             &ids(reverse.neighbour_values()),
         )?;
+        GpuGraph::from_buffers(
+            device,
+            [n, m],
+            [offsets, neighbours, reverse_offsets, reverse_neighbours],
+            None,
+        )
+    }
+
+    /// A graph already on the device: `[vertices, edges]` and the u32 buffers `[offsets,
+    /// neighbours, reverse offsets, reverse neighbours]` in CSR form (the caller vouches for
+    /// the CSR invariants), optionally with labels that prune the searches.
+    pub fn from_buffers(
+        device: &'d Device,
+        [n, m]: [usize; 2],
+        [offsets, neighbours, reverse_offsets, reverse_neighbours]: [wgpu::Buffer; 4],
+        pruning: Option<PruningLabels>,
+    ) -> Result<GpuGraph<'d>> {
+        if n >= MAX_ELEMENTS || m >= MAX_ELEMENTS {
+            bail!(
+                "GPU IBFS: a graph of {n} vertices and {m} edges is too large: at most {MAX_ELEMENTS} of each"
+            );
+        }
         Ok(GpuGraph {
             device,
             vertex_count: n,
@@ -321,6 +363,8 @@ impl<'d> GpuGraph<'d> {
             reverse_neighbours,
             kernels: Kernels::new(device)?,
             scratch: std::sync::Mutex::new(None),
+            pruning,
+            no_labels: scratch(device, "ibfs no labels", 1)?,
         })
     }
 
@@ -393,7 +437,10 @@ impl<'d> GpuGraph<'d> {
         open.sort_unstable_by_key(|&(source, _, pair)| (source, pair));
         let distinct = open.chunk_by(|a, b| a.0 == b.0).count();
         let words = self.lane_words(options.lane_words, distinct)?;
-        let plan = plan(&open, 32 * words);
+        let mut plan = plan(&open, 32 * words);
+        if self.pruning.is_none() {
+            plan.lane_destinations.clear();
+        }
         let (results, mut stats) = self.run(&plan, words, options)?;
         for (&pair, &length) in plan.target_pairs.iter().zip(&results) {
             lengths[pair] = i64::from(length);
@@ -484,6 +531,7 @@ impl<'d> GpuGraph<'d> {
         let buffers = Buffers {
             sources: storage(device, "ibfs sources", &plan.sources)?,
             targets: storage(device, "ibfs targets", &plan.targets)?,
+            lane_destinations: storage(device, "ibfs lane destinations", &plan.lane_destinations)?,
             results: storage(device, "ibfs results", &vec![-1i32; plan.targets.len()])?,
             scratch,
         };
@@ -531,7 +579,8 @@ impl<'d> GpuGraph<'d> {
                 } else {
                     options.bottom_up_share
                 },
-                unused: [0; 2],
+                label_count: self.pruning.as_ref().map_or(0, |p| p.label_count as u32),
+                label_stride: n as u32,
             };
             // Queue-ordered: runs after the work already submitted for the previous batch.
             device
@@ -665,7 +714,8 @@ impl<'d> GpuGraph<'d> {
     fn bind_group(&self, buffers: &Buffers, parity: usize) -> Result<wgpu::BindGroup> {
         let queue_in = &buffers.scratch.queues[parity];
         let queue_out = &buffers.scratch.queues[1 - parity];
-        let resources: [&wgpu::Buffer; 16] = [
+        let labels = self.pruning.as_ref().map_or(&self.no_labels, |p| &p.labels);
+        let resources: [&wgpu::Buffer; 18] = [
             &buffers.scratch.params,
             &self.offsets,
             &self.neighbours,
@@ -682,6 +732,8 @@ impl<'d> GpuGraph<'d> {
             &buffers.results,
             &buffers.scratch.lane_pending,
             &buffers.scratch.active,
+            labels,
+            &buffers.lane_destinations,
         ];
         let limit = self.device.limits().max_storage_buffer_binding_size;
         if let Some(big) = resources.iter().find(|b| b.size() > limit) {
@@ -715,6 +767,7 @@ impl<'d> GpuGraph<'d> {
 /// The per-call buffers, reused by every batch.
 struct Buffers {
     sources: wgpu::Buffer,
+    lane_destinations: wgpu::Buffer,
     targets: wgpu::Buffer,
     results: wgpu::Buffer,
     scratch: Scratch,
@@ -745,6 +798,7 @@ struct ControlState {
 fn plan(open: &[(u32, u32, usize)], lanes: usize) -> Plan {
     let mut plan = Plan {
         sources: Vec::new(),
+        lane_destinations: Vec::new(),
         targets: Vec::with_capacity(open.len()),
         target_pairs: Vec::with_capacity(open.len()),
         batches: Vec::new(),
@@ -762,6 +816,10 @@ fn plan(open: &[(u32, u32, usize)], lanes: usize) -> Plan {
         batch[1] += 1;
         batch[3] += group.len();
         plan.sources.push(group[0].0);
+        plan.lane_destinations.push(match group {
+            [(_, destination, _)] => *destination,
+            _ => NO_DESTINATION,
+        });
         for &(_, destination, pair) in group {
             plan.targets.push([destination, lane]);
             plan.target_pairs.push(pair);
@@ -771,12 +829,16 @@ fn plan(open: &[(u32, u32, usize)], lanes: usize) -> Plan {
 }
 
 /// Storage usage of the buffers the host also copies into or out of.
-const STORAGE_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+pub(crate) const STORAGE_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
     .union(wgpu::BufferUsages::COPY_DST);
 
 /// A storage buffer holding `data` (at least 4 bytes: wgpu cannot bind an empty buffer).
-fn storage<T: bytemuck::Pod>(device: &Device, label: &str, data: &[T]) -> Result<wgpu::Buffer> {
+pub(crate) fn storage<T: bytemuck::Pod>(
+    device: &Device,
+    label: &str,
+    data: &[T],
+) -> Result<wgpu::Buffer> {
     let bytes: &[u8] = bytemuck::cast_slice(data);
     if bytes.is_empty() {
         return buffer(device, label, 4, STORAGE_USAGE);
@@ -796,11 +858,11 @@ fn storage<T: bytemuck::Pod>(device: &Device, label: &str, data: &[T]) -> Result
 }
 
 /// A zeroed storage buffer of `len` u32 (wgpu zero-initialises buffers).
-fn scratch(device: &Device, label: &str, len: usize) -> Result<wgpu::Buffer> {
+pub(crate) fn scratch(device: &Device, label: &str, len: usize) -> Result<wgpu::Buffer> {
     buffer(device, label, (len.max(1) * 4) as u64, STORAGE_USAGE)
 }
 
-fn readback(device: &Device, label: &str, len: usize) -> Result<wgpu::Buffer> {
+pub(crate) fn readback(device: &Device, label: &str, len: usize) -> Result<wgpu::Buffer> {
     buffer(
         device,
         label,
@@ -819,7 +881,7 @@ fn check_size(device: &Device, label: &str, bytes: u64) -> Result<()> {
     Ok(())
 }
 
-fn buffer(
+pub(crate) fn buffer(
     device: &Device,
     label: &str,
     bytes: u64,
@@ -852,7 +914,7 @@ fn read_control(
     Ok(words)
 }
 
-fn map_read(
+pub(crate) fn map_read(
     device: &Device,
     staging: &wgpu::Buffer,
     index: Option<wgpu::SubmissionIndex>,
@@ -887,7 +949,7 @@ fn map_read(
     Ok(bytes)
 }
 
-fn download_i32(device: &Device, source: &wgpu::Buffer, len: usize) -> Result<Vec<i32>> {
+pub(crate) fn download_i32(device: &Device, source: &wgpu::Buffer, len: usize) -> Result<Vec<i32>> {
     if len == 0 {
         return Ok(Vec::new());
     }
@@ -921,6 +983,8 @@ mod tests {
         assert_eq!(plan.targets, vec![[5, 0], [6, 0], [5, 1], [0, 0]]);
         assert_eq!(plan.target_pairs, vec![0, 3, 1, 2]);
         assert_eq!(plan.batches, vec![[0, 2, 0, 3], [2, 1, 3, 1]]);
+        // Source 1 has two destinations: its lane is not pruned.
+        assert_eq!(plan.lane_destinations, vec![NO_DESTINATION, 5, 0]);
     }
 
     #[test]

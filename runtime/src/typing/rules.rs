@@ -74,6 +74,7 @@ pub fn arity(builtin: Builtin) -> Arity {
         | B::Csr
         | B::ShortestPathLength
         | B::Reachable => Arity::Exactly(3),
+        B::ReachIndex => Arity::Exactly(2),
         b if b.is_binary_elementwise() => Arity::Exactly(2),
         B::Append
         | B::Like
@@ -94,7 +95,10 @@ pub fn arity(builtin: Builtin) -> Arity {
         | B::ColumnValue
         | B::Index
         | B::SubString
-        | B::DatetimeDiff => Arity::Exactly(2),
+        | B::DatetimeDiff
+        | B::TupleDiff
+        | B::TupleMerge
+        | B::SortedJoin => Arity::Exactly(2),
         _ => Arity::Exactly(1),
     }
 }
@@ -180,8 +184,18 @@ fn describe(arg: &ArgType) -> String {
     }
 }
 
+/// A relation argument: `list<i64>`, or a type not known statically.
+fn relation(t: &Type) -> bool {
+    *t == list(Type::I64) || *t == list(Type::Wildcard) || *t == Type::Wildcard
+}
+
 fn list(cell: Type) -> Type {
     Type::List(Box::new(cell))
+}
+
+/// The type of a reachability index from `@reach_index`: `dict<sym, list<i64>>`.
+pub fn reach_index_type() -> Type {
+    Type::Dict(Box::new(Type::Sym), Box::new(list(Type::I64)))
 }
 
 /// The wider of two real types; two bools widen to `i16` (HorsePower promotes bool before
@@ -812,17 +826,44 @@ impl Call<'_> {
                 self.value_where(2, "an integer vertex count", integer)?;
                 Ok(list(Type::I64))
             }
-            B::ShortestPathLength | B::Reachable => {
+            // `@reach_index(g, d)`: a GRAIL index of graph `g` with `d` labels (1 to 8, 0 for
+            // 3; checked when it runs). An index is a `dict<sym, list<i64>>` (components,
+            // condensed DAG, labels; runtime `graph::grail`), which `@reachable` accepts in
+            // place of the graph.
+            B::ReachIndex => {
+                self.value_where(0, "a graph (list<i64> from @csr)", |t| {
+                    *t == list(Type::I64)
+                })?;
+                self.value_where(1, "an integer label count", integer)?;
+                Ok(reach_index_type())
+            }
+            B::Reachable => {
+                self.value_where(
+                    0,
+                    "a graph (list<i64> from @csr) or an index (from @reach_index)",
+                    |t| *t == list(Type::I64) || *t == reach_index_type(),
+                )?;
+                self.value_where(1, "integer vertex indexes or an enum", vertex_ids)?;
+                self.value_where(2, "integer vertex indexes or an enum", vertex_ids)?;
+                Ok(Type::Bool)
+            }
+            B::ShortestPathLength => {
                 self.value_where(0, "a graph (list<i64> from @csr)", |t| {
                     *t == list(Type::I64)
                 })?;
                 self.value_where(1, "integer vertex indexes or an enum", vertex_ids)?;
                 self.value_where(2, "integer vertex indexes or an enum", vertex_ids)?;
-                Ok(if self.builtin == B::Reachable {
-                    Type::Bool
-                } else {
-                    Type::I64
-                })
+                Ok(Type::I64)
+            }
+
+            // Relations: a list of i64 columns (tuples sorted where the builtin needs it,
+            // checked at run time). `@sorted_join` gives `(probe rows, build rows)`.
+            B::TupleUnique | B::TupleDiff | B::TupleMerge | B::SortedJoin => {
+                let arguments = if self.builtin == B::TupleUnique { 1 } else { 2 };
+                for arg in 0..arguments {
+                    self.value_where(arg, "a relation (list<i64> of columns)", relation)?;
+                }
+                Ok(list(Type::I64))
             }
         }
     }

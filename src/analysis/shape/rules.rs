@@ -361,6 +361,21 @@ impl ShapeAnalysis<'_> {
                     Box::new(Shape::list(groups, Shape::Vector(members))),
                 ))
             }
+            B::SortedJoin => {
+                // Two index vectors, one entry per matching pair.
+                let pairs = self.call_size(id, prefix, PART_RESULT);
+                Some(Shape::list(Size::Constant(2), Shape::Vector(pairs)))
+            }
+            // A relation of the arguments' arity (as many cells as the first argument), of
+            // a length known only at run time.
+            B::TupleUnique | B::TupleDiff | B::TupleMerge => {
+                let rows = self.call_size(id, prefix, PART_RESULT);
+                let columns = match arg(0).map(|a| &a.shape) {
+                    Some(Shape::List(cells, _)) => cells.clone(),
+                    _ => self.call_size(id, prefix, PART_CELLS),
+                };
+                Some(Shape::list(columns, Shape::Vector(rows)))
+            }
             B::JoinIndex => {
                 // Two index vectors, one entry per matching pair.
                 let pairs = self.call_size(id, prefix, PART_RESULT);
@@ -460,6 +475,15 @@ impl ShapeAnalysis<'_> {
                 let neighbours = self.call_size(id, prefix, PART_CELLS);
                 Some(Shape::list(vertices, Shape::Vector(neighbours)))
             }
+            // A reachability index: a dictionary of 5 entries (components, DAG offsets and
+            // targets, labels, label count) of sizes known only once it is built.
+            B::ReachIndex => Some(Shape::Dictionary(
+                Box::new(Shape::Vector(Size::Constant(5))),
+                Box::new(Shape::list(
+                    Size::Constant(5),
+                    Shape::Vector(self.call_size(id, prefix, PART_CELLS)),
+                )),
+            )),
             // One answer per pair: as long as the sources (the destinations match them).
             B::ShortestPathLength | B::Reachable => arg(1).map(|sources| match &sources.shape {
                 Shape::Vector(size) => Shape::Vector(size.clone()),

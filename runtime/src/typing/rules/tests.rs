@@ -356,12 +356,19 @@ fn every_builtin_has_a_rule_that_accepts_some_arguments() {
                 vec![f(Builtin::Eq), v(Type::I64), v(Type::I64)],
                 vec![v(Type::I64), v(Type::I64), v(Type::I64)],
                 vec![v(Type::Date), v(Type::I64), v(Type::Sym)],
+                // Relations: @tuple_diff(a, b), @sorted_join(probe, build).
+                vec![
+                    v(Type::List(Box::new(Type::I64))),
+                    v(Type::List(Box::new(Type::I64))),
+                ],
                 // A graph search: @shortest_path_length(g, sources, destinations).
                 vec![
                     v(Type::List(Box::new(Type::I64))),
                     v(Type::I64),
                     v(Type::I64),
                 ],
+                // A reachability index: @reach_index(g, d).
+                vec![v(Type::List(Box::new(Type::I64))), v(Type::I64)],
                 vec![],
             ],
         };
@@ -421,6 +428,38 @@ fn graph_builtins_take_integer_or_enum_vertices() {
     assert_eq!(e.arg, Some(2));
     let e = fails(Builtin::Reachable, &[v(Type::I64)]);
     assert_eq!(e.message, "`@reachable` takes 3 arguments, found 1");
+}
+
+#[test]
+fn reach_index_of_a_graph_is_a_dictionary_that_reachable_accepts() {
+    let graph = Type::List(Box::new(Type::I64));
+    let index = Type::Dict(Box::new(Type::Sym), Box::new(graph.clone()));
+    assert_eq!(
+        one(Builtin::ReachIndex, &[v(graph.clone()), v(Type::I64)]),
+        index
+    );
+    assert_eq!(
+        one(
+            Builtin::Reachable,
+            &[v(index.clone()), v(Type::I64), v(Type::I32)]
+        ),
+        Type::Bool
+    );
+    let e = fails(Builtin::ReachIndex, &[v(Type::I64), v(Type::I64)]);
+    assert_eq!(
+        e.message,
+        "`@reach_index` expects a graph (list<i64> from @csr) as argument 1, found i64"
+    );
+    let e = fails(Builtin::ReachIndex, &[v(graph.clone()), v(Type::F64)]);
+    assert_eq!(e.arg, Some(1));
+    // Only @reachable takes an index: path lengths need the graph.
+    let e = fails(
+        Builtin::ShortestPathLength,
+        &[v(index), v(Type::I64), v(Type::I64)],
+    );
+    assert_eq!(e.arg, Some(0));
+    let e = fails(Builtin::ReachIndex, &[v(graph)]);
+    assert_eq!(e.message, "`@reach_index` takes 2 arguments, found 1");
 }
 
 #[test]

@@ -1,0 +1,218 @@
+//! The relation library kernels of Datalog (`@tuple_unique`, `@tuple_diff`, `@tuple_merge`,
+//! `@sorted_join`) on the GPU against the CPU builtins, on seeded random relations
+//! including empty and all-duplicate ones: results must be identical, errors too. Needs a
+//! GPU adapter (lavapipe will do); HORSEC_REQUIRE_GPU=1 turns a missing one into a failure.
+
+use std::sync::{Arc, OnceLock};
+
+use horsec_runtime::builtin::Builtin as B;
+use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
+use horsec_runtime::error::{Result, RuntimeError};
+use horsec_runtime::gpu::library::run_library;
+use horsec_runtime::gpu::{require_gpu_or_skip, Device};
+use horsec_runtime::plan::Callee;
+use horsec_runtime::value::{List, Table, Value, Vector};
+
+fn shared_device() -> Option<&'static Device> {
+    static DEVICE: OnceLock<Option<Device>> = OnceLock::new();
+    let device = DEVICE.get_or_init(require_gpu_or_skip).as_ref();
+    if device.is_none() {
+        eprintln!("SKIPPED: no GPU adapter");
+    }
+    device
+}
+
+struct NoEnv;
+
+impl Env for NoEnv {
+    fn load_table(&mut self, name: &str) -> Result<Arc<Table>> {
+        Err(RuntimeError::new(format!("no table {name}")))
+    }
+    fn invoke(&mut self, _: Callee, _: &[Value]) -> Result<Vec<Value>> {
+        Err(RuntimeError::new("no functions"))
+    }
+    fn print(&mut self, _: &Value) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A relation value of `columns`.
+fn relation(columns: Vec<Vec<i64>>) -> Value {
+    let mut offsets = vec![0];
+    let mut values = Vec::new();
+    for c in columns {
+        values.extend(c);
+        offsets.push(values.len());
+    }
+    Value::List(List::Flat {
+        values: Vector::I64(Arc::new(values)),
+        offsets: Arc::new(offsets),
+    })
+}
+
+/// A small xorshift generator, so the data is the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// `rows` random tuples of `arity` values in `-range..range`.
+    fn relation(&mut self, rows: usize, arity: usize, range: i64) -> Vec<Vec<i64>> {
+        (0..arity)
+            .map(|_| {
+                (0..rows)
+                    .map(|_| (self.next() % (2 * range as u64)) as i64 - range)
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+fn both(device: &Device, b: B, args: &[Value]) -> (Result<Value>, Result<Value>) {
+    let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+    (
+        call_builtin(b, &refs, &mut NoEnv),
+        run_library(device, b, &refs),
+    )
+}
+
+fn assert_same(device: &Device, b: B, args: &[Value]) -> Value {
+    let (cpu, gpu) = both(device, b, args);
+    match (cpu, gpu) {
+        (Ok(c), Ok(g)) => {
+            assert_eq!(c, g, "@{b}: GPU differs from CPU");
+            c
+        }
+        (Err(c), Err(g)) => {
+            // The GPU's message ends in " (GPU)" where the library adds it.
+            assert_eq!(
+                g.message.trim_end_matches(" (GPU)"),
+                c.message,
+                "@{b}: different errors"
+            );
+            Value::List(List::Mixed(Arc::new(Vec::new())))
+        }
+        (c, g) => panic!("@{b}: CPU {c:?} but GPU {g:?}"),
+    }
+}
+
+/// A sorted duplicate-free relation (`@tuple_unique` on the CPU).
+fn sorted(columns: Vec<Vec<i64>>) -> Value {
+    let refs = [relation(columns)];
+    let args: Vec<ArgValue<'_>> = refs.iter().map(ArgValue::Value).collect();
+    call_builtin(B::TupleUnique, &args, &mut NoEnv).expect("sorts")
+}
+
+#[test]
+fn tuple_unique_matches_the_cpu_on_random_empty_and_all_duplicate_relations() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(0x5eed);
+    for (rows, arity, range) in [
+        (0, 2, 5),
+        (1, 1, 5),
+        (500, 2, 8),
+        (3000, 3, 1 << 40),
+        (777, 1, 3),
+    ] {
+        assert_same(
+            device,
+            B::TupleUnique,
+            &[relation(rng.relation(rows, arity, range))],
+        );
+    }
+    let duplicates = relation(vec![vec![7; 1000], vec![-3; 1000]]);
+    let unique = assert_same(device, B::TupleUnique, &[duplicates]);
+    assert_eq!(unique, relation(vec![vec![7], vec![-3]]));
+}
+
+#[test]
+fn tuple_diff_and_merge_match_the_cpu() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(42);
+    for (rows_a, rows_b, range) in [
+        (0, 0, 4),
+        (0, 50, 4),
+        (50, 0, 4),
+        (800, 600, 20),
+        (2000, 2000, 1 << 33),
+    ] {
+        let a = sorted(rng.relation(rows_a, 2, range));
+        let b = sorted(rng.relation(rows_b, 2, range));
+        assert_same(device, B::TupleDiff, &[a.clone(), b.clone()]);
+        assert_same(device, B::TupleMerge, &[a.clone(), b.clone()]);
+        assert_same(device, B::TupleMerge, &[a.clone(), a.clone()]);
+        assert_same(device, B::TupleDiff, &[a.clone(), a]);
+    }
+}
+
+#[test]
+fn sorted_join_matches_the_cpu_with_skewed_and_missing_keys() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(7);
+    for (rows_p, rows_b, range) in [(0, 10, 4), (10, 0, 4), (300, 500, 6), (1000, 1000, 1000)] {
+        let probe = relation(rng.relation(rows_p, 1, range));
+        // Build keys: sorted, with duplicates (one key column of a sorted pair relation).
+        let build = sorted(rng.relation(rows_b, 2, range));
+        let Value::List(list) = &build else {
+            unreachable!()
+        };
+        let key = relation(vec![list.cells()[0].clone().into_i64_column()]);
+        assert_same(device, B::SortedJoin, &[probe, key]);
+    }
+    // Every probe row matches every build row.
+    let all = assert_same(
+        device,
+        B::SortedJoin,
+        &[relation(vec![vec![1; 40]]), relation(vec![vec![1; 30]])],
+    );
+    let Value::List(List::Flat { offsets, .. }) = all else {
+        panic!("pairs")
+    };
+    assert_eq!(offsets.as_slice(), &[0, 1200, 2400]);
+}
+
+#[test]
+fn unsorted_inputs_are_the_same_error_on_both_backends() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let unsorted = relation(vec![vec![3, 1, 2]]);
+    let sorted_one = relation(vec![vec![1, 2]]);
+    let duplicated = relation(vec![vec![1, 1, 2]]);
+    for (b, args) in [
+        (B::TupleDiff, vec![unsorted.clone(), sorted_one.clone()]),
+        (B::TupleMerge, vec![sorted_one.clone(), duplicated.clone()]),
+        (B::SortedJoin, vec![sorted_one.clone(), unsorted.clone()]),
+    ] {
+        let (cpu, gpu) = both(device, b, &args);
+        let (cpu, gpu) = (cpu.unwrap_err(), gpu.unwrap_err());
+        assert!(cpu.message.contains("is not sorted"), "{}", cpu.message);
+        assert_eq!(gpu.message.trim_end_matches(" (GPU)"), cpu.message);
+    }
+    // Duplicates are fine on the build side of a join.
+    assert_same(device, B::SortedJoin, &[sorted_one, duplicated]);
+}
+
+trait I64Column {
+    fn into_i64_column(self) -> Vec<i64>;
+}
+
+impl I64Column for Value {
+    fn into_i64_column(self) -> Vec<i64> {
+        match self {
+            Value::Vector(Vector::I64(v)) => v.to_vec(),
+            other => panic!("expected i64, got {other:?}"),
+        }
+    }
+}

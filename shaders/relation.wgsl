@@ -1,0 +1,249 @@
+// Relation kernels of Datalog's semi-naive evaluation (runtime/src/gpu/relation.rs).
+//
+// `a` and `b` are key matrices (see keys.wgsl: `words` order-preserving u32 words per row,
+// word-major, word w of row r at w * rows + r), so rows compare lexicographically by
+// comparing words. Relations are sorted; lookups are binary searches over the sorted rows
+// (lower bound: first row >= key; upper bound: first row > key).
+//
+// Entry points (bindings: params, a, b, idx, out, flag):
+//   adjacent_distinct  out[k] = 1 if row idx[k] of a differs from row idx[k-1] (k = 0: 1)
+//   check_sorted       flag[0] = min k with row k-1 of a >= row k (params.mode = 1: strictly
+//                      increasing required) or > row k (mode = 0: non-decreasing)
+//   check_monotonic    flag[0] = min k with idx[k+1] < idx[k] (a scan that wrapped), k < n
+//   not_in_b           out[i] = 1 if row i of a is not a row of b
+//   merge_position_a   out[i] = i + lower bound of row i of a in b
+//   merge_position_b   out[j] = j + lower bound of row j of b in a
+//   join_count         for probe row i of a: out[i] = number of rows of b equal to it,
+//                      flag[i] = the lower bound (its first equal row)
+//   join_write         output k of params.n: its probe row i (the last i with idx[i] <= k,
+//                      idx = exclusive scan of the counts, params.rows_a cells) in out[k],
+//                      its build row a[i] + k - idx[i] in flag[k] (a = the lower bounds)
+//   gather_pairs       out[2j], out[2j+1] = a[2 idx[j]], a[2 idx[j] + 1] (64-bit elements)
+//   scatter_pairs      out[2 idx[i]], out[2 idx[i] + 1] = a[2i], a[2i + 1]
+//
+// Template parameters: {{WORKGROUP_SIZE}}.
+
+struct Params {
+    n: u32,
+    rows_a: u32,
+    rows_b: u32,
+    words: u32,
+    mode: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+const WORKGROUP_SIZE: u32 = {{WORKGROUP_SIZE}}u;
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> a: array<u32>;
+@group(0) @binding(2) var<storage, read> b: array<u32>;
+@group(0) @binding(3) var<storage, read> idx: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<u32>;
+@group(0) @binding(5) var<storage, read_write> flag: array<atomic<u32>>;
+
+// -1, 0 or 1 as row i of a is before, equal to or after row j of b.
+fn compare_ab(i: u32, j: u32) -> i32 {
+    for (var w = 0u; w < params.words; w = w + 1u) {
+        let x = a[w * params.rows_a + i];
+        let y = b[w * params.rows_b + j];
+        if x < y {
+            return -1;
+        }
+        if x > y {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+fn compare_aa(i: u32, j: u32) -> i32 {
+    for (var w = 0u; w < params.words; w = w + 1u) {
+        let x = a[w * params.rows_a + i];
+        let y = a[w * params.rows_a + j];
+        if x < y {
+            return -1;
+        }
+        if x > y {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// The first row of b not before row i of a (upper: the first row after it).
+fn bound_in_b(i: u32, upper: bool) -> u32 {
+    var lo = 0u;
+    var hi = params.rows_b;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2u;
+        let c = compare_ab(i, mid);
+        if c > 0 || (upper && c == 0) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+// The first row of a not before row j of b.
+fn lower_bound_in_a(j: u32) -> u32 {
+    var lo = 0u;
+    var hi = params.rows_a;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2u;
+        if compare_ab(mid, j) < 0 {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn adjacent_distinct(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x; k < params.n; k = k + stride) {
+        var distinct = 1u;
+        if k > 0u && compare_aa(idx[k], idx[k - 1u]) == 0 {
+            distinct = 0u;
+        }
+        out[k] = distinct;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn check_sorted(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x + 1u; k < params.rows_a; k = k + stride) {
+        let c = compare_aa(k - 1u, k);
+        if c > 0 || (params.mode == 1u && c == 0) {
+            atomicMin(&flag[0], k);
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn check_monotonic(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x; k < params.n; k = k + stride) {
+        if idx[k + 1u] < idx[k] {
+            atomicMin(&flag[0], k);
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn not_in_b(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.rows_a; i = i + stride) {
+        let at = bound_in_b(i, false);
+        var missing = 1u;
+        if at < params.rows_b && compare_ab(i, at) == 0 {
+            missing = 0u;
+        }
+        out[i] = missing;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn merge_position_a(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.rows_a; i = i + stride) {
+        out[i] = i + bound_in_b(i, false);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn merge_position_b(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j < params.rows_b; j = j + stride) {
+        out[j] = j + lower_bound_in_a(j);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn join_count(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.rows_a; i = i + stride) {
+        let lo = bound_in_b(i, false);
+        let hi = bound_in_b(i, true);
+        out[i] = hi - lo;
+        atomicStore(&flag[i], lo);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn join_write(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x; k < params.n; k = k + stride) {
+        // The last probe row whose first output is at or before k (load-balancing search:
+        // one invocation per output pair, whatever the number of matches per row).
+        var lo = 0u;
+        var hi = params.rows_a;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2u;
+            if idx[mid] <= k {
+                lo = mid + 1u;
+            } else {
+                hi = mid;
+            }
+        }
+        let i = lo - 1u;
+        out[k] = i;
+        atomicStore(&flag[k], a[i] + (k - idx[i]));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn gather_pairs(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j < params.n; j = j + stride) {
+        let source = 2u * idx[j];
+        out[2u * j] = a[source];
+        out[2u * j + 1u] = a[source + 1u];
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn scatter_pairs(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.n; i = i + stride) {
+        let destination = 2u * idx[i];
+        out[destination] = a[2u * i];
+        out[destination + 1u] = a[2u * i + 1u];
+    }
+}
