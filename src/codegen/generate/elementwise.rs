@@ -346,7 +346,7 @@ impl Generator<'_> {
         let float = result.is_float();
         let zero = wgsl::zero(wgsl::register_type(result).unwrap_or("i32"));
         Ok(match b {
-            B::Neg => wgsl::wrap_narrow(format!("(-{cx})"), result),
+            B::Neg => wgsl::wrap_narrow(format!("(-({cx}))"), result),
             B::Abs if *result == Type::Bool => cx,
             B::Abs => wgsl::wrap_narrow(format!("abs({cx})"), result),
             B::Signum if *result == Type::Bool => cx,

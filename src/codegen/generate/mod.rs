@@ -152,7 +152,7 @@ pub(crate) struct Generator<'a> {
     cell_lines: Vec<String>,
     reductions: Vec<Reduction>,
     helpers: BTreeSet<Helper>,
-    /// Module-scope `var<private>` holding the kernel's i64 and f64 literals: name, WGSL type
+    /// Module-scope `var<private>` holding the kernel's numeric literals: name, WGSL type
     /// and constant (see [`Generator::literal_val`]).
     constants: Vec<(String, &'static str, String)>,
     /// The value of each i64 integer literal's variable in `constants`, by its name.
@@ -770,14 +770,17 @@ impl<'a> Generator<'a> {
         Ok(Val::scalar(expr, ty))
     }
 
-    /// A literal as the kernel reads it. naga's constant evaluator cannot convert an i64 or
-    /// f64 constant to another type (`f64(8li)`) nor apply a math function to an f64 one
-    /// (`ceil(332.25lf)`), and WGSL evaluates every expression of constants at shader
-    /// creation; so literals of these types are module-scope private variables, which make
-    /// the expressions reading them run-time ones (the shader compiler still folds them).
+    /// A literal as the kernel reads it. WGSL evaluates every expression of constants when
+    /// the shader is created, and naga refuses many that a run-time value accepts: it cannot
+    /// convert an i64 or f64 constant to another type (`f64(8li)`) nor apply a math function
+    /// to an f64 one (`ceil(332.25lf)`), and a constant out of a function's domain
+    /// (`sqrt(-3.0f)`), an overflow (`-(-2147483648i)`) or a division by zero is an error.
+    /// So numeric and bool literals are module-scope private variables, which make the expressions
+    /// reading them run-time ones with the CPU's semantics (the shader compiler still
+    /// folds them).
     fn constant(&mut self, expr: String, ty: &Type) -> String {
         let wgsl = match wgsl::register_type(ty) {
-            Some(reg @ ("i64" | "f64")) => reg,
+            Some(reg @ ("bool" | "i32" | "u32" | "f32" | "i64" | "f64")) => reg,
             _ => return expr,
         };
         if let Some((name, _, _)) = self
