@@ -358,7 +358,17 @@ impl Generator<'_> {
                     _ => ("1i", "-1i"),
                 };
                 let keep = if float { cx.clone() } else { zero.to_string() };
-                format!("select(select({keep}, {minus}, {cx} < {zero}), {one}, {cx} > {zero})")
+                // The sign of a float with an integer result (`@signum(f64)` is i16) is taken
+                // before the conversion, which would make 0.05 zero.
+                let (sign_of, own_zero) = if x.ty.is_float() && !float {
+                    let own = wgsl::register_type(&x.ty).unwrap_or("f64");
+                    (x.expr.clone(), wgsl::zero(own))
+                } else {
+                    (cx.clone(), zero)
+                };
+                format!(
+                    "select(select({keep}, {minus}, {sign_of} < {own_zero}), {one}, {sign_of} > {own_zero})"
+                )
             }
             B::Ceil | B::Floor | B::Round | B::Conj if !float => cx,
             B::Conj => cx,
