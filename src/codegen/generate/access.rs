@@ -79,9 +79,16 @@ impl Generator<'_> {
         .unwrap_or_else(|| index.expr.clone());
         let zero = wgsl::zero(index_ty);
         let j = format!("j{}", self.element_lines.len() + self.cell_lines.len());
+        // An i64 index is checked through its two words: lavapipe (Mesa 22.3) miscompiles a
+        // comparison of a constant i64 with a widened u32 (`28li < i64(25u)` is true).
+        let in_range = if wide {
+            format!("u32({j} >> 32u) == 0u && u32({j}) < {length}")
+        } else {
+            format!("{j} >= {zero} && {j} < {len_expr}")
+        };
         let prelude = vec![
             format!("let {j}: {index_ty} = {position};"),
-            format!("let in_range_{j} = {j} >= {zero} && {j} < {len_expr};"),
+            format!("let in_range_{j} = {in_range};"),
             format!(
                 "if !in_range_{j} {{ atomicOr(&status[0], {}u); }}",
                 1u32 << bit
