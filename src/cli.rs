@@ -557,6 +557,11 @@ fn run(args: &RunArgs) -> bool {
             None => "  backend: CPU\n".to_string(),
         };
         report += &profile.report();
+        // Every byte of the run either way (columns, kernels, library kernels, counts,
+        // results), in a fixed form that scripts read.
+        let traffic = device.as_ref().map(|d| d.traffic()).unwrap_or_default();
+        report += &format!("bytes uploaded: {}\n", traffic.uploaded);
+        report += &format!("bytes downloaded: {}\n", traffic.downloaded);
         eprint!("{report}");
     }
     true

@@ -12,8 +12,9 @@
 //!   is string order.
 //! - `bool` as `bool`, `char` as a byte.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use crate::gpu::GpuBuffer;
 use crate::types::Type;
 
 /// A complex number (`complex`).
@@ -213,10 +214,82 @@ impl Table {
     }
 }
 
+/// A vector whose elements live in device memory, in the kernels' word layout
+/// (`crate::kernel::GpuElement`: bool/char/i8/i16 widened to 32-bit words, sym/str as codes
+/// into `dict`). Kernel outputs and library results are these: the next kernel binds the
+/// buffer as it is, and the host copy is made only when a host step needs the elements
+/// (the engine's `location` module decides, and counts the bytes). Once made, the host copy
+/// is kept with the value, so it lives in both places and is downloaded at most once.
+#[derive(Clone)]
+pub struct DeviceVector {
+    /// The element type (a basic type).
+    pub ty: Type,
+    pub len: usize,
+    /// The dictionary the codes of a sym/str vector index.
+    pub dict: Option<Arc<StrDict>>,
+    /// The elements: `len` elements of `ty`'s GPU element, as raw words.
+    pub buffer: Arc<GpuBuffer<u32>>,
+    /// The host copy, once some host step needed it.
+    host: Arc<OnceLock<Vector>>,
+}
+
+impl DeviceVector {
+    pub fn new(
+        ty: Type,
+        len: usize,
+        dict: Option<Arc<StrDict>>,
+        buffer: Arc<GpuBuffer<u32>>,
+    ) -> DeviceVector {
+        DeviceVector {
+            ty,
+            len,
+            dict,
+            buffer,
+            host: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The host copy, if one was made.
+    pub fn host(&self) -> Option<&Vector> {
+        self.host.get()
+    }
+
+    /// Records the host copy (made by the engine's download); returns it.
+    pub fn set_host(&self, vector: Vector) -> &Vector {
+        self.host.get_or_init(|| vector)
+    }
+
+    /// Bytes of the elements on the device.
+    pub fn byte_len(&self) -> u64 {
+        crate::kernel::GpuElement::of_type(&self.ty).map_or(0, |e| e.size()) * self.len as u64
+    }
+}
+
+impl std::fmt::Debug for DeviceVector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceVector({} × {}", self.len, self.ty)?;
+        if self.host().is_some() {
+            write!(f, ", also on the host")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// Two device vectors are the same value when they share their buffer; comparing elements
+/// needs the host copies (see the engine's `location` module).
+impl PartialEq for DeviceVector {
+    fn eq(&self, other: &DeviceVector) -> bool {
+        Arc::ptr_eq(&self.buffer, &other.buffer) && self.len == other.len && self.ty == other.ty
+    }
+}
+
 /// Any HorseIR value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Vector(Vector),
+    /// A vector in device memory (GPU backend only; host steps never see one: the
+    /// interpreter hands them the host copy).
+    Device(DeviceVector),
     List(List),
     Dict(Dict),
     Enum(Enumeration),
@@ -231,6 +304,7 @@ impl Value {
     pub fn len(&self) -> usize {
         match self {
             Value::Vector(v) => v.len(),
+            Value::Device(d) => d.len,
             Value::List(List::Flat { offsets, .. }) => offsets.len().saturating_sub(1),
             Value::List(List::Mixed(cells)) => cells.len(),
             Value::Dict(d) => d.keys.len(),
@@ -249,6 +323,7 @@ impl Value {
     pub fn ty(&self) -> Type {
         match self {
             Value::Vector(v) => v.ty(),
+            Value::Device(d) => d.ty.clone(),
             Value::List(List::Flat { values, .. }) => Type::List(Box::new(values.ty())),
             Value::List(List::Mixed(cells)) => {
                 let mut types = cells.iter().map(Value::ty);

@@ -5,10 +5,15 @@
 //! builtins (tables, columns, lists) stay on the host; any other builtin left outside a
 //! kernel runs on the CPU and is recorded as a CPU compute step in the [`Profile`], so a
 //! fallback is always visible in `--time`.
+//!
+//! Kernel outputs stay on the device ([`Value::Device`]); `location` decides where each
+//! value lives and moves data, and the engine reads a device vector back only when a host
+//! step needs its elements ([`Accelerator::host`]), recording the read in the profile under
+//! the step that needed it.
 
 mod encode;
 mod launch;
-mod residency;
+mod location;
 
 use std::collections::HashMap;
 
@@ -27,11 +32,11 @@ use crate::value::{Value, Vector};
 
 pub use launch::LaunchCost;
 
-/// Runs kernels and library builtins on one device, keeping device copies of the values it
-/// has seen (see `residency`).
+/// Runs kernels and library builtins on one device, keeping device copies of the host
+/// values it has uploaded (see `location`).
 pub struct GpuEngine<'d> {
     device: &'d Device,
-    residency: residency::Residency,
+    location: location::Location,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -41,7 +46,7 @@ impl<'d> GpuEngine<'d> {
     pub fn new(device: &'d Device) -> GpuEngine<'d> {
         GpuEngine {
             device,
-            residency: residency::Residency::default(),
+            location: location::Location::default(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -51,9 +56,20 @@ impl<'d> GpuEngine<'d> {
         self.device
     }
 
-    /// Bytes of device copies the engine holds.
+    /// Bytes of device copies of host values the engine holds.
     pub fn resident_bytes(&self) -> u64 {
-        self.residency.resident_bytes()
+        self.location.uploaded_bytes()
+    }
+
+    /// `value` on the host, read back when it is on the device; the read is recorded under
+    /// `step`, the host step that needs it.
+    fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
+        let (host, moved) = location::host(self.device, value)?;
+        if moved.bytes > 0 {
+            self.downloaded_bytes += moved.bytes;
+            profile.read_back(step, moved.bytes, moved.time);
+        }
+        Ok(host)
     }
 }
 
@@ -84,7 +100,39 @@ impl GpuEngine<'_> {
 }
 
 impl Accelerator for GpuEngine<'_> {
-    fn builtin(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Option<Result<(Value, Placement)>> {
+    fn builtin(
+        &mut self,
+        b: Builtin,
+        args: &[ArgValue<'_>],
+        profile: &mut Profile,
+    ) -> Option<Result<(Value, Placement)>> {
+        let gpu = matches!(b, Builtin::ShortestPathLength | Builtin::Reachable)
+            || LIBRARY_BUILTINS.contains(&b)
+            || (b == Builtin::Each && each_runs_on_gpu(args));
+        if !gpu {
+            return None;
+        }
+        // The library kernels take host arguments (and upload what they need).
+        let step = format!("@{}", b.name());
+        let mut hosted = Vec::with_capacity(args.len());
+        for arg in args {
+            hosted.push(match arg {
+                ArgValue::Value(v @ Value::Device(_)) => match self.host_value(v, &step, profile) {
+                    Ok(h) => Some(h),
+                    Err(e) => return Some(Err(e)),
+                },
+                _ => None,
+            });
+        }
+        let args: Vec<ArgValue<'_>> = args
+            .iter()
+            .zip(&hosted)
+            .map(|(a, h)| match h {
+                Some(v) => ArgValue::Value(v),
+                None => *a,
+            })
+            .collect();
+        let args = args.as_slice();
         if matches!(b, Builtin::ShortestPathLength | Builtin::Reachable) {
             return Some(
                 self.graph_search(b, args)
@@ -93,9 +141,6 @@ impl Accelerator for GpuEngine<'_> {
         }
         if b == Builtin::Each && each_runs_on_gpu(args) {
             return Some(each_library(self.device, args).map(|v| (v, Placement::GpuLibrary)));
-        }
-        if !LIBRARY_BUILTINS.contains(&b) {
-            return None;
         }
         Some(run_library(self.device, b, args).map(|v| (v, Placement::GpuLibrary)))
     }
@@ -107,7 +152,7 @@ impl Accelerator for GpuEngine<'_> {
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
         let mut cost = LaunchCost::default();
-        let outputs = launch::launch(self.device, &mut self.residency, kernel, inputs, &mut cost)?;
+        let outputs = launch::launch(self.device, &mut self.location, kernel, inputs, &mut cost)?;
         self.uploaded_bytes += cost.upload_bytes;
         self.downloaded_bytes += cost.download_bytes;
         // The launch's time is recorded by the interpreter; the bytes it moved go here.
@@ -119,5 +164,9 @@ impl Accelerator for GpuEngine<'_> {
         profile.record(Placement::Transfer, "download", cost.download_time);
         profile.gpu_busy += cost.device_time;
         Ok(outputs)
+    }
+
+    fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
+        self.host_value(value, step, profile)
     }
 }

@@ -1,7 +1,7 @@
 //! Adapter selection and the logical device the GPU layer runs on.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::error::{GpuError, Result};
@@ -45,6 +45,27 @@ pub struct Device {
     /// String dictionaries already on the device (packed bytes and offsets), keyed by the
     /// dictionary's address; each entry holds the dictionary, so the address stays its own.
     pub(crate) dictionaries: Mutex<Vec<CachedDictionary>>,
+    /// Bytes copied host → device and device → host over the device's life, every copy
+    /// included (columns, kernel parameters, library kernels' inputs, read-backs).
+    uploaded: AtomicU64,
+    downloaded: AtomicU64,
+}
+
+/// Bytes moved between host and device, as counted by [`Device::traffic`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub uploaded: u64,
+    pub downloaded: u64,
+}
+
+impl std::ops::Sub for Traffic {
+    type Output = Traffic;
+    fn sub(self, earlier: Traffic) -> Traffic {
+        Traffic {
+            uploaded: self.uploaded.saturating_sub(earlier.uploaded),
+            downloaded: self.downloaded.saturating_sub(earlier.downloaded),
+        }
+    }
 }
 
 /// A string dictionary on the device: its UTF-8 bytes packed into u32 words, and the
@@ -99,6 +120,8 @@ impl Device {
                         items_per_thread: AtomicU32::new(items_per_thread),
                         staging: Mutex::new(None),
                         dictionaries: Mutex::new(Vec::new()),
+                        uploaded: AtomicU64::new(0),
+                        downloaded: AtomicU64::new(0),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -203,6 +226,24 @@ impl Device {
         }
         self.items_per_thread.store(items, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Every byte copied between host and device so far.
+    pub fn traffic(&self) -> Traffic {
+        Traffic {
+            uploaded: self.uploaded.load(Ordering::Relaxed),
+            downloaded: self.downloaded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts `bytes` written from the host into device memory (every upload path calls it).
+    pub(crate) fn count_upload(&self, bytes: u64) {
+        self.uploaded.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` read from device memory back to the host (every read-back calls it).
+    pub(crate) fn count_download(&self, bytes: u64) {
+        self.downloaded.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Blocks until all submitted work has finished.

@@ -24,7 +24,9 @@ pub mod sort;
 pub mod template;
 
 pub use buffer::{GpuBuffer, MAX_ELEMENTS};
-pub use device::{require_gpu_or_skip, Device, ADAPTER_ENV, OPTIONAL_FEATURES, REQUIRE_GPU_ENV};
+pub use device::{
+    require_gpu_or_skip, Device, Traffic, ADAPTER_ENV, OPTIONAL_FEATURES, REQUIRE_GPU_ENV,
+};
 pub use error::{GpuError, Result};
 pub use pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 pub use wgpu;

@@ -534,6 +534,7 @@ impl<'d> GpuGraph<'d> {
                 unused: [0; 2],
             };
             // Queue-ordered: runs after the work already submitted for the previous batch.
+            device.count_upload(std::mem::size_of_val(&params) as u64);
             device
                 .queue
                 .write_buffer(&buffers.scratch.params, 0, bytemuck::bytes_of(&params));
@@ -782,6 +783,7 @@ fn storage<T: bytemuck::Pod>(device: &Device, label: &str, data: &[T]) -> Result
         return buffer(device, label, 4, STORAGE_USAGE);
     }
     check_size(device, label, bytes.len() as u64)?;
+    device.count_upload(bytes.len() as u64);
     device
         .capture_errors(label, command_error, || {
             device
@@ -876,6 +878,7 @@ fn map_read(
         .recv()
         .map_err(|e| readback_error(e.to_string()))?
         .map_err(|e| readback_error(e.to_string()))?;
+    device.count_download(staging.size());
     let bytes = {
         let view = staging
             .slice(..)
