@@ -127,7 +127,7 @@ impl<'a> Grid<'a> {
             Value::Vector(_) | Value::Enum(_) | Value::List(_) => {
                 (vec![value.ty().to_string()], vec![value], true)
             }
-            Value::Device(_) => return Err(on_device()),
+            Value::Device(_) | Value::DeviceList(_) => return Err(on_device()),
         };
         if names.len() != columns.len() {
             return Err(invalid(format!(
@@ -332,6 +332,7 @@ fn value_text(value: &Value) -> io::Result<String> {
             Some(vector) => run_text(vector, 0..vector.len()),
             None => Err(on_device()),
         },
+        Value::DeviceList(_) => Err(on_device()),
         Value::Enum(_) | Value::List(_) => {
             let items = (0..value.len())
                 .map(|i| cell_text(&cell(value, i)?))

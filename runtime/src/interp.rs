@@ -346,9 +346,10 @@ impl Interpreter<'_> {
 impl Interpreter<'_> {
     /// `value` on the host for `step` (see [`Accelerator::host`]).
     fn host(&mut self, value: &Value, step: &str) -> Result<Value> {
-        match value {
-            Value::Device(_) => self.accelerator.host(value, step, self.profile),
-            other => Ok(other.clone()),
+        if value.on_device() {
+            self.accelerator.host(value, step, self.profile)
+        } else {
+            Ok(value.clone())
         }
     }
 
@@ -363,7 +364,7 @@ impl Interpreter<'_> {
                 let mut hosted = Vec::with_capacity(args.len());
                 for arg in args {
                     hosted.push(match arg {
-                        ArgValue::Value(v @ Value::Device(_)) => Some(self.host(v, &step)?),
+                        ArgValue::Value(v) if v.on_device() => Some(self.host(v, &step)?),
                         _ => None,
                     });
                 }

@@ -83,6 +83,9 @@ pub struct Profile {
     /// Device values read back because a host step needed their elements: per step
     /// (`@raze`, `if`, `result`, …), reads and bytes.
     read_backs: BTreeMap<String, (u32, u64)>,
+    /// Bytes GPU steps read back while they ran (compaction counts, status words, list
+    /// results, library kernels' own reads): per step, steps that read and bytes.
+    step_reads: BTreeMap<String, (u32, u64)>,
 }
 
 impl Profile {
@@ -105,6 +108,23 @@ impl Profile {
         entry.1 += bytes;
         self.downloaded_bytes += bytes;
         self.record(Placement::Transfer, &format!("read back for {step}"), time);
+    }
+
+    /// Records that GPU step `step` (a kernel, a library builtin) read `bytes` back while it
+    /// ran.
+    pub fn step_read(&mut self, step: &str, bytes: u64) {
+        if bytes > 0 {
+            let entry = self.step_reads.entry(step.to_string()).or_default();
+            entry.0 += 1;
+            entry.1 += bytes;
+        }
+    }
+
+    /// The GPU steps that read bytes back while they ran: (step, times, bytes).
+    pub fn step_reads(&self) -> impl Iterator<Item = (&str, u32, u64)> + '_ {
+        self.step_reads
+            .iter()
+            .map(|(step, &(n, bytes))| (step.as_str(), n, bytes))
     }
 
     /// The host steps that read device values back: (step, reads, bytes).
@@ -197,6 +217,13 @@ impl Profile {
                 .map(|(step, n, bytes)| format!("{step} ×{n} {bytes} B"))
                 .collect();
             let _ = writeln!(out, "  read back for host steps: {}", steps.join(", "));
+        }
+        if !self.step_reads.is_empty() {
+            let steps: Vec<String> = self
+                .step_reads()
+                .map(|(step, n, bytes)| format!("{step} ×{n} {bytes} B"))
+                .collect();
+            let _ = writeln!(out, "  read back inside GPU steps: {}", steps.join(", "));
         }
         let cpu = self.cpu_compute_steps();
         if cpu.is_empty() {

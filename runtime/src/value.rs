@@ -283,6 +283,31 @@ impl PartialEq for DeviceVector {
     }
 }
 
+/// A flat list in device memory: `values` and `cells + 1` u32 offsets (CSR), as kernels
+/// bind a list. `@group`'s lists of rows and the lists kernels compute over them are these.
+#[derive(Clone)]
+pub struct DeviceList {
+    /// Every cell's elements, one after another (`offsets` starts at 0 and ends at their
+    /// number).
+    pub values: DeviceVector,
+    pub offsets: Arc<GpuBuffer<u32>>,
+    pub cells: usize,
+}
+
+impl std::fmt::Debug for DeviceList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceList({} cells of {:?})", self.cells, self.values)
+    }
+}
+
+impl PartialEq for DeviceList {
+    fn eq(&self, other: &DeviceList) -> bool {
+        self.values == other.values
+            && Arc::ptr_eq(&self.offsets, &other.offsets)
+            && self.cells == other.cells
+    }
+}
+
 /// Any HorseIR value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -290,6 +315,8 @@ pub enum Value {
     /// A vector in device memory (GPU backend only; host steps never see one: the
     /// interpreter hands them the host copy).
     Device(DeviceVector),
+    /// A flat list in device memory (GPU backend only, like [`Value::Device`]).
+    DeviceList(DeviceList),
     List(List),
     Dict(Dict),
     Enum(Enumeration),
@@ -305,6 +332,7 @@ impl Value {
         match self {
             Value::Vector(v) => v.len(),
             Value::Device(d) => d.len,
+            Value::DeviceList(l) => l.cells,
             Value::List(List::Flat { offsets, .. }) => offsets.len().saturating_sub(1),
             Value::List(List::Mixed(cells)) => cells.len(),
             Value::Dict(d) => d.keys.len(),
@@ -318,12 +346,24 @@ impl Value {
         self.len() == 0
     }
 
+    /// Whether some elements of this value are on the device only: a device vector, or a
+    /// list or dictionary holding one. Host steps get such a value read back first.
+    pub fn on_device(&self) -> bool {
+        match self {
+            Value::Device(_) | Value::DeviceList(_) => true,
+            Value::List(List::Mixed(cells)) => cells.iter().any(Value::on_device),
+            Value::Dict(d) => d.keys.on_device() || d.values.on_device(),
+            _ => false,
+        }
+    }
+
     /// The HorseIR type of this value, as `check_cast` tests it. A list whose cells have
     /// different types is `list<?>`.
     pub fn ty(&self) -> Type {
         match self {
             Value::Vector(v) => v.ty(),
             Value::Device(d) => d.ty.clone(),
+            Value::DeviceList(l) => Type::List(Box::new(l.values.ty.clone())),
             Value::List(List::Flat { values, .. }) => Type::List(Box::new(values.ty())),
             Value::List(List::Mixed(cells)) => {
                 let mut types = cells.iter().map(Value::ty);

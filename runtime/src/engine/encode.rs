@@ -44,6 +44,8 @@ pub(crate) fn part_len(value: &Value, part: ValuePart) -> Result<u64> {
     let n = match (value, part) {
         (Value::Vector(v), ValuePart::Elements) => v.len(),
         (Value::Device(d), ValuePart::Elements) => d.len,
+        (Value::DeviceList(l), ValuePart::ListValues) => l.values.len,
+        (Value::DeviceList(l), ValuePart::ListOffsets) => l.cells,
         (Value::List(List::Flat { values, .. }), ValuePart::ListValues) => values.len(),
         (Value::List(l @ List::Flat { .. }), ValuePart::ListOffsets) => l.len(),
         (Value::Enum(e), ValuePart::EnumKeys) => e.domain.len(),
@@ -199,6 +201,7 @@ pub(crate) fn dictionary_of(value: &Value) -> Option<Arc<StrDict>> {
     match value {
         Value::Vector(v) => strings(v),
         Value::Device(d) => d.dict.clone(),
+        Value::DeviceList(l) => l.values.dict.clone(),
         Value::List(List::Flat { values, .. }) => strings(values),
         Value::Enum(e) => strings(&e.domain),
         _ => None,

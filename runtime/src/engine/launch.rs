@@ -21,7 +21,7 @@ use crate::kernel::{
 };
 use crate::plan::Slot;
 use crate::types::Type;
-use crate::value::{DeviceVector, List, StrDict, Value};
+use crate::value::{DeviceList, DeviceVector, List, StrDict, Value};
 
 /// What one launch cost, for the profile.
 #[derive(Clone, Copy, Debug, Default)]
@@ -305,6 +305,30 @@ pub(crate) fn launch(
                     dict,
                     buffer.clone(),
                 ))
+            }
+            OutputLayout::List {
+                offsets_of,
+                values: n,
+            } if matches!(input(&values, *offsets_of, kernel)?, Value::DeviceList(_)) => {
+                // Cells shaped as a device list's: the new values with its offsets, on the
+                // device.
+                let Value::DeviceList(shape) = input(&values, *offsets_of, kernel)? else {
+                    unreachable!("matched above");
+                };
+                let offsets = shape.offsets.clone();
+                let cells = shape.cells;
+                let n = run.resolve(n)? as usize;
+                let cell_type = list_cell_type(&output.ty);
+                Value::DeviceList(DeviceList {
+                    values: DeviceVector::new(
+                        cell_type,
+                        n,
+                        dict,
+                        buffer_of(ValuePart::ListValues)?.clone(),
+                    ),
+                    offsets,
+                    cells,
+                })
             }
             OutputLayout::List { .. } | OutputLayout::ListOfScalars { .. } => {
                 // A list kernel writes only the flat values; the offsets are an input's, or

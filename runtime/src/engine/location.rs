@@ -53,8 +53,23 @@ impl Location {
         part: ValuePart,
         element: GpuElement,
     ) -> Result<(Arc<GpuBuffer<u32>>, Moved)> {
-        if let Value::Device(d) = value {
-            return device_buffer(d, part, element).map(|b| (b, Moved::default()));
+        match (value, part) {
+            (Value::Device(d), _) => {
+                return device_buffer(d, part, element).map(|b| (b, Moved::default()))
+            }
+            (Value::DeviceList(l), ValuePart::ListValues) => {
+                let values = device_buffer(&l.values, ValuePart::Elements, element)?;
+                return Ok((values, Moved::default()));
+            }
+            (Value::DeviceList(l), ValuePart::ListOffsets) => {
+                return Ok((l.offsets.clone(), Moved::default()))
+            }
+            (Value::DeviceList(_), part) => {
+                return Err(RuntimeError::new(format!(
+                    "a kernel reads the {part:?} of a list"
+                )))
+            }
+            _ => {}
         }
         let key = key_of(value, part, element);
         if let Some(k) = key {
@@ -89,14 +104,66 @@ impl Location {
 }
 
 /// `value` with its elements on the host: itself, or a device vector's host copy
-/// (downloaded the first time and kept with the value). Also returns what the download
-/// moved (nothing when the value was on the host already).
+/// (downloaded the first time and kept with the value), or a list or dictionary with such
+/// copies. Also returns what the downloads moved (nothing when all was on the host).
 pub(crate) fn host(device: &Device, value: &Value) -> Result<(Value, Moved)> {
-    let Value::Device(d) = value else {
+    if !value.on_device() {
         return Ok((value.clone(), Moved::default()));
+    }
+    let mut moved = Moved::default();
+    let mut add = |m: Moved| {
+        moved.bytes += m.bytes;
+        moved.time += m.time;
     };
+    let hosted = match value {
+        Value::Device(d) => {
+            let (v, m) = host_vector(device, d)?;
+            add(m);
+            Value::Vector(v)
+        }
+        Value::List(List::Mixed(cells)) => {
+            let mut hosted = Vec::with_capacity(cells.len());
+            for cell in cells.iter() {
+                let (v, m) = host(device, cell)?;
+                add(m);
+                hosted.push(v);
+            }
+            // As the CPU builds it: vectors of one type become a flat list.
+            Value::List(List::from_cells(hosted))
+        }
+        Value::DeviceList(l) => {
+            let (values, mv) = host_vector(device, &l.values)?;
+            add(mv);
+            let start = Instant::now();
+            let offsets = device
+                .download_range(&l.offsets, 0, l.cells + 1)
+                .map_err(|e| RuntimeError::new(format!("downloading a list: {e}")))?;
+            add(Moved {
+                bytes: 4 * (l.cells as u64 + 1),
+                time: start.elapsed(),
+            });
+            let offsets = offsets.into_iter().map(|o| o as usize).collect();
+            Value::List(List::flat(values, offsets)?)
+        }
+        Value::Dict(d) => {
+            let (keys, mk) = host(device, &d.keys)?;
+            let (values, mv) = host(device, &d.values)?;
+            add(mk);
+            add(mv);
+            Value::Dict(crate::value::Dict {
+                keys: Box::new(keys),
+                values: Box::new(values),
+            })
+        }
+        other => other.clone(),
+    };
+    Ok((hosted, moved))
+}
+
+/// A device vector's host copy, downloaded the first time.
+fn host_vector(device: &Device, d: &DeviceVector) -> Result<(Vector, Moved)> {
     if let Some(v) = d.host() {
-        return Ok((Value::Vector(v.clone()), Moved::default()));
+        return Ok((v.clone(), Moved::default()));
     }
     let start = Instant::now();
     let vector = download(device, d)?;
@@ -104,7 +171,7 @@ pub(crate) fn host(device: &Device, value: &Value) -> Result<(Value, Moved)> {
         bytes: d.byte_len(),
         time: start.elapsed(),
     };
-    Ok((Value::Vector(d.set_host(vector).clone()), moved))
+    Ok((d.set_host(vector).clone(), moved))
 }
 
 /// Reads the elements of a device vector.

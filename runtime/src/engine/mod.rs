@@ -28,9 +28,16 @@ use crate::interp::Accelerator;
 use crate::kernel::KernelLaunch;
 use crate::plan::Slot;
 use crate::profile::{Placement, Profile};
-use crate::value::{Value, Vector};
+use crate::value::{List, Value, Vector};
+use std::sync::Arc;
 
 pub use launch::LaunchCost;
+
+/// `value` with every element on the host (device vectors and lists read back): for callers
+/// of the library kernels outside the interpreter, such as tests comparing with the CPU.
+pub fn read_back(device: &Device, value: &Value) -> Result<Value> {
+    location::host(device, value).map(|(v, _)| v)
+}
 
 /// Runs kernels and library builtins on one device, keeping device copies of the host
 /// values it has uploaded (see `location`).
@@ -99,6 +106,36 @@ impl GpuEngine<'_> {
     }
 }
 
+/// Container builtins over values with device parts, done without reading anything back:
+/// `@list` of device vectors, `@keys`/`@values` of a dictionary, a cell of a list. None
+/// where the CPU's own builtin is to run (on host values, with its checks and errors).
+fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<Value> {
+    let values: Vec<&Value> = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Value(v) => Some(*v),
+            ArgValue::Function(_) => None,
+        })
+        .collect::<Option<_>>()?;
+    if !values.iter().any(|v| v.on_device()) {
+        return None;
+    }
+    match (b, values.as_slice()) {
+        (Builtin::List, cells) => Some(Value::List(List::Mixed(Arc::new(
+            cells.iter().map(|v| (*v).clone()).collect(),
+        )))),
+        (Builtin::Keys, [Value::Dict(d)]) => Some((*d.keys).clone()),
+        (Builtin::Values, [Value::Dict(d)]) => Some((*d.values).clone()),
+        // A flat list's cells one after another are its values.
+        (Builtin::Raze, [Value::DeviceList(l)]) => Some(Value::Device(l.values.clone())),
+        (Builtin::Index, [Value::List(List::Mixed(cells)), Value::Vector(k)]) if k.len() == 1 => {
+            let k = usize::try_from(k.integer_at(0)?).ok()?;
+            cells.get(k).cloned()
+        }
+        _ => None,
+    }
+}
+
 impl Accelerator for GpuEngine<'_> {
     fn builtin(
         &mut self,
@@ -106,21 +143,36 @@ impl Accelerator for GpuEngine<'_> {
         args: &[ArgValue<'_>],
         profile: &mut Profile,
     ) -> Option<Result<(Value, Placement)>> {
+        if let Some(value) = container_on_device(b, args) {
+            return Some(Ok((value, Placement::Host)));
+        }
         let gpu = matches!(b, Builtin::ShortestPathLength | Builtin::Reachable)
             || LIBRARY_BUILTINS.contains(&b)
             || (b == Builtin::Each && each_runs_on_gpu(args));
         if !gpu {
             return None;
         }
-        // The library kernels take host arguments (and upload what they need).
+        // The sorting, grouping, membership and join kernels encode device key columns where
+        // they are; the others take host arguments (read back here, recorded under the
+        // builtin).
+        let takes_device = |i: usize, v: &Value| match b {
+            Builtin::Order | Builtin::Group | Builtin::Unique => {
+                i == 0 && matches!(v, Value::Device(_) | Value::List(_))
+            }
+            Builtin::Member | Builtin::IndexOf | Builtin::IndexA => matches!(v, Value::Device(_)),
+            Builtin::JoinIndex => matches!(v, Value::Device(_) | Value::List(_)),
+            _ => false,
+        };
         let step = format!("@{}", b.name());
         let mut hosted = Vec::with_capacity(args.len());
-        for arg in args {
+        for (i, arg) in args.iter().enumerate() {
             hosted.push(match arg {
-                ArgValue::Value(v @ Value::Device(_)) => match self.host_value(v, &step, profile) {
-                    Ok(h) => Some(h),
-                    Err(e) => return Some(Err(e)),
-                },
+                ArgValue::Value(v) if v.on_device() && !takes_device(i, v) => {
+                    match self.host_value(v, &step, profile) {
+                        Ok(h) => Some(h),
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
                 _ => None,
             });
         }
@@ -133,16 +185,17 @@ impl Accelerator for GpuEngine<'_> {
             })
             .collect();
         let args = args.as_slice();
-        if matches!(b, Builtin::ShortestPathLength | Builtin::Reachable) {
-            return Some(
-                self.graph_search(b, args)
-                    .map(|v| (v, Placement::GpuLibrary)),
-            );
-        }
-        if b == Builtin::Each && each_runs_on_gpu(args) {
-            return Some(each_library(self.device, args).map(|v| (v, Placement::GpuLibrary)));
-        }
-        Some(run_library(self.device, b, args).map(|v| (v, Placement::GpuLibrary)))
+        let before = self.device.traffic();
+        let result = if matches!(b, Builtin::ShortestPathLength | Builtin::Reachable) {
+            self.graph_search(b, args)
+        } else if b == Builtin::Each && each_runs_on_gpu(args) {
+            each_library(self.device, args)
+        } else {
+            run_library(self.device, b, args)
+        };
+        profile.step_read(&step, (self.device.traffic() - before).downloaded);
+        self.device.sample_memory();
+        Some(result.map(|v| (v, Placement::GpuLibrary)))
     }
 
     fn launch(
@@ -152,6 +205,7 @@ impl Accelerator for GpuEngine<'_> {
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
         let mut cost = LaunchCost::default();
+        let before = self.device.traffic();
         let outputs = launch::launch(self.device, &mut self.location, kernel, inputs, &mut cost)?;
         self.uploaded_bytes += cost.upload_bytes;
         self.downloaded_bytes += cost.download_bytes;
@@ -163,6 +217,8 @@ impl Accelerator for GpuEngine<'_> {
         }
         profile.record(Placement::Transfer, "download", cost.download_time);
         profile.gpu_busy += cost.device_time;
+        profile.step_read(&kernel.name, (self.device.traffic() - before).downloaded);
+        self.device.sample_memory();
         Ok(outputs)
     }
 

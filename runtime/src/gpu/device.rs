@@ -22,7 +22,8 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::SHADER_INT64_ATOMIC_MIN_MAX)
     .union(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS)
-    .union(wgpu::Features::TIMESTAMP_QUERY);
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::PIPELINE_CACHE);
 
 /// A GPU device with its queue, the features and limits it was created with, and the cache
 /// of compute pipelines built on it.
@@ -49,6 +50,14 @@ pub struct Device {
     /// included (columns, kernel parameters, library kernels' inputs, read-backs).
     uploaded: AtomicU64,
     downloaded: AtomicU64,
+    /// Pipelines compiled by this process, and the time that took (a second process finds
+    /// them in the pipeline cache and takes less).
+    pub(crate) pipelines_built: AtomicU32,
+    pub(crate) pipeline_build_nanos: AtomicU64,
+    /// Compiled pipelines across processes (see `pipeline_cache`).
+    pub(crate) pipeline_cache: Option<super::pipeline_cache::DiskCache>,
+    /// The most device memory the allocator held at any [`Device::sample_memory`].
+    peak_memory: AtomicU64,
 }
 
 /// Bytes moved between host and device, as counted by [`Device::traffic`].
@@ -108,6 +117,7 @@ impl Device {
                     } else {
                         GPU_ITEMS_PER_THREAD
                     };
+                    let pipeline_cache = super::pipeline_cache::open(&device, &info, features);
                     return Ok(Device {
                         _instance: instance,
                         device,
@@ -122,6 +132,10 @@ impl Device {
                         dictionaries: Mutex::new(Vec::new()),
                         uploaded: AtomicU64::new(0),
                         downloaded: AtomicU64::new(0),
+                        pipelines_built: AtomicU32::new(0),
+                        pipeline_build_nanos: AtomicU64::new(0),
+                        pipeline_cache,
+                        peak_memory: AtomicU64::new(0),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -234,6 +248,24 @@ impl Device {
             uploaded: self.uploaded.load(Ordering::Relaxed),
             downloaded: self.downloaded.load(Ordering::Relaxed),
         }
+    }
+
+    /// Device memory held by live allocations now, from the backend's allocator (Vulkan,
+    /// DX12; None elsewhere); also raises the peak [`Device::peak_memory`] reports.
+    pub fn sample_memory(&self) -> Option<u64> {
+        let bytes = self
+            .device
+            .generate_allocator_report()?
+            .total_allocated_bytes;
+        self.peak_memory.fetch_max(bytes, Ordering::Relaxed);
+        Some(bytes)
+    }
+
+    /// The most device memory seen by [`Device::sample_memory`] (the engine samples after
+    /// every GPU step); None when the backend reports none.
+    pub fn peak_memory(&self) -> Option<u64> {
+        self.sample_memory()?;
+        Some(self.peak_memory.load(Ordering::Relaxed))
     }
 
     /// Counts `bytes` written from the host into device memory (every upload path calls it).

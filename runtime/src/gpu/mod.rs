@@ -8,6 +8,7 @@
 //! Everything here runs on the GPU adapter and reads results back; there is no CPU fallback.
 //! The CPU backend (`crate::cpu`) is the oracle tests compare against.
 
+pub mod bandwidth;
 mod buffer;
 pub mod compact;
 mod device;
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod library;
 pub mod order;
 mod pipeline;
+mod pipeline_cache;
 pub mod reduce;
 pub mod scan;
 pub mod sort;
@@ -29,4 +31,5 @@ pub use device::{
 };
 pub use error::{GpuError, Result};
 pub use pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
+pub use pipeline_cache::{cache_dir, CACHE_DIR_ENV};
 pub use wgpu;
