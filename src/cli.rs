@@ -13,6 +13,7 @@ use horsec_runtime::gpu::{Device, GpuError};
 use horsec_runtime::interp;
 use horsec_runtime::profile::Profile;
 
+use crate::diag::Diagnostic;
 use crate::driver::{compile_for, Compilation, Stage, Target};
 
 #[derive(Parser, Debug)]
@@ -453,11 +454,11 @@ fn emit_wgsl(file: &Path, c: &Compilation, out: Option<&Path>) -> bool {
         }
     };
     let Some(dir) = out else {
-        for module in &modules {
-            println!("// ===== kernel {} =====", module.name);
-            print!("{}", module.wgsl);
-        }
-        return true;
+        let text: String = modules
+            .iter()
+            .map(|module| format!("// ===== kernel {} =====\n{}", module.name, module.wgsl))
+            .collect();
+        return write_stdout(&text);
     };
     if let Err(e) = std::fs::create_dir_all(dir) {
         eprintln!("{}: error: cannot create: {e}", dir.display());
@@ -485,8 +486,7 @@ fn outlined_text(
 
 fn write_output(file: &Path, out: Option<&Path>, ext: &str, text: &str) -> bool {
     let Some(dir) = out else {
-        print!("{text}");
-        return true;
+        return write_stdout(text);
     };
     let stem = file
         .file_stem()
@@ -506,7 +506,9 @@ fn run(args: &RunArgs) -> bool {
         Some(Backend::Cpu) => None,
         wanted => match open_device(args.adapter.as_deref()) {
             Ok(device) => Some(device),
-            Err(e) if wanted.is_none() && e.is_no_adapter() => {
+            // Without a GPU the CPU runs, unless the user named an adapter: then a name
+            // that matches none is an error listing the adapters there are.
+            Err(e) if wanted.is_none() && e.is_no_adapter() && !adapter_named(args) => {
                 eprintln!(
                     "warning: {e}; running on the CPU backend \
                      (install a Vulkan driver, e.g. mesa-vulkan-drivers, for the GPU)"
@@ -536,11 +538,23 @@ fn run(args: &RunArgs) -> bool {
 
     let start = Instant::now();
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // Only the TPC-H tables the program loads are generated or read (none for a program
+    // that loads no table); `--table` files stand in for TPC-H tables of the same name.
+    let wanted: Option<Vec<String>> =
+        c.typed
+            .as_ref()
+            .and_then(crate::driver::loaded_tables)
+            .map(|names| {
+                names
+                    .into_iter()
+                    .filter(|name| !args.tables.iter().any(|(table, _)| table == name))
+                    .collect()
+            });
     let loaded = match (&args.data, args.tpch) {
-        (Some(dir), _) => Database::from_tbl_dir(dir, progress),
+        (Some(dir), _) => Database::from_tbl_dir_tables(dir, progress, wanted.as_deref()),
         // `--table` alone: the program's own tables instead of TPC-H.
         (None, None) if !args.tables.is_empty() => Ok(Database::new()),
-        (None, sf) => Database::tpch(sf.unwrap_or(0.01), progress),
+        (None, sf) => Database::tpch_tables(sf.unwrap_or(0.01), progress, wanted.as_deref()),
     };
     let mut db = match loaded {
         Ok(db) => db,
@@ -572,21 +586,21 @@ fn run(args: &RunArgs) -> bool {
     let values = match result {
         Ok(values) => values,
         Err(e) => {
-            let at = e
-                .location
-                .map_or_else(String::new, |(line, col)| format!("{line}:{col}:"));
-            eprintln!("{}:{at} error: {}", args.file.display(), e.message);
+            eprint!("{}", render_runtime_error(&c, &e));
             return false;
         }
     };
     let start = Instant::now();
     for value in &values {
-        if let Err(e) = write_value(value, args.format.into(), &mut out) {
+        if let Err(e) = write_value(value, args.format.into(), &mut out).and_then(|_| out.flush()) {
+            // The reader went away (`horsec run … | head`): what it wanted, it has.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return true;
+            }
             eprintln!("error: writing the result: {e}");
             return false;
         }
     }
-    let _ = out.flush();
     let output_time = start.elapsed();
     if let Some(device) = &device {
         // Compiled pipelines for the next process; a cache that cannot be written costs
@@ -632,12 +646,51 @@ fn run(args: &RunArgs) -> bool {
     true
 }
 
+/// Whether the user asked for an adapter by name (`--adapter` or `HORSEC_ADAPTER`).
+fn adapter_named(args: &RunArgs) -> bool {
+    args.adapter.is_some()
+        || std::env::var(horsec_runtime::gpu::ADAPTER_ENV).is_ok_and(|name| !name.is_empty())
+}
+
 /// The GPU device: the named adapter, or the best one (`Device::new` honours
 /// `HORSEC_ADAPTER`).
 fn open_device(adapter: Option<&str>) -> Result<Device, GpuError> {
     match adapter {
         Some(name) => Device::with_adapter_filter(Some(name)),
         None => Device::new(),
+    }
+}
+
+/// A runtime error as `file:line:col: error: message` with the source line and a marker
+/// under the failing statement, like a compile error.
+fn render_runtime_error(c: &Compilation, e: &horsec_runtime::error::RuntimeError) -> String {
+    match e
+        .location
+        .and_then(|(line, col)| c.file.offset_of(line as usize, col as usize))
+    {
+        Some(start) => {
+            let text = c.file.text();
+            let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+            let span = crate::syntax::ast::Span {
+                start,
+                end: end.max(start + 1),
+            };
+            c.file.render(&Diagnostic::error(span, e.message.clone()))
+        }
+        None => format!("{}: error: {}\n", c.file.name(), e.message),
+    }
+}
+
+/// Writes `text` to stdout; a reader that went away (`| head`) is not an error.
+fn write_stdout(text: &str) -> bool {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            false
+        }
     }
 }
 

@@ -86,6 +86,23 @@ impl SourceFile {
         }
     }
 
+    /// The byte offset of 1-based `line` and `col` (in characters), when the file has them.
+    pub fn offset_of(&self, line: usize, col: usize) -> Option<usize> {
+        let text = self.text();
+        let line_start = if line <= 1 {
+            0
+        } else {
+            text.match_indices('\n').nth(line - 2)?.0 + 1
+        };
+        let line_text = &text[line_start..];
+        let line_text = &line_text[..line_text.find('\n').unwrap_or(line_text.len())];
+        let within = match line_text.char_indices().nth(col.saturating_sub(1)) {
+            Some((i, _)) => i,
+            None => line_text.len(),
+        };
+        Some(line_start + within)
+    }
+
     /// Renders one diagnostic: header line, source line, marker, notes.
     pub fn render(&self, diag: &Diagnostic) -> String {
         let text = self.text();

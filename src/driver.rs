@@ -191,3 +191,63 @@ fn kernel_span(
         .map(|entry| entry.stmt.span)
         .unwrap_or_default()
 }
+
+/// The names of the tables `program` loads, when every `@load_table` names its table with a
+/// literal (`@load_table(`lineitem:sym)`); `None` when one names it with a variable, so any
+/// table may be loaded. The CLI generates or reads only these tables.
+pub fn loaded_tables(program: &sema::typed::TypedProgram) -> Option<Vec<String>> {
+    use crate::syntax::ast::LiteralValue;
+    use horsec_runtime::builtin::Builtin;
+    use sema::typed::{Arg, Callee, ExprKind, Operand, Stmt, StmtKind};
+
+    fn visit(body: &[Stmt], names: &mut Vec<String>) -> Option<()> {
+        for stmt in body {
+            match &stmt.kind {
+                StmtKind::Assign { expr, .. } | StmtKind::Expr(expr) => {
+                    let mut expr = expr;
+                    while let ExprKind::CheckCast { expr: inner, .. } = &expr.kind {
+                        expr = inner;
+                    }
+                    if let ExprKind::Call {
+                        callee: Callee::Builtin(Builtin::LoadTable),
+                        args,
+                    } = &expr.kind
+                    {
+                        let [Arg::Operand(Operand::Literal(literal))] = args.as_slice() else {
+                            return None;
+                        };
+                        for value in &literal.values {
+                            let LiteralValue::Text(name) = value else {
+                                return None;
+                            };
+                            if !names.contains(name) {
+                                names.push(name.clone());
+                            }
+                        }
+                    }
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    visit(then_body, names)?;
+                    if let Some(else_body) = else_body {
+                        visit(else_body, names)?;
+                    }
+                }
+                StmtKind::While { body, .. } | StmtKind::Repeat { body, .. } => {
+                    visit(body, names)?;
+                }
+                _ => {}
+            }
+        }
+        Some(())
+    }
+
+    let mut names = Vec::new();
+    for function in &program.functions {
+        visit(&function.body, &mut names)?;
+    }
+    Some(names)
+}

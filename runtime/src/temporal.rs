@@ -1,6 +1,8 @@
 //! Calendar arithmetic for the integer encodings of `date`, `month` and `dt`
 //! (see [`crate::value`]). Proleptic Gregorian calendar, as SQL uses.
 
+use crate::types::Type;
+
 /// Days since 1970-01-01 of the civil date `year-month-day` (month 1–12, day 1–31).
 pub fn days_from_civil(year: i32, month: u32, day: u32) -> i32 {
     // Howard Hinnant's algorithm: shift the year to start in March so leap days come last.
@@ -54,6 +56,83 @@ pub fn format_date(days: i32) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// The first and last years a `date`, `month` or `dt` may hold: the years a literal can
+/// write (`YYYY`) and SQL's range. Calendar arithmetic that leaves them is an error, never a
+/// wrapped or clamped value.
+pub const MIN_YEAR: i32 = 0;
+pub const MAX_YEAR: i32 = 9999;
+
+const DAY_MS: i64 = 86_400_000;
+
+/// The calendar range, in the encoding of `ty` (`date` days, `month` codes, `dt`
+/// milliseconds); `None` for the time-of-day types, which have no calendar range.
+pub fn calendar_range(ty: &Type) -> Option<(i64, i64)> {
+    let first_day = i64::from(days_from_civil(MIN_YEAR, 1, 1));
+    let last_day = i64::from(days_from_civil(MAX_YEAR, 12, 31));
+    Some(match ty {
+        Type::Date => (first_day, last_day),
+        Type::Month => (
+            i64::from(month_code(MIN_YEAR, 1)),
+            i64::from(month_code(MAX_YEAR, 12)),
+        ),
+        Type::Dt => (first_day * DAY_MS, (last_day + 1) * DAY_MS - 1),
+        _ => return None,
+    })
+}
+
+/// `value` (in the encoding of `ty`) when it lies in the calendar range of `ty`; an error
+/// naming the range otherwise. Time-of-day types pass when they fit their i32 encoding.
+pub fn check_calendar(ty: &Type, value: i64) -> Result<i64, String> {
+    match calendar_range(ty) {
+        Some((lo, hi)) if value < lo || value > hi => Err(format!(
+            "the result is outside the {ty} range {}-01-01 to {}-12-31",
+            format_year(MIN_YEAR),
+            format_year(MAX_YEAR)
+        )),
+        None if *ty != Type::Dt && i32::try_from(value).is_err() => {
+            Err(format!("the result does not fit a {ty}"))
+        }
+        _ => Ok(value),
+    }
+}
+
+fn format_year(y: i32) -> String {
+    format!("{y:04}")
+}
+
+/// A value of a temporal type written as a literal of it (`1998-09-02:date`), for messages.
+pub fn describe_temporal(ty: &Type, value: i64) -> String {
+    let text = match ty {
+        Type::Date => match i32::try_from(value) {
+            Ok(days) => format_date(days),
+            Err(_) => value.to_string(),
+        },
+        Type::Month => match i32::try_from(value) {
+            Ok(code) => {
+                let (y, m) = month_from_code(code);
+                format!("{y:04}-{m:02}")
+            }
+            Err(_) => value.to_string(),
+        },
+        Type::Dt => {
+            let (days, ms) = (value.div_euclid(DAY_MS), value.rem_euclid(DAY_MS));
+            match i32::try_from(days) {
+                Ok(days) => format!(
+                    "{}T{:02}:{:02}:{:02}.{:03}",
+                    format_date(days),
+                    ms / 3_600_000,
+                    ms / 60_000 % 60,
+                    ms / 1000 % 60,
+                    ms % 1000
+                ),
+                Err(_) => value.to_string(),
+            }
+        }
+        _ => value.to_string(),
+    };
+    format!("{text}:{ty}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +153,19 @@ mod tests {
             assert_eq!(days_from_civil(y, m, day), d);
             assert!(day >= 1 && day <= days_in_month(y, m));
         }
+    }
+
+    #[test]
+    fn the_calendar_range_is_the_years_a_literal_can_write() {
+        let (first, last) = calendar_range(&Type::Date).unwrap();
+        assert_eq!(format_date(first as i32), "0000-01-01");
+        assert_eq!(format_date(last as i32), "9999-12-31");
+        assert!(check_calendar(&Type::Date, last).is_ok());
+        assert!(check_calendar(&Type::Date, last + 1).is_err());
+        assert!(check_calendar(&Type::Dt, 0).is_ok());
+        assert_eq!(
+            describe_temporal(&Type::Date, i64::from(days_from_civil(1998, 9, 2))),
+            "1998-09-02:date"
+        );
     }
 }

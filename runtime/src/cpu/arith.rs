@@ -12,8 +12,9 @@
 //!   `y` of 0 is an error.
 //! - `@power` and `@logb` (`log` of `y` in base `x`) are floating point like `@div`.
 //! - Temporal values: `@plus(t, n)`/`@plus(n, t)`/`@minus(t, n)` shift a temporal `t` by an
-//!   integer count of its own unit (days for a date); `@minus(t1, t2)` of one temporal type
-//!   gives the i64 difference in that unit.
+//!   integer count of its own unit (days for a date), and fail when a date, month or dt
+//!   would leave years 0000–9999; `@minus(t1, t2)` of one temporal type gives the
+//!   difference in that unit (i32, or i64 for dt, as the type rules say).
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use super::elementwise::{try_zip_with, zip_with};
 use crate::bail;
 use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
+use crate::temporal::{check_calendar, describe_temporal};
 use crate::types::Type;
 use crate::value::Vector;
 
@@ -137,39 +139,59 @@ fn modulo<T: Num>(a: T, b: T) -> Result<T> {
         .ok_or_else(|| RuntimeError::new("integer modulo by zero"))
 }
 
-/// `@plus`/`@minus` with a temporal operand (see the module notes).
+/// `@plus`/`@minus` with a temporal operand (see the module notes). A date, month or dt
+/// shifted outside years 0000–9999 is an error naming the value and the amount.
 fn temporal_arith(b: Builtin, x: &Vector, y: &Vector) -> Result<Vector> {
     let (tx, ty) = (x.ty(), y.ty());
-    let rebuild = |t: &Type, v: Vec<i64>| -> Result<Vector> {
-        let narrow = |v: Vec<i64>| -> Result<Arc<Vec<i32>>> {
-            v.into_iter()
-                .map(|e| {
-                    i32::try_from(e)
-                        .map_err(|_| RuntimeError::new(format!("{t} value out of range")))
-                })
-                .collect::<Result<Vec<i32>>>()
-                .map(Arc::new)
-        };
-        Ok(match t {
-            Type::Month => Vector::Month(narrow(v)?),
-            Type::Date => Vector::Date(narrow(v)?),
-            Type::Minute => Vector::Minute(narrow(v)?),
-            Type::Second => Vector::Second(narrow(v)?),
-            Type::Time => Vector::Time(narrow(v)?),
+    // Every value passed `check_calendar`, so it fits its type's encoding.
+    let rebuild = |t: &Type, v: Vec<i64>| -> Vector {
+        let narrow = |v: Vec<i64>| Arc::new(v.into_iter().map(|e| e as i32).collect::<Vec<i32>>());
+        match t {
+            Type::Month => Vector::Month(narrow(v)),
+            Type::Date => Vector::Date(narrow(v)),
+            Type::Minute => Vector::Minute(narrow(v)),
+            Type::Second => Vector::Second(narrow(v)),
+            Type::Time => Vector::Time(narrow(v)),
             _ => Vector::Dt(Arc::new(v)),
-        })
+        }
+    };
+    // `value + amount` (amount already signed) in `t`, checked against its range.
+    let shift = |t: &Type, value: i64, amount: i64, shown: i64| -> Result<i64> {
+        value
+            .checked_add(amount)
+            .ok_or_else(|| "the result overflows".to_string())
+            .and_then(|r| check_calendar(t, r))
+            .map_err(|why| {
+                RuntimeError::new(format!(
+                    "{} {} {shown}: {why}",
+                    describe_temporal(t, value),
+                    if b == Builtin::Minus { "minus" } else { "plus" }
+                ))
+            })
     };
     match (b, tx.is_temporal(), ty.is_temporal()) {
         (Builtin::Plus | Builtin::Minus, true, false) if ty.is_integer() => {
             let (a, n) = (temporal_i64s(x)?, y.to_i64s().unwrap_or_default());
-            let sign = if b == Builtin::Plus { 1 } else { -1 };
-            rebuild(&tx, zip_with(&a, &n, |t, k| t.wrapping_add(sign * k))?)
+            let minus = b == Builtin::Minus;
+            let out = try_zip_with(&a, &n, |t, k| {
+                let amount = if minus { k.checked_neg() } else { Some(k) };
+                match amount {
+                    Some(amount) => shift(&tx, t, amount, k),
+                    None => Err(RuntimeError::new(format!(
+                        "{} minus {k}: the result overflows",
+                        describe_temporal(&tx, t)
+                    ))),
+                }
+            })?;
+            Ok(rebuild(&tx, out))
         }
         (Builtin::Plus, false, true) if tx.is_integer() => {
             let (n, a) = (x.to_i64s().unwrap_or_default(), temporal_i64s(y)?);
-            rebuild(&ty, zip_with(&n, &a, |k, t| t.wrapping_add(k))?)
+            let out = try_zip_with(&n, &a, |k, t| shift(&ty, t, k, k))?;
+            Ok(rebuild(&ty, out))
         }
         (Builtin::Minus, true, true) if tx == ty => {
+            // Both operands lie in their range, so the difference cannot overflow.
             let (a, c) = (temporal_i64s(x)?, temporal_i64s(y)?);
             Ok(Vector::from_i64s(zip_with(&a, &c, i64::wrapping_sub)?))
         }
@@ -231,7 +253,8 @@ mod tests {
             &[Value::Vector(Vector::F32(Arc::new(vec![1.0]))), i32s(&[4])],
         )
         .unwrap();
-        assert_eq!(f32_div, f64s(&[0.25]));
+        // The wider operand is f32: the quotient is f32 (the type rules, as rNdN).
+        assert_eq!(f32_div, f32s(&[0.25]));
         let same_width = run(
             B::Div,
             &[
@@ -276,8 +299,26 @@ mod tests {
         );
         assert_eq!(
             run(B::Minus, &[dates(&[10]), dates(&[3])]).unwrap(),
-            i64s(&[7])
+            i32s(&[7])
         );
         assert!(run(B::Mul, &[dates(&[10]), i64s(&[3])]).is_err());
+    }
+
+    #[test]
+    fn a_date_shifted_out_of_the_calendar_is_an_error_naming_it() {
+        let day = crate::temporal::days_from_civil(1998, 9, 2);
+        let err = run(B::Plus, &[dates(&[day]), i64s(&[999_999_999_999])]).unwrap_err();
+        assert_eq!(
+            err.message,
+            "@plus: 1998-09-02:date plus 999999999999: \
+             the result is outside the date range 0000-01-01 to 9999-12-31"
+        );
+        let err = run(B::Minus, &[dates(&[day]), i64s(&[i64::MIN])]).unwrap_err();
+        assert!(
+            err.message.starts_with("@minus: 1998-09-02:date minus"),
+            "{}",
+            err.message
+        );
+        assert!(run(B::Plus, &[i64s(&[i64::MAX]), dates(&[day])]).is_err());
     }
 }

@@ -79,10 +79,9 @@ fn vertices<'v>(args: &Args<'_, 'v>, i: usize) -> Result<Cow<'v, [i64]>> {
 fn vertex_count(args: &Args<'_, '_>, i: usize) -> Result<usize> {
     let values = vertices(args, i)?;
     match values.as_ref() {
-        [n] => match usize::try_from(*n) {
-            Ok(n) => Ok(n),
-            Err(_) => bail!("the vertex count must not be negative, got {n}"),
-        },
+        // The graph keeps one offset per vertex.
+        [n] => crate::sizes::checked_count(*n, 8)
+            .map_err(|e| crate::error::RuntimeError::new(format!("the vertex count {n}: {e}"))),
         other => bail!(
             "argument {} must be one vertex count, got {} values",
             i + 1,

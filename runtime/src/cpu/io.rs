@@ -73,12 +73,14 @@ pub(crate) fn randk(n: &Vector, x: &Vector) -> Result<Value> {
         (1, Some(n), 1, Some(x)) => (n, x),
         _ => bail!("expected two integers (count, range)"),
     };
-    let Ok(n) = usize::try_from(n) else {
-        bail!("the count must not be negative, got {n}");
-    };
-    Ok(Value::from_i64s(
-        (0..n).map(|_| below(bound)).collect::<Result<Vec<_>>>()?,
-    ))
+    let n = crate::sizes::checked_count(n, 8)
+        .map_err(|e| RuntimeError::new(format!("cannot make {n} random numbers: {e}")))?;
+    let mut out = crate::sizes::try_vec_with_capacity(n)
+        .map_err(|e| RuntimeError::new(format!("cannot make {n} random numbers: {e}")))?;
+    for _ in 0..n {
+        out.push(below(bound)?);
+    }
+    Ok(Value::from_i64s(out))
 }
 
 /// `@seed(x)`: restarts the generator from `x`; returns `x` as i64.

@@ -89,7 +89,11 @@ pub(crate) fn each(b: Builtin, args: &Args<'_, '_>, env: &mut dyn Env) -> Result
                             .collect();
                         return per_cell(Vector::from_i64s(lengths));
                     }
-                    Builtin::Sum | Builtin::Avg | Builtin::Min | Builtin::Max => {
+                    // One value per cell only when no cell is empty (an empty cell
+                    // reduces to an empty vector: the per-cell path below).
+                    Builtin::Sum | Builtin::Avg | Builtin::Min | Builtin::Max
+                        if offsets.windows(2).all(|w| w[1] > w[0]) =>
+                    {
                         return per_cell(reduce_segments(op, values, offsets)?);
                     }
                     _ => {}

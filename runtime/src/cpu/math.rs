@@ -195,17 +195,22 @@ mod tests {
         assert_eq!(run(B::Floor, &[i64s(&[7])]).unwrap(), i64s(&[7]));
         assert_eq!(
             run(B::Signum, &[i64s(&[-9, 0, 3])]).unwrap(),
-            i64s(&[-1, 0, 1])
+            i16s(&[-1, 0, 1])
+        );
+        assert_eq!(
+            run(B::Signum, &[f64s(&[-0.5, 0.0, 2.5])]).unwrap(),
+            i16s(&[-1, 0, 1])
         );
     }
 
     #[test]
-    fn floating_functions_give_f64_for_integers() {
+    fn floating_functions_give_f64_for_64_bit_types_and_f32_for_narrower_ones() {
         assert_eq!(run(B::Sqrt, &[i64s(&[9])]).unwrap(), f64s(&[3.0]));
-        assert_eq!(run(B::Recip, &[i32s(&[4])]).unwrap(), f64s(&[0.25]));
+        assert_eq!(run(B::Sqrt, &[i32s(&[9])]).unwrap(), f32s(&[3.0]));
+        assert_eq!(run(B::Recip, &[i32s(&[4])]).unwrap(), f32s(&[0.25]));
         assert_eq!(
             run(B::Pi, &[i32s(&[1])]).unwrap(),
-            f64s(&[std::f64::consts::PI])
+            f32s(&[std::f32::consts::PI])
         );
         assert_eq!(run(B::Exp, &[i64s(&[])]).unwrap(), f64s(&[]));
         assert!(run(B::Log, &[syms(&["x"])]).is_err());

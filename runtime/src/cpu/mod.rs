@@ -53,8 +53,44 @@ pub trait Env {
 }
 
 /// Calls builtin `b` on `args`. Errors start with `@name: `.
+///
+/// The result has exactly the type the shared rules ([`crate::typing`]) give the arguments,
+/// the type `horsec compile --emit typed` shows and the GPU backend lays out.
 pub fn call_builtin(b: Builtin, args: &[ArgValue<'_>], env: &mut dyn Env) -> Result<Value> {
-    dispatch(b, Args { list: args }, env).map_err(|e| name_error(b, e))
+    let value = dispatch(b, Args { list: args }, env).map_err(|e| name_error(b, e))?;
+    conform_to_rules(b, args, value).map_err(|e| name_error(b, e))
+}
+
+/// Gives a vector result the type the rules give vector arguments of these types.
+///
+/// The implementations compute in the widest convenient type (date parts and differences as
+/// i64, floating functions as f64); the rules decide the type the program sees (`i16` for a
+/// year, `i32` for a difference of dates, `f32` for `@sqrt` of an `i32`, as HorsePower and
+/// rNdN type them). Only real types convert; any other disagreement is a bug in this crate,
+/// reported as an error rather than a value of the wrong type.
+fn conform_to_rules(b: Builtin, args: &[ArgValue<'_>], value: Value) -> Result<Value> {
+    let Value::Vector(vector) = &value else {
+        return Ok(value);
+    };
+    let mut types = Vec::with_capacity(args.len());
+    for arg in args {
+        match arg {
+            ArgValue::Value(Value::Vector(v)) => types.push(v.ty()),
+            // Lists, enums and function literals: the implementation's type stands.
+            _ => return Ok(value),
+        }
+    }
+    let Some(expected) = crate::typing::vector_result(b, &types) else {
+        return Ok(value);
+    };
+    let actual = vector.ty();
+    if actual == expected {
+        return Ok(value);
+    }
+    if actual.is_real() && expected.is_real() {
+        return vector.cast_real(&expected).map(Value::Vector);
+    }
+    bail!("internal error: the result is {actual}, the type rules say {expected}")
 }
 
 /// Puts `@name: ` in front of an error that does not already name a builtin (an error from
@@ -198,11 +234,12 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
         B::Enum | B::Dict | B::Table | B::KTable | B::Keys | B::Values | B::Meta
         | B::ColumnValue | B::LoadTable | B::Fetch | B::Flip => db::call(b, &args, env),
         B::LoadCsv => bail!("reading CSV files from a program is not supported; load the data with the data registry instead"),
+        // Typed `i64` (rNdN): how many elements (cells, rows) it printed.
         B::Print => {
             args.exactly(1)?;
             let value = args.value(0)?;
             env.print(value)?;
-            Ok(value.clone())
+            Ok(Value::from_i64s(vec![value.len() as i64]))
         }
         B::Str | B::Format => {
             args.exactly(1)?;

@@ -2,11 +2,16 @@
 //! (the fast path of `@each(@sum, l)`, which TPC-H runs on millions of cells).
 //!
 //! `@sum` of integers (bool included) is i64 with wrapping overflow, of floats f64 summed in
-//! order (deterministic); `@avg` is f64 (NaN for no elements); `@min`/`@max` keep the type
-//! and work on reals, temporal values, chars and strings (by string order). The minimum of
-//! no numbers is the type's largest value (+inf for floats) and the maximum its smallest,
-//! as HorsePower's initial values; other empty types have no minimum or maximum (an error).
-//! `@count` is the length as i64 (cells of a list, rows of an enum).
+//! order (deterministic); `@avg` is f64; `@min`/`@max` keep the type and work on reals,
+//! temporal values, chars and strings (by string order). `@count` is the length as i64
+//! (cells of a list, rows of an enum).
+//!
+//! Reductions of no elements follow SQL, where `COUNT` of no rows is 0 and `SUM`, `AVG`,
+//! `MIN` and `MAX` are NULL: `@count` gives 0, and `@sum @avg @min @max` give an **empty**
+//! vector of their result type. HorseIR has no NULL; the empty vector is its "no value": it
+//! broadcasts through element-wise builtins to more empty vectors and a table built from
+//! it has no rows, so no sentinel (`i64::MIN`, `inf`, `NaN`) ever stands for a value that
+//! does not exist.
 
 use std::sync::Arc;
 
@@ -15,13 +20,17 @@ use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
 use crate::value::{Strings, Value, Vector};
 
-/// Reduces a whole value to a length-1 vector.
+/// Reduces a whole value to a length-1 vector, or to an empty one when it has no elements
+/// (see the module notes).
 pub(crate) fn reduce(b: Builtin, value: &Value) -> Result<Vector> {
     if b == Builtin::Count {
         return Ok(Vector::from_i64s(vec![value.len() as i64]));
     }
     let v = super::as_vector(value)?;
-    reduce_segments(b, &v, &[0, v.len()])
+    // No elements: no segment at all, so the result is an empty vector of the result type
+    // (the type is still checked: `@sum` of no symbols is an error).
+    let offsets: &[usize] = if v.is_empty() { &[0] } else { &[0, v.len()] };
+    reduce_segments(b, &v, offsets)
 }
 
 /// The elements of segment `i` of `v` (`offsets` as a flat list's).
@@ -50,10 +59,12 @@ fn float_sum<T: Copy + Into<f64>>(cell: &[T]) -> f64 {
     cell.iter().fold(0.0, |acc, &x| acc + x.into())
 }
 
-/// Minimum or maximum of a cell; `empty` for a cell without elements.
-fn extreme<T: PartialOrd + Copy>(cell: &[T], max: bool, empty: Option<T>) -> Result<T> {
+/// Minimum or maximum of a cell. Callers never pass an empty cell (an empty vector reduces
+/// to no segment, and `@each` takes the per-cell path when a cell is empty); one is an error,
+/// never a sentinel.
+fn extreme<T: PartialOrd + Copy>(cell: &[T], max: bool) -> Result<T> {
     let Some((&first, rest)) = cell.split_first() else {
-        return empty.ok_or_else(|| RuntimeError::new("no minimum or maximum of no elements"));
+        return Err(RuntimeError::new("no minimum or maximum of no elements"));
     };
     Ok(rest.iter().fold(first, |best, &x| {
         if (max && x > best) || (!max && x < best) {
@@ -88,7 +99,12 @@ pub(crate) fn reduce_segments(b: Builtin, v: &Vector, offsets: &[usize]) -> Resu
             let sums = reduce_segments(Builtin::Sum, v, offsets)?
                 .to_f64s()
                 .unwrap_or_default();
-            let counts = segments(&vec![(); v.len()], offsets, |c| Ok(c.len() as f64))?;
+            let counts = segments(&vec![(); v.len()], offsets, |c| {
+                if c.is_empty() {
+                    bail!("no average of no elements");
+                }
+                Ok(c.len() as f64)
+            })?;
             Ok(Vector::from_f64s(
                 sums.iter().zip(&counts).map(|(s, n)| s / n).collect(),
             ))
@@ -96,23 +112,18 @@ pub(crate) fn reduce_segments(b: Builtin, v: &Vector, offsets: &[usize]) -> Resu
         Builtin::Min | Builtin::Max => {
             let max = b == Builtin::Max;
             macro_rules! pick {
-                ($x:expr, $lo:expr, $hi:expr) => {
-                    Arc::new(segments($x, offsets, |c| {
-                        extreme(c, max, Some(if max { $lo } else { $hi }))
-                    })?)
-                };
                 ($x:expr) => {
-                    Arc::new(segments($x, offsets, |c| extreme(c, max, None))?)
+                    Arc::new(segments($x, offsets, |c| extreme(c, max))?)
                 };
             }
             Ok(match v {
-                Vector::Bool(x) => Vector::Bool(pick!(x, false, true)),
-                Vector::I8(x) => Vector::I8(pick!(x, i8::MIN, i8::MAX)),
-                Vector::I16(x) => Vector::I16(pick!(x, i16::MIN, i16::MAX)),
-                Vector::I32(x) => Vector::I32(pick!(x, i32::MIN, i32::MAX)),
-                Vector::I64(x) => Vector::I64(pick!(x, i64::MIN, i64::MAX)),
-                Vector::F32(x) => Vector::F32(pick!(x, f32::NEG_INFINITY, f32::INFINITY)),
-                Vector::F64(x) => Vector::F64(pick!(x, f64::NEG_INFINITY, f64::INFINITY)),
+                Vector::Bool(x) => Vector::Bool(pick!(x)),
+                Vector::I8(x) => Vector::I8(pick!(x)),
+                Vector::I16(x) => Vector::I16(pick!(x)),
+                Vector::I32(x) => Vector::I32(pick!(x)),
+                Vector::I64(x) => Vector::I64(pick!(x)),
+                Vector::F32(x) => Vector::F32(pick!(x)),
+                Vector::F64(x) => Vector::F64(pick!(x)),
                 Vector::Char(x) => Vector::Char(pick!(x)),
                 Vector::Month(x) => Vector::Month(pick!(x)),
                 Vector::Date(x) => Vector::Date(pick!(x)),
@@ -133,7 +144,7 @@ pub(crate) fn reduce_segments(b: Builtin, v: &Vector, offsets: &[usize]) -> Resu
 fn extreme_strings(s: &Strings, offsets: &[usize], max: bool) -> Result<Strings> {
     Ok(Strings {
         dict: s.dict.clone(),
-        codes: Arc::new(segments(&s.codes, offsets, |c| extreme(c, max, None))?),
+        codes: Arc::new(segments(&s.codes, offsets, |c| extreme(c, max))?),
     })
 }
 
@@ -147,7 +158,7 @@ mod tests {
         assert_eq!(run(B::Sum, &[i32s(&[1, 2, 3])]).unwrap(), i64s(&[6]));
         assert_eq!(run(B::Sum, &[bools(&[1, 0, 1])]).unwrap(), i64s(&[2]));
         assert_eq!(run(B::Sum, &[f64s(&[0.5, 0.25])]).unwrap(), f64s(&[0.75]));
-        assert_eq!(run(B::Sum, &[i64s(&[])]).unwrap(), i64s(&[0]));
+        assert!(run(B::Sum, &[syms(&[])]).is_err());
         assert!(run(B::Sum, &[syms(&["a"])]).is_err());
     }
 
@@ -161,11 +172,28 @@ mod tests {
             texts(&run(B::Max, &[syms(&["b", "c", "a"])]).unwrap()),
             ["c"]
         );
-        assert_eq!(run(B::Min, &[f64s(&[])]).unwrap(), f64s(&[f64::INFINITY]));
-        assert!(run(B::Min, &[dates(&[])]).is_err());
-        let avg = run(B::Avg, &[f64s(&[])]).unwrap();
-        assert!(
-            matches!(avg, crate::value::Value::Vector(crate::value::Vector::F64(v)) if v[0].is_nan())
+    }
+
+    #[test]
+    fn reductions_of_no_elements_are_empty_like_sql_null_and_count_is_zero() {
+        assert_eq!(run(B::Count, &[i64s(&[])]).unwrap(), i64s(&[0]));
+        assert_eq!(run(B::Sum, &[i64s(&[])]).unwrap(), i64s(&[]));
+        assert_eq!(run(B::Sum, &[i32s(&[])]).unwrap(), i64s(&[]));
+        assert_eq!(run(B::Sum, &[f64s(&[])]).unwrap(), f64s(&[]));
+        assert_eq!(run(B::Avg, &[i32s(&[])]).unwrap(), f64s(&[]));
+        assert_eq!(run(B::Max, &[i64s(&[])]).unwrap(), i64s(&[]));
+        assert_eq!(run(B::Min, &[f64s(&[])]).unwrap(), f64s(&[]));
+        assert_eq!(run(B::Min, &[dates(&[])]).unwrap(), dates(&[]));
+        assert_eq!(
+            texts(&run(B::Max, &[syms(&[])]).unwrap()),
+            Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn each_reduces_an_empty_cell_to_an_empty_cell() {
+        let l = list(vec![i64s(&[3, 1]), i64s(&[])]);
+        let maxima = run_with(B::Each, &[B::Max], &[l]).unwrap();
+        assert_eq!(cells(&maxima), [i64s(&[3]), i64s(&[])]);
     }
 }

@@ -11,6 +11,7 @@ use super::keys::{
 use crate::bail;
 use crate::builtin::Builtin;
 use crate::error::Result;
+use crate::sizes::{checked_count, element_bytes, try_vec_with_capacity};
 use crate::types::Type;
 use crate::value::{Enumeration, List, StrDict, Strings, Value, Vector};
 
@@ -27,10 +28,12 @@ fn integers(v: &Vector) -> Result<std::borrow::Cow<'_, [i64]>> {
 }
 
 /// A single non-negative integer (a length or a count).
-fn count_of(v: &Vector) -> Result<usize> {
+/// The count of `@vector`/`@range`: one integer, not negative, and `n` elements of
+/// `element_bytes` bytes must fit in memory (checked before anything is allocated).
+fn count_of(v: &Vector, element_bytes: u64) -> Result<usize> {
     match (v.len(), v.integer_at(0)) {
-        (1, Some(n)) => usize::try_from(n)
-            .map_err(|_| crate::error::RuntimeError::new(format!("expected a count, got {n}"))),
+        (1, Some(n)) => checked_count(n, element_bytes)
+            .map_err(|e| crate::error::RuntimeError::new(format!("cannot make {n} elements: {e}"))),
         _ => bail!(
             "expected one integer, got {} element(s) of {}",
             v.len(),
@@ -184,7 +187,11 @@ pub(crate) fn index_of(x: &Vector, y: &Vector) -> Result<Value> {
 
 /// `@vector(n, v)`: `n` elements taken cyclically from `v` (one value repeated, usually).
 pub(crate) fn vector(n: &Vector, v: &Value) -> Result<Value> {
-    let n = count_of(n)?;
+    let element = match v {
+        Value::Vector(v) => element_bytes(&v.ty()),
+        other => element_bytes(&other.ty()),
+    };
+    let n = count_of(n, element)?;
     match v {
         Value::Vector(v) => Ok(Value::Vector(v.cycle_to(n)?)),
         Value::List(l) => {
@@ -320,8 +327,11 @@ pub(crate) fn take_or_drop(b: Builtin, n: &Vector, x: &Value) -> Result<Value> {
 
 /// `@range(n)`: `0, 1, …, n-1` as i64.
 pub(crate) fn range(n: &Vector) -> Result<Value> {
-    let n = count_of(n)?;
-    Ok(Value::from_i64s((0..n as i64).collect()))
+    let n = count_of(n, 8)?;
+    let mut out = try_vec_with_capacity(n)
+        .map_err(|e| crate::error::RuntimeError::new(format!("cannot make {n} elements: {e}")))?;
+    out.extend(0..n as i64);
+    Ok(Value::from_i64s(out))
 }
 
 #[cfg(test)]

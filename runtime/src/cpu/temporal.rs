@@ -2,11 +2,13 @@
 //! `@date @date_year @date_month @date_day @time @time_hour @time_minute @time_second
 //! @time_mill @datetime_add @datetime_sub @datetime_diff`.
 //!
-//! Extractors give i64 (as HorsePower's `date.md` types them). `@datetime_add(x, n, unit)`
+//! Extractors compute i64; `cpu::call_builtin` gives them the rules' type (i16, as
+//! HorsePower's `date.md` and rNdN type them). `@datetime_add(x, n, unit)`
 //! shifts by `n` units (`` `year `month `day `hour `minute `second `mill ``): years and
 //! months move the calendar date and clamp the day to the month's end (2000-01-31 plus one
-//! month is 2000-02-29); time-of-day types (`minute second time`) wrap around midnight.
-//! `@datetime_diff(x, y)` is `y - x` in the unit of their (equal) type, as i64.
+//! month is 2000-02-29); time-of-day types (`minute second time`) wrap around midnight; a
+//! date, month or dt that would leave years 0000–9999 is an error.
+//! `@datetime_diff(x, y)` is `y - x` in the unit of their (equal) type (i32, or i64 for dt).
 
 use std::sync::Arc;
 
@@ -15,7 +17,10 @@ use super::elementwise::{try_zip_with, zip_with};
 use crate::bail;
 use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
-use crate::temporal::{civil_from_days, days_from_civil, days_in_month, month_from_code};
+use crate::temporal::{
+    check_calendar, civil_from_days, days_from_civil, days_in_month, describe_temporal,
+    month_from_code, MAX_YEAR, MIN_YEAR,
+};
 use crate::types::Type;
 use crate::value::Vector;
 
@@ -119,6 +124,20 @@ enum Unit {
     Mill,
 }
 
+impl Unit {
+    fn name(self) -> &'static str {
+        match self {
+            Unit::Year => "year",
+            Unit::Month => "month",
+            Unit::Day => "day",
+            Unit::Hour => "hour",
+            Unit::Minute => "minute",
+            Unit::Second => "second",
+            Unit::Mill => "mill",
+        }
+    }
+}
+
 fn unit_of(v: &Vector) -> Result<Unit> {
     let Some(strings) = v.as_strings().filter(|s| s.len() == 1) else {
         bail!(
@@ -149,14 +168,17 @@ fn unit_ms(unit: Unit) -> Option<i64> {
     })
 }
 
-/// Adds `months` to a day count, clamping the day to the end of the target month.
-fn add_months_to_days(days: i64, months: i64) -> Result<i64> {
-    let (y, m, d) = civil_from_days(clamp_i32(days));
-    let total = i64::from(y) * 12 + i64::from(m) - 1 + months;
-    let year =
-        i32::try_from(total.div_euclid(12)).map_err(|_| RuntimeError::new("date out of range"))?;
+/// Adds `months` to a day count, clamping the day to the end of the target month; `None`
+/// when the year leaves the calendar range.
+fn add_months_to_days(days: i64, months: i64) -> Option<i64> {
+    let (y, m, d) = civil_from_days(i32::try_from(days).ok()?);
+    let total = (i64::from(y) * 12 + i64::from(m) - 1).checked_add(months)?;
+    let year = i32::try_from(total.div_euclid(12)).ok()?;
+    if !(MIN_YEAR..=MAX_YEAR).contains(&year) {
+        return None;
+    }
     let month = total.rem_euclid(12) as u32 + 1;
-    Ok(i64::from(days_from_civil(
+    Some(i64::from(days_from_civil(
         year,
         month,
         d.min(days_in_month(year, month)),
@@ -164,16 +186,19 @@ fn add_months_to_days(days: i64, months: i64) -> Result<i64> {
 }
 
 /// `@datetime_add` and `@datetime_sub`.
+///
+/// A result outside the calendar range ([`crate::temporal::calendar_range`]) is an error
+/// naming the value, the amount and the unit; time-of-day types wrap around midnight.
 pub(crate) fn shift(b: Builtin, x: &Vector, n: &Vector, unit: &Vector) -> Result<Vector> {
     let unit = unit_of(unit)?;
     let Some(amounts) = n.to_i64s() else {
         bail!("the amount must be an integer, got {}", n.ty());
     };
-    let sign = if b == Builtin::DatetimeSub { -1 } else { 1 };
+    let sign: i64 = if b == Builtin::DatetimeSub { -1 } else { 1 };
     let values = temporal_i64s(x)?;
     let ty = x.ty();
     let months = match unit {
-        Unit::Year => Some(12),
+        Unit::Year => Some(12i64),
         Unit::Month => Some(1),
         _ => None,
     };
@@ -184,14 +209,35 @@ pub(crate) fn shift(b: Builtin, x: &Vector, n: &Vector, unit: &Vector) -> Result
         Type::Second => 1000,
         _ => 1,
     };
+    let out_of_range = |v: i64, k: i64| {
+        RuntimeError::new(format!(
+            "{} {} {k} {} is outside the {ty} range {MIN_YEAR:04}-01-01 to {MAX_YEAR}-12-31",
+            describe_temporal(&ty, v),
+            if sign < 0 { "minus" } else { "plus" },
+            unit.name()
+        ))
+    };
     let shifted: Vec<i64> = match (months, &ty) {
-        (Some(per), Type::Month) => zip_with(&values, &amounts, |v, k| v + sign * per * k)?,
+        (Some(per), Type::Month) => try_zip_with(&values, &amounts, |v, k| {
+            per.checked_mul(k)
+                .and_then(|m| m.checked_mul(sign))
+                .and_then(|m| v.checked_add(m))
+                .filter(|&r| check_calendar(&ty, r).is_ok())
+                .ok_or_else(|| out_of_range(v, k))
+        })?,
         (Some(per), Type::Date) => try_zip_with(&values, &amounts, |v, k| {
-            add_months_to_days(v, sign * per * k)
+            per.checked_mul(k)
+                .and_then(|m| m.checked_mul(sign))
+                .and_then(|m| add_months_to_days(v, m))
+                .ok_or_else(|| out_of_range(v, k))
         })?,
         (Some(per), Type::Dt) => try_zip_with(&values, &amounts, |v, k| {
             let (days, ms) = (v.div_euclid(DAY_MS), v.rem_euclid(DAY_MS));
-            Ok(add_months_to_days(days, sign * per * k)? * DAY_MS + ms)
+            per.checked_mul(k)
+                .and_then(|m| m.checked_mul(sign))
+                .and_then(|m| add_months_to_days(days, m))
+                .map(|d| d * DAY_MS + ms)
+                .ok_or_else(|| out_of_range(v, k))
         })?,
         (Some(_), _) => bail!("cannot shift a {ty} by months or years"),
         (None, Type::Month) => bail!("cannot shift a month by a unit shorter than a month"),
@@ -203,17 +249,22 @@ pub(crate) fn shift(b: Builtin, x: &Vector, n: &Vector, unit: &Vector) -> Result
             let step = step_ms / type_unit_ms;
             let day = DAY_MS / type_unit_ms;
             let wraps = matches!(ty, Type::Minute | Type::Second | Type::Time);
-            zip_with(&values, &amounts, |v, k| {
-                let r = v.wrapping_add(sign * step.wrapping_mul(k));
+            try_zip_with(&values, &amounts, |v, k| {
                 if wraps {
-                    r.rem_euclid(day)
-                } else {
-                    r
+                    // Only the amount modulo one day matters: no overflow is possible.
+                    let k = (k.rem_euclid(day) * step).rem_euclid(day);
+                    return Ok((v + sign * k).rem_euclid(day));
                 }
+                step.checked_mul(k)
+                    .and_then(|d| d.checked_mul(sign))
+                    .and_then(|d| v.checked_add(d))
+                    .filter(|&r| check_calendar(&ty, r).is_ok())
+                    .ok_or_else(|| out_of_range(v, k))
             })?
         }
     };
-    let narrow = |v: Vec<i64>| Arc::new(v.into_iter().map(clamp_i32).collect::<Vec<i32>>());
+    // Every value was checked against its type's range, so it fits the encoding.
+    let narrow = |v: Vec<i64>| Arc::new(v.into_iter().map(|e| e as i32).collect::<Vec<i32>>());
     Ok(match ty {
         Type::Month => Vector::Month(narrow(shifted)),
         Type::Date => Vector::Date(narrow(shifted)),
@@ -252,13 +303,13 @@ mod tests {
         let d = dates(&[days_from_civil(1998, 9, 2), days_from_civil(1992, 2, 29)]);
         assert_eq!(
             run(B::DateYear, std::slice::from_ref(&d)).unwrap(),
-            i64s(&[1998, 1992])
+            i16s(&[1998, 1992])
         );
         assert_eq!(
             run(B::DateMonth, std::slice::from_ref(&d)).unwrap(),
-            i64s(&[9, 2])
+            i16s(&[9, 2])
         );
-        assert_eq!(run(B::DateDay, &[d]).unwrap(), i64s(&[2, 29]));
+        assert_eq!(run(B::DateDay, &[d]).unwrap(), i16s(&[2, 29]));
         assert!(run(B::DateYear, &[i32s(&[1])]).is_err());
     }
 
@@ -275,17 +326,17 @@ mod tests {
         );
         assert_eq!(
             run(B::TimeHour, std::slice::from_ref(&v)).unwrap(),
-            i64s(&[15])
+            i16s(&[15])
         );
         assert_eq!(
             run(B::TimeMinute, std::slice::from_ref(&v)).unwrap(),
-            i64s(&[12])
+            i16s(&[12])
         );
         assert_eq!(
             run(B::TimeSecond, std::slice::from_ref(&v)).unwrap(),
-            i64s(&[57])
+            i16s(&[57])
         );
-        assert_eq!(run(B::TimeMill, &[v]).unwrap(), i64s(&[1]));
+        assert_eq!(run(B::TimeMill, &[v]).unwrap(), i16s(&[1]));
     }
 
     #[test]
@@ -325,8 +376,38 @@ mod tests {
     fn diff_is_second_minus_first() {
         assert_eq!(
             run(B::DatetimeDiff, &[dates(&[15]), dates(&[16])]).unwrap(),
-            i64s(&[1])
+            i32s(&[1])
         );
         assert!(run(B::DatetimeDiff, &[dates(&[15]), i32s(&[16])]).is_err());
+    }
+
+    #[test]
+    fn shifting_out_of_the_calendar_is_an_error_naming_the_value() {
+        let day = dates(&[days_from_civil(1998, 9, 2)]);
+        let err = run(
+            B::DatetimeAdd,
+            &[day.clone(), i64s(&[999_999_999_999]), syms(&["day"])],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "@datetime_add: 1998-09-02:date plus 999999999999 day is outside the date range \
+             0000-01-01 to 9999-12-31"
+        );
+        let months = run(
+            B::DatetimeSub,
+            &[day.clone(), i64s(&[i64::MAX]), syms(&["month"])],
+        );
+        assert!(months.is_err());
+        let years = run(
+            B::DatetimeAdd,
+            &[day.clone(), i64s(&[8002]), syms(&["year"])],
+        );
+        assert!(years.is_err());
+        let last = run(B::DatetimeAdd, &[day, i64s(&[8001]), syms(&["year"])]).unwrap();
+        assert_eq!(last, dates(&[days_from_civil(9999, 9, 2)]));
+        let noon = Value::Vector(Vector::Time(Arc::new(vec![43_200_000])));
+        let wrapped = run(B::DatetimeAdd, &[noon, i64s(&[i64::MAX]), syms(&["mill"])]);
+        assert!(wrapped.is_ok(), "times of day wrap: {wrapped:?}");
     }
 }

@@ -65,6 +65,14 @@ pub fn i32s(v: &[i32]) -> Value {
     Value::Vector(Vector::I32(Arc::new(v.to_vec())))
 }
 
+pub fn i16s(v: &[i16]) -> Value {
+    Value::Vector(Vector::I16(Arc::new(v.to_vec())))
+}
+
+pub fn f32s(v: &[f32]) -> Value {
+    Value::Vector(Vector::F32(Arc::new(v.to_vec())))
+}
+
 pub fn f64s(v: &[f64]) -> Value {
     Value::from_f64s(v.to_vec())
 }

@@ -28,25 +28,66 @@ impl Database {
     /// with the standard dbgen data, on every core. With `progress`, draws a bar per table
     /// on stderr when stderr is a terminal.
     pub fn tpch(scale_factor: f64, progress: bool) -> Result<Database> {
+        Database::tpch_tables(scale_factor, progress, None)
+    }
+
+    /// Generates only the TPC-H tables `tables` names (and those their foreign keys
+    /// reference); `None` generates all eight. Fails before generating anything when the
+    /// tables would not fit in the available memory.
+    pub fn tpch_tables(
+        scale_factor: f64,
+        progress: bool,
+        tables: Option<&[String]>,
+    ) -> Result<Database> {
         let workers = rayon::current_num_threads().max(1) as i64;
-        tpch_in_parts(scale_factor, progress, |rows| {
+        tpch_in_parts(scale_factor, progress, tables, |rows| {
             (rows / ROWS_PER_PART).clamp(1, workers) as i32
         })
     }
 }
 
-/// Generates TPC-H, splitting each table into as many parts as `parts_for(rows)` says.
+/// Memory a loaded table takes, as a multiple of its `.tbl` text: columns plus the
+/// dictionaries of distinct strings, and the parts being joined while loading.
+const MEMORY_PER_TBL_BYTE: f64 = 1.5;
+
+/// Fails when the TPC-H tables flagged in `needed` at `sf` would not fit in memory.
+pub(crate) fn check_tpch_memory(sf: f64, needed: &[bool]) -> Result<()> {
+    let bytes: f64 = TPCH_SCHEMA
+        .iter()
+        .zip(needed)
+        .filter(|(_, needed)| **needed)
+        .map(|(spec, _)| tpch::tbl_bytes(spec.name, sf) * MEMORY_PER_TBL_BYTE)
+        .sum();
+    let limit = crate::sizes::memory_limit();
+    if bytes > limit as f64 {
+        bail!(
+            "TPC-H at scale factor {sf} needs about {} of memory; {} are available",
+            crate::sizes::human_bytes(bytes as u128),
+            crate::sizes::human_bytes(u128::from(limit))
+        );
+    }
+    Ok(())
+}
+
+/// Generates TPC-H (the tables `tables` needs, or all), splitting each table into as many
+/// parts as `parts_for(rows)` says.
 pub(crate) fn tpch_in_parts(
     scale_factor: f64,
     progress: bool,
+    tables: Option<&[String]>,
     parts_for: impl Fn(i64) -> i32,
 ) -> Result<Database> {
     if !(scale_factor.is_finite() && scale_factor > 0.0) {
         bail!("the TPC-H scale factor must be a positive number, not {scale_factor}");
     }
+    let needed = tpch::tables_needed(tables);
+    check_tpch_memory(scale_factor, &needed)?;
     let progress = Progress::new(progress);
     let mut jobs = Vec::new();
     for (table, spec) in TPCH_SCHEMA.iter().enumerate() {
+        if !needed[table] {
+            continue;
+        }
         // Lineitem is generated order by order, so it is measured (and split) in orders.
         let rows = driving_rows(spec.name, scale_factor);
         // The region and nation generators ignore parts: they always give the whole table.
@@ -73,7 +114,8 @@ pub(crate) fn tpch_in_parts(
     }
     let raw = parts_of_table
         .into_iter()
-        .map(join_parts)
+        .zip(&needed)
+        .map(|(parts, &needed)| needed.then(|| join_parts(parts)).transpose())
         .collect::<Result<Vec<_>>>()?;
     tpch::assemble(raw)
 }
@@ -406,6 +448,20 @@ pub fn write_tpch_tbl(scale_factor: f64, dir: &std::path::Path, progress: bool) 
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| RuntimeError::new(format!("cannot create `{}`: {e}", dir.display())))?;
+    let needed: f64 = TPCH_SCHEMA
+        .iter()
+        .map(|spec| tpch::tbl_bytes(spec.name, scale_factor))
+        .sum();
+    if let Some(free) = crate::sizes::free_disk_space(dir) {
+        if needed > free as f64 {
+            bail!(
+                "TPC-H at scale factor {scale_factor} needs about {} of disk; `{}` has {} free",
+                crate::sizes::human_bytes(needed as u128),
+                dir.display(),
+                crate::sizes::human_bytes(u128::from(free))
+            );
+        }
+    }
     let progress = Progress::new(progress);
     let sf = scale_factor;
     TPCH_SCHEMA.par_iter().try_for_each(|spec| -> Result<()> {
@@ -477,8 +533,8 @@ mod tests {
 
     #[test]
     fn generated_data_does_not_depend_on_how_it_is_split() {
-        let whole = tpch_in_parts(0.01, false, |_| 1).expect("generates");
-        let split = tpch_in_parts(0.01, false, |_| 3).expect("generates");
+        let whole = tpch_in_parts(0.01, false, None, |_| 1).expect("generates");
+        let split = tpch_in_parts(0.01, false, None, |_| 3).expect("generates");
         for name in whole.names() {
             let (a, b) = (whole.table(name), split.table(name));
             let (a, b) = (a.expect("present"), b.expect("present"));

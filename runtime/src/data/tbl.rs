@@ -21,27 +21,68 @@ impl Database {
     /// Loads the eight TPC-H tables from `dir/<table>.tbl` (as `dbgen` or `tpchgen-cli tbl`
     /// write them). With `progress`, draws a bar per table on stderr when it is a terminal.
     pub fn from_tbl_dir(dir: &Path, progress: bool) -> Result<Database> {
+        Database::from_tbl_dir_tables(dir, progress, None)
+    }
+
+    /// Loads only the TPC-H tables `tables` names (and those their foreign keys reference)
+    /// from `dir`; `None` loads all eight. Only their files need to exist. Fails before
+    /// reading when they would not fit in the available memory.
+    pub fn from_tbl_dir_tables(
+        dir: &Path,
+        progress: bool,
+        tables: Option<&[String]>,
+    ) -> Result<Database> {
+        if !dir.is_dir() {
+            return Err(RuntimeError::new(format!(
+                "`{}` is not a directory of TPC-H .tbl files",
+                dir.display()
+            )));
+        }
+        let needed = tpch::tables_needed(tables);
         let files: Vec<_> = TPCH_SCHEMA
             .iter()
             .map(|spec| dir.join(format!("{}.tbl", spec.name)))
             .collect();
-        if let Some(missing) = files.iter().find(|file| !file.is_file()) {
+        let wanted = || {
+            files
+                .iter()
+                .zip(&needed)
+                .filter(|(_, n)| **n)
+                .map(|(f, _)| f)
+        };
+        if let Some(missing) = wanted().find(|file| !file.is_file()) {
             return Err(RuntimeError::new(format!(
                 "missing TPC-H file `{}`",
                 missing.display()
             )));
         }
+        let bytes: u64 = wanted()
+            .map(|file| std::fs::metadata(file).map_or(0, |m| m.len()))
+            .sum();
+        let limit = crate::sizes::memory_limit();
+        // Loading holds the file and its columns (about as large again) at once.
+        if bytes.saturating_mul(2) > limit {
+            return Err(RuntimeError::new(format!(
+                "the .tbl files in `{}` ({}) need more memory than is available ({})",
+                dir.display(),
+                crate::sizes::human_bytes(u128::from(bytes)),
+                crate::sizes::human_bytes(u128::from(limit))
+            )));
+        }
         let progress = Progress::new(progress);
         let mut raw = Vec::with_capacity(files.len());
-        for (spec, file) in TPCH_SCHEMA.iter().zip(&files) {
+        for ((spec, file), &needed) in TPCH_SCHEMA.iter().zip(&files).zip(&needed) {
+            if !needed {
+                raw.push(None);
+                continue;
+            }
             let bytes = std::fs::read(file).map_err(|error| {
                 RuntimeError::new(format!("cannot read `{}`: {error}", file.display()))
             })?;
             let bar = progress.bar(spec.name, bytes.len() as u64, true);
-            raw.push(
-                parse_tbl(&bytes, spec, &bar)
-                    .map_err(|error| RuntimeError::new(format!("{}:{error}", file.display())))?,
-            );
+            raw.push(Some(parse_tbl(&bytes, spec, &bar).map_err(|error| {
+                RuntimeError::new(format!("{}:{error}", file.display()))
+            })?));
         }
         tpch::assemble(raw)
     }

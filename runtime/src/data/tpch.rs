@@ -217,10 +217,54 @@ struct LoadedKey {
     index: KeyIndex,
 }
 
+/// Which TPC-H tables to load so that the tables `wanted` can be built: those, and every
+/// table their foreign keys reference, transitively (`lineitem` needs `orders`, which needs
+/// `customer`, …). One flag per table of [`TPCH_SCHEMA`]; `None` wants them all. A name that
+/// is not a TPC-H table is ignored here (the program's `@load_table` reports it).
+pub fn tables_needed(wanted: Option<&[String]>) -> Vec<bool> {
+    let Some(wanted) = wanted else {
+        return vec![true; TPCH_SCHEMA.len()];
+    };
+    let mut needed: Vec<bool> = TPCH_SCHEMA
+        .iter()
+        .map(|spec| wanted.iter().any(|w| w == spec.name))
+        .collect();
+    // Foreign keys point at earlier tables, so one pass from the back closes the set.
+    for i in (0..TPCH_SCHEMA.len()).rev() {
+        if !needed[i] {
+            continue;
+        }
+        for column in TPCH_SCHEMA[i].columns {
+            if let ColumnKind::ForeignKey { table, .. } = column.kind {
+                if let Some(j) = TPCH_SCHEMA.iter().position(|spec| spec.name == table) {
+                    needed[j] = true;
+                }
+            }
+        }
+    }
+    needed
+}
+
+/// Bytes of `table.tbl` at scale factor `sf`, as dbgen writes it (region and nation do not
+/// grow): the basis of the disk and memory checks before generating or loading TPC-H.
+pub fn tbl_bytes(table: &str, sf: f64) -> f64 {
+    let per_sf = match table {
+        "region" => return 389.0,
+        "nation" => return 2_224.0,
+        "supplier" => 1_409_184.0,
+        "customer" => 24_346_144.0,
+        "part" => 24_135_125.0,
+        "partsupp" => 118_984_616.0,
+        "orders" => 171_952_161.0,
+        _ => 759_863_287.0,
+    };
+    per_sf * sf
+}
+
 /// Builds the TPC-H database from raw columns (`raw[i]` holds the columns of
-/// `TPCH_SCHEMA[i]` in schema order, foreign keys as key values), resolving every foreign
-/// key through the referenced table's primary-key index.
-pub(crate) fn assemble(raw: Vec<Vec<Vector>>) -> Result<Database> {
+/// `TPCH_SCHEMA[i]` in schema order, foreign keys as key values, or `None` for a table not
+/// loaded), resolving every foreign key through the referenced table's primary-key index.
+pub(crate) fn assemble(raw: Vec<Option<Vec<Vector>>>) -> Result<Database> {
     if raw.len() != TPCH_SCHEMA.len() {
         bail!(
             "expected the {} TPC-H tables, got {}",
@@ -231,6 +275,9 @@ pub(crate) fn assemble(raw: Vec<Vec<Vector>>) -> Result<Database> {
     let mut keys: HashMap<&'static str, LoadedKey> = HashMap::new();
     let mut database = Database::new();
     for (spec, columns) in TPCH_SCHEMA.iter().zip(raw) {
+        let Some(columns) = columns else {
+            continue;
+        };
         let table = assemble_table(spec, columns, &keys)?;
         if let Some(key_name) = spec.primary_key {
             let values = match table.column(key_name) {
@@ -364,7 +411,7 @@ mod tests {
     }
 
     /// The region and nation tables of a tiny database, nation keys given by the caller.
-    fn tiny_raw(nation_regions: &[i32]) -> Vec<Vec<Vector>> {
+    fn tiny_raw(nation_regions: &[i32]) -> Vec<Option<Vec<Vector>>> {
         let nations = nation_regions.len();
         let nation_keys: Vec<i32> = (0..nations as i32).collect();
         let names: Vec<String> = (0..nations).map(|n| format!("N{n}")).collect();
@@ -393,7 +440,7 @@ mod tests {
                     .collect(),
             );
         }
-        raw
+        raw.into_iter().map(Some).collect()
     }
 
     #[test]
@@ -419,7 +466,7 @@ mod tests {
     #[test]
     fn a_column_of_the_wrong_type_is_an_error() {
         let mut raw = tiny_raw(&[0]);
-        raw[0][0] = Vector::F64(Arc::new(vec![0.0, 1.0]));
+        raw[0].as_mut().expect("region")[0] = Vector::F64(Arc::new(vec![0.0, 1.0]));
         let error = assemble(raw).unwrap_err();
         assert_eq!(
             error.message,
@@ -503,5 +550,37 @@ mod tests {
             }
         }
         assert!(checked >= 250, "only {checked} check_casts found");
+    }
+
+    #[test]
+    fn a_table_needs_the_tables_its_foreign_keys_reference() {
+        let names = |flags: Vec<bool>| -> Vec<&str> {
+            TPCH_SCHEMA
+                .iter()
+                .zip(flags)
+                .filter(|(_, needed)| *needed)
+                .map(|(spec, _)| spec.name)
+                .collect()
+        };
+        assert_eq!(
+            names(tables_needed(Some(&["region".to_string()]))),
+            ["region"]
+        );
+        assert_eq!(
+            names(tables_needed(Some(&["customer".to_string()]))),
+            ["region", "nation", "customer"]
+        );
+        assert_eq!(names(tables_needed(Some(&[]))), Vec::<&str>::new());
+        assert_eq!(names(tables_needed(None)).len(), TPCH_SCHEMA.len());
+    }
+
+    #[test]
+    fn tables_left_out_are_not_in_the_database() {
+        let mut raw = tiny_raw(&[1, 0]);
+        for table in raw.iter_mut().skip(2) {
+            *table = None;
+        }
+        let database = assemble(raw).expect("region and nation alone");
+        assert_eq!(database.names().collect::<Vec<_>>(), ["nation", "region"]);
     }
 }

@@ -377,7 +377,7 @@ pub(crate) fn rank_adapters(
             .collect();
         return Err(GpuError::NoAdapter(match wanted {
             Some(w) => format!(
-                "no adapter name contains `{w}` ({ADAPTER_ENV}); available: {}",
+                "no adapter name contains `{w}` (--adapter or {ADAPTER_ENV}); available: {}",
                 if names.is_empty() {
                     "none".to_string()
                 } else {

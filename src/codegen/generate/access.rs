@@ -1,0 +1,264 @@
+//! Reads of inputs at computed positions: gathers (`@index`, `@fetch`) with bounds checks,
+//! `@append` and the cyclic fill of `@vector`.
+
+use super::*;
+
+impl Generator<'_> {
+    /// `source[index]` for a vector input `source`; returns the value and the lines that
+    /// check the index.
+    pub(super) fn gather(
+        &mut self,
+        builtin: Builtin,
+        source: &Operand,
+        index: &Val,
+    ) -> Result<(Val, Vec<String>), CodegenError> {
+        let Operand::Local(local, _) = source else {
+            return Err(self.error(Some(builtin), "gathering from a literal"));
+        };
+        if self.values.contains_key(local) {
+            return Err(self.error(
+                Some(builtin),
+                format!(
+                    "gathering from {}, a value of this kernel (needs a grid-wide barrier)",
+                    self.name(*local)
+                ),
+            ));
+        }
+        let ty = self.local_type(*local);
+        let Some(element) = GpuElement::of_type(&ty) else {
+            return Err(self.error(Some(builtin), format!("gathering from a {ty} value")));
+        };
+        if !index.ty.is_integer() || index.ty == Type::Bool {
+            return Err(self.error(Some(builtin), format!("an index of type {}", index.ty)));
+        }
+        let buffer = self.input_binding(*local, ValuePart::Elements, element);
+        let length = self.length_param(*local, ValuePart::Elements);
+        let source_name = self.name(*local);
+        let (val, prelude) = self.checked_gather(&buffer, &length, &ty, index, &source_name)?;
+        let dictionary = matches!(ty, Type::Sym | Type::Str)
+            .then_some(DictionarySource::Input(Self::slot(*local)));
+        Ok((Val { dictionary, ..val }, prelude))
+    }
+
+    /// Reads `buffer[index]` after checking `0 <= index < length`; an index out of range
+    /// sets a status bit (the read itself stays in bounds).
+    pub(super) fn checked_gather(
+        &mut self,
+        buffer: &str,
+        length: &str,
+        ty: &Type,
+        index: &Val,
+        source_name: &str,
+    ) -> Result<(Val, Vec<String>), CodegenError> {
+        let bit = self.status_bit(format!("index out of range reading {source_name}"))?;
+        let wide = index.ty == Type::I64;
+        let (index_ty, len_expr) = if wide {
+            self.use_type("i64");
+            ("i64", format!("i64({length})"))
+        } else {
+            ("i32", format!("i32({length})"))
+        };
+        let position = wgsl::convert(
+            &index.expr,
+            &index.ty,
+            if wide { &Type::I64 } else { &Type::I32 },
+        )
+        .unwrap_or_else(|| index.expr.clone());
+        let zero = wgsl::zero(index_ty);
+        let j = format!("j{}", self.element_lines.len() + self.cell_lines.len());
+        let prelude = vec![
+            format!("let {j}: {index_ty} = {position};"),
+            format!(
+                "if {j} < {zero} || {j} >= {len_expr} {{ atomicOr(&status[0], {}u); }}",
+                1u32 << bit
+            ),
+        ];
+        let expr = wgsl::load(&format!("{buffer}[u32({j})]"), ty);
+        Ok((
+            Val {
+                expr,
+                ty: ty.clone(),
+                level: index.level,
+                active: index.active.clone(),
+                dictionary: None,
+                text: None,
+                list: index.list,
+            },
+            prelude,
+        ))
+    }
+
+    /// `@append(x, y)` of two vector inputs: `x[i]` for `i < len(x)`, else `y[i - len(x)]`,
+    /// both converted to the result type (numeric promotion).
+    pub(super) fn append(
+        &mut self,
+        target: LocalId,
+        first: &Operand,
+        second: &Operand,
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        if !matches!(self.layout, Layout::Vector { .. }) {
+            return Err(self.error(Some(Builtin::Append), "@append inside a list kernel"));
+        }
+        let mut reads = Vec::new();
+        let mut dictionaries = Vec::new();
+        for operand in [first, second] {
+            let Operand::Local(local, _) = operand else {
+                return Err(self.error(Some(Builtin::Append), "@append of a literal"));
+            };
+            if self.values.contains_key(local) {
+                return Err(self.error(
+                    Some(Builtin::Append),
+                    "@append of a value made in this kernel",
+                ));
+            }
+            let ty = self.local_type(*local);
+            let Some(element) = GpuElement::of_type(&ty) else {
+                return Err(self.error(Some(Builtin::Append), format!("@append of {ty}")));
+            };
+            let buffer = self.input_binding(*local, ValuePart::Elements, element);
+            let length = self.length_param(*local, ValuePart::Elements);
+            if matches!(ty, Type::Sym | Type::Str) {
+                dictionaries.push(Self::slot(*local));
+            }
+            reads.push((buffer, length, ty));
+        }
+        let [(a, len_a, ta), (b, _, tb)] = reads.as_slice() else {
+            return Err(self.error(Some(Builtin::Append), "expects two arguments"));
+        };
+        // Both reads stay in bounds whichever side the position falls on.
+        let x = wgsl::convert(
+            &wgsl::load(&format!("{a}[min(i, max({len_a}, 1u) - 1u)]"), ta),
+            ta,
+            result_ty,
+        );
+        let y = wgsl::convert(
+            &wgsl::load(&format!("{b}[i - min(i, {len_a})]"), tb),
+            tb,
+            result_ty,
+        );
+        let (Some(x), Some(y)) = (x, y) else {
+            return Err(self.error(Some(Builtin::Append), format!("@append of {ta} and {tb}")));
+        };
+        let dictionary = match dictionaries.as_slice() {
+            [one] => Some(DictionarySource::Input(*one)),
+            [p, q] => {
+                if p != q {
+                    self.requirements
+                        .push(LaunchRequirement::SameDictionary(*p, *q));
+                }
+                Some(DictionarySource::Input(*p))
+            }
+            _ => None,
+        };
+        let reg = wgsl::register_type(result_ty).unwrap_or("u32");
+        let var = format!("v_{}", self.name(target));
+        self.element_lines.push(format!("var {var}: {reg};"));
+        self.element_lines.push(format!(
+            "if i < {len_a} {{ {var} = {x}; }} else {{ {var} = {y}; }}"
+        ));
+        self.values.insert(
+            target,
+            Val {
+                expr: var,
+                ty: result_ty.clone(),
+                level: Level::Element,
+                active: Vec::new(),
+                dictionary,
+                text: None,
+                list: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// `@vector(n, v)` with `v` an input of any length: `v` repeated cyclically, as the CPU's
+    /// `cycle_to` (an empty `v` is an error).
+    pub(super) fn cyclic_fill(
+        &mut self,
+        target: LocalId,
+        local: LocalId,
+    ) -> Result<(), CodegenError> {
+        if !matches!(self.layout, Layout::Vector { .. }) {
+            return Err(self.error(Some(Builtin::Vector), "@vector inside a list kernel"));
+        }
+        let ty = self.local_type(local);
+        let Some(element) = GpuElement::of_type(&ty) else {
+            return Err(self.error(Some(Builtin::Vector), format!("@vector of {ty}")));
+        };
+        let name = self.name(local);
+        let buffer = self.input_binding(local, ValuePart::Elements, element);
+        let length = self.length_param(local, ValuePart::Elements);
+        let bit = self.status_bit(format!("@vector: cannot fill from the empty {name}"))?;
+        let prelude = vec![format!(
+            "if {length} == 0u {{ atomicOr(&status[0], {}u); }}",
+            1u32 << bit
+        )];
+        let val = Val {
+            expr: wgsl::load(&format!("{buffer}[i % max({length}, 1u)]"), &ty),
+            ty: ty.clone(),
+            level: Level::Element,
+            active: Vec::new(),
+            dictionary: matches!(ty, Type::Sym | Type::Str)
+                .then_some(DictionarySource::Input(Self::slot(local))),
+            text: None,
+            list: false,
+        };
+        self.define_with(target, val, Vec::new(), prelude)
+    }
+
+    /// `@fetch(e)`: the referenced key of each row of an enum input.
+    pub(super) fn fetch(
+        &mut self,
+        target: LocalId,
+        local: LocalId,
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        if self.values.contains_key(&local) {
+            return Err(self.error(
+                Some(Builtin::Fetch),
+                "@fetch of an enum made in this kernel",
+            ));
+        }
+        let Type::Enum(key_ty) = self.local_type(local) else {
+            return Err(self.error(
+                Some(Builtin::Fetch),
+                "@fetch of a value that is not an enum",
+            ));
+        };
+        let Some(element) = GpuElement::of_type(&key_ty) else {
+            return Err(self.error(Some(Builtin::Fetch), format!("an enum of {key_ty} keys")));
+        };
+        let Layout::Vector { size, .. } = &self.layout else {
+            return Err(self.error(Some(Builtin::Fetch), "@fetch inside a list kernel"));
+        };
+        let rows_match = matches!(
+            self.analysis.shapes.before.get(self.current.0).and_then(|f| f.get(&local)),
+            Some(Shape::Enumeration { values, .. }) if values == size
+        );
+        if !rows_match {
+            return Err(self.error(
+                Some(Builtin::Fetch),
+                "the enum's rows are not the kernel's geometry",
+            ));
+        }
+        let index_buffer = self.input_binding(local, ValuePart::EnumIndex, GpuElement::I64);
+        let keys = self.input_binding(local, ValuePart::EnumKeys, element);
+        let length = self.length_param(local, ValuePart::EnumKeys);
+        let index = Val {
+            expr: format!("{index_buffer}[i]"),
+            ty: Type::I64,
+            level: Level::Element,
+            active: Vec::new(),
+            dictionary: None,
+            text: None,
+            list: false,
+        };
+        let name = self.name(local);
+        let (mut val, prelude) = self.checked_gather(&keys, &length, &key_ty, &index, &name)?;
+        val.ty = result_ty.clone();
+        val.dictionary = matches!(*key_ty, Type::Sym | Type::Str)
+            .then_some(DictionarySource::Input(Self::slot(local)));
+        self.define_with(target, val, Vec::new(), prelude)
+    }
+}

@@ -1,0 +1,617 @@
+//! Assembly of the WGSL module and launch description from the generated lines: outputs,
+//! compaction, reduction passes, list kernels.
+
+use super::*;
+
+impl Generator<'_> {
+    // ----- assembly ------------------------------------------------------------------------
+
+    pub(super) fn assemble(self) -> Result<KernelLaunch, CodegenError> {
+        match &self.layout {
+            Layout::Vector { .. } => self.assemble_vector(),
+            Layout::List { .. } => self.assemble_list(),
+        }
+    }
+
+    pub(super) fn output_element(
+        &self,
+        local: LocalId,
+        ty: &Type,
+    ) -> Result<GpuElement, CodegenError> {
+        let cell = match ty {
+            Type::List(cell) => (**cell).clone(),
+            other => other.clone(),
+        };
+        GpuElement::of_type(&cell).ok_or_else(|| {
+            self.error(
+                None,
+                format!("output {} of type {ty} has no GPU layout", self.name(local)),
+            )
+        })
+    }
+
+    pub(super) fn assemble_vector(mut self) -> Result<KernelLaunch, CodegenError> {
+        let Layout::Vector { length, .. } = &self.layout else {
+            return Err(CodegenError::malformed(
+                &self.kernel.name,
+                "not a vector kernel",
+            ));
+        };
+        let length = length.clone();
+        let n = self.param("n".to_string(), ParamValue::Length(length.clone()));
+        // Outputs: full ones written at i, compressed ones grouped by activity and compacted.
+        let mut outputs = Vec::new();
+        let mut full_writes = Vec::new();
+        let mut groups: BTreeMap<String, Vec<(LocalId, Val)>> = BTreeMap::new();
+        let mut reduced = Vec::new();
+        for &local in &self.kernel.outputs.clone() {
+            let ty = self.local_type(local);
+            if let Some(k) = self.reductions.iter().position(|r| r.target == local) {
+                reduced.push((local, k));
+                continue;
+            }
+            let Some(val) = self.values.get(&local).cloned() else {
+                return Err(CodegenError::malformed(
+                    &self.kernel.name,
+                    &format!("output {} is not defined by the kernel", self.name(local)),
+                ));
+            };
+            if val.level != Level::Element {
+                self.current = *self.kernel.statements.last().unwrap_or(&self.current);
+                return Err(self.error(
+                    None,
+                    format!(
+                        "output {} is one element computed per thread of a wider kernel",
+                        self.name(local)
+                    ),
+                ));
+            }
+            let element = self.output_element(local, &ty)?;
+            if val.active.is_empty() {
+                let buffer = self.output_binding(local, ValuePart::Elements, element);
+                full_writes.push(format!(
+                    "{buffer}[i] = {};",
+                    wgsl::store(&val.expr, &val.ty)
+                ));
+                outputs.push(KernelOutput {
+                    slot: Self::slot(local),
+                    ty,
+                    layout: OutputLayout::Vector {
+                        length: length.clone(),
+                        capacity: length.clone(),
+                    },
+                    dictionary: val.dictionary.clone(),
+                });
+            } else {
+                groups
+                    .entry(val.active.join(" && "))
+                    .or_default()
+                    .push((local, val));
+            }
+        }
+        let mut passes = Vec::new();
+        let mut flag_writes = Vec::new();
+        let mut compact_writes = Vec::new();
+        for (g, (condition, members)) in groups.iter().enumerate() {
+            let (flags, flags_name) = self.scratch_binding(
+                Scratch {
+                    element: GpuElement::U32,
+                    elements: length.clone(),
+                    purpose: ScratchPurpose::Flags,
+                },
+                format!("flags{g}"),
+            );
+            let offsets_length = match &length {
+                Length::Constant(k) => Length::Constant(k + 1),
+                other => other.clone(),
+            };
+            let (offsets, offsets_name) = self.scratch_binding(
+                Scratch {
+                    element: GpuElement::U32,
+                    elements: offsets_length,
+                    purpose: ScratchPurpose::Offsets,
+                },
+                format!("offsets{g}"),
+            );
+            flag_writes.push(format!("{flags_name}[i] = select(0u, 1u, {condition});"));
+            passes.push(Pass::ExclusiveScan {
+                flags,
+                offsets,
+                length: length.clone(),
+            });
+            let mut stores = Vec::new();
+            for (local, val) in members {
+                let ty = self.local_type(*local);
+                let element = self.output_element(*local, &ty)?;
+                let buffer = self.output_binding(*local, ValuePart::Elements, element);
+                stores.push(format!(
+                    "    {buffer}[{offsets_name}[i]] = {};",
+                    wgsl::store(&val.expr, &val.ty)
+                ));
+                outputs.push(KernelOutput {
+                    slot: Self::slot(*local),
+                    ty,
+                    layout: OutputLayout::Vector {
+                        length: Length::Compacted(offsets),
+                        capacity: length.clone(),
+                    },
+                    dictionary: val.dictionary.clone(),
+                });
+            }
+            compact_writes.push(format!("if {condition} {{"));
+            compact_writes.extend(stores);
+            compact_writes.push("}".to_string());
+        }
+        // Reductions: partials per workgroup, then one workgroup folds them.
+        let mut partial_names = Vec::new();
+        for k in 0..self.reductions.len() {
+            let acc = self.reductions[k].acc;
+            let element = gpu_element(acc);
+            let (_, sum_name) = self.scratch_binding(
+                Scratch {
+                    element,
+                    elements: Length::Constant(u64::from(MAX_REDUCTION_WORKGROUPS)),
+                    purpose: ScratchPurpose::Partials,
+                },
+                format!("partials{k}"),
+            );
+            let count_name = if self.reductions[k].counted {
+                Some(
+                    self.scratch_binding(
+                        Scratch {
+                            element: GpuElement::U32,
+                            elements: Length::Constant(u64::from(MAX_REDUCTION_WORKGROUPS)),
+                            purpose: ScratchPurpose::Partials,
+                        },
+                        format!("partial_counts{k}"),
+                    )
+                    .1,
+                )
+            } else {
+                None
+            };
+            partial_names.push((sum_name, count_name));
+        }
+        let mut reduction_outputs = Vec::new();
+        for (local, k) in &reduced {
+            let reduction = self.reductions[*k].clone();
+            let element = self.output_element(*local, &reduction.result)?;
+            let buffer = self.output_binding(*local, ValuePart::Elements, element);
+            reduction_outputs.push((*k, buffer));
+            outputs.push(KernelOutput {
+                slot: Self::slot(*local),
+                ty: reduction.result.clone(),
+                layout: OutputLayout::Vector {
+                    length: Length::Constant(1),
+                    capacity: Length::Constant(1),
+                },
+                dictionary: reduction.dictionary.clone(),
+            });
+        }
+        let has_reductions = !self.reductions.is_empty();
+        let main_pass_index = passes.len() + usize::from(!groups.is_empty());
+        let partials_param = if has_reductions {
+            Some(self.param(
+                "partials".to_string(),
+                ParamValue::Workgroups {
+                    pass: main_pass_index,
+                },
+            ))
+        } else {
+            None
+        };
+
+        // Text.
+        let mut entries = String::new();
+        let body = indent(&self.element_lines, 2);
+        if !groups.is_empty() {
+            let mut text = entry_header("flags_pass");
+            text += "    let stride = num_workgroups.x * WORKGROUP_SIZE;\n";
+            let _ = writeln!(
+                text,
+                "    for (var i = global_id.x; i < {n}; i = i + stride) {{"
+            );
+            text += &body;
+            text += &indent(&flag_writes, 2);
+            text += "    }\n}\n";
+            entries += &text;
+            entries += "\n";
+            // The scans come after the flags pass.
+            let scans = std::mem::take(&mut passes);
+            passes.push(Pass::Entry {
+                entry_point: "flags_pass".to_string(),
+                dispatch: Dispatch::Elements {
+                    length: length.clone(),
+                    max_workgroups: MAX_DISPATCH_WORKGROUPS,
+                },
+            });
+            passes.extend(scans);
+        }
+        let mut text = entry_header("main_pass");
+        text += "    let stride = num_workgroups.x * WORKGROUP_SIZE;\n";
+        for (k, r) in self.reductions.iter().enumerate() {
+            let _ = writeln!(text, "    var acc{k}: {} = {};", r.acc, r.identity);
+            if r.counted {
+                let _ = writeln!(text, "    var count{k}: u32 = 0u;");
+            }
+        }
+        let _ = writeln!(
+            text,
+            "    for (var i = global_id.x; i < {n}; i = i + stride) {{"
+        );
+        text += &body;
+        text += &indent(&accumulate_lines(&self.reductions), 2);
+        text += &indent(&full_writes, 2);
+        text += &indent(&compact_writes, 2);
+        text += "    }\n";
+        for (k, r) in self.reductions.iter().enumerate() {
+            let (sum_name, count_name) = &partial_names[k];
+            let _ = writeln!(
+                text,
+                "    let total{k} = workgroup_{}_{}(local_id.x, acc{k});",
+                combine_name(r.op),
+                r.acc
+            );
+            let _ = writeln!(
+                text,
+                "    if local_id.x == 0u {{ {sum_name}[workgroup_id.x] = total{k}; }}"
+            );
+            if let Some(count_name) = count_name {
+                let _ = writeln!(
+                    text,
+                    "    let total_count{k} = workgroup_sum_u32(local_id.x, count{k});"
+                );
+                let _ = writeln!(
+                    text,
+                    "    if local_id.x == 0u {{ {count_name}[workgroup_id.x] = total_count{k}; }}"
+                );
+            }
+        }
+        text += "}\n";
+        entries += &text;
+        passes.push(Pass::Entry {
+            entry_point: "main_pass".to_string(),
+            dispatch: Dispatch::Elements {
+                length: length.clone(),
+                max_workgroups: if has_reductions {
+                    MAX_REDUCTION_WORKGROUPS
+                } else {
+                    MAX_DISPATCH_WORKGROUPS
+                },
+            },
+        });
+        if let Some(partials) = partials_param {
+            let mut text = entry_header("finish_pass");
+            for (k, r) in self.reductions.iter().enumerate() {
+                let (sum_name, count_name) = &partial_names[k];
+                let _ = writeln!(text, "    var acc{k}: {} = {};", r.acc, r.identity);
+                let _ = writeln!(text, "    var count{k}: u32 = 0u;");
+                // Each invocation folds the partials local_id, local_id + 256, … in order.
+                let _ = writeln!(
+                    text,
+                    "    for (var p = local_id.x; p < {partials}; p = p + WORKGROUP_SIZE) {{"
+                );
+                let _ = writeln!(
+                    text,
+                    "        acc{k} = {};",
+                    combine(r.op, &format!("acc{k}"), &format!("{sum_name}[p]"))
+                );
+                if let Some(count_name) = count_name {
+                    let _ = writeln!(text, "        count{k} = count{k} + {count_name}[p];");
+                }
+                text += "    }\n";
+                let _ = writeln!(
+                    text,
+                    "    let total{k} = workgroup_{}_{}(local_id.x, acc{k});",
+                    combine_name(r.op),
+                    r.acc
+                );
+                if r.counted {
+                    let _ = writeln!(
+                        text,
+                        "    let total_count{k} = workgroup_sum_u32(local_id.x, count{k});"
+                    );
+                }
+            }
+            text += "    if local_id.x == 0u {\n";
+            for (k, buffer) in &reduction_outputs {
+                let r = &self.reductions[*k];
+                let _ = writeln!(text, "        {buffer}[0] = {};", finish_value(r, *k));
+            }
+            for (k, r) in self.reductions.iter().enumerate() {
+                if let Some(bit) = r.empty_bit {
+                    let _ = writeln!(
+                        text,
+                        "        if total_count{k} == 0u {{ atomicOr(&status[0], {}u); }}",
+                        1u32 << bit
+                    );
+                }
+            }
+            text += "    }\n}\n";
+            entries += "\n";
+            entries += &text;
+            passes.push(Pass::Entry {
+                entry_point: "finish_pass".to_string(),
+                dispatch: Dispatch::Single,
+            });
+        }
+        self.finish(entries, passes, outputs)
+    }
+
+    pub(super) fn assemble_list(mut self) -> Result<KernelLaunch, CodegenError> {
+        let Layout::List { offsets_of, .. } = &self.layout else {
+            return Err(CodegenError::malformed(
+                &self.kernel.name,
+                "not a list kernel",
+            ));
+        };
+        let offsets_of = *offsets_of;
+        let cells_length = Length::Of {
+            slot: Self::slot(offsets_of),
+            part: ValuePart::ListOffsets,
+        };
+        let values_length = Length::Of {
+            slot: Self::slot(offsets_of),
+            part: ValuePart::ListValues,
+        };
+        let cells = self.param(
+            "cells".to_string(),
+            ParamValue::Length(cells_length.clone()),
+        );
+        let offsets = self.input_binding(offsets_of, ValuePart::ListOffsets, GpuElement::U32);
+        let mut outputs = Vec::new();
+        let mut element_writes = Vec::new();
+        let mut cell_writes = Vec::new();
+        for &local in &self.kernel.outputs.clone() {
+            let ty = self.local_type(local);
+            let element = self.output_element(local, &ty)?;
+            let is_list = matches!(ty, Type::List(_));
+            if let Some(k) = self.reductions.iter().position(|r| r.target == local) {
+                let r = self.reductions[k].clone();
+                let part = if is_list {
+                    ValuePart::ListValues
+                } else {
+                    ValuePart::Elements
+                };
+                let buffer = self.output_binding(local, part, element);
+                cell_writes.push(format!("{buffer}[c] = {};", finish_value(&r, k)));
+                outputs.push(KernelOutput {
+                    slot: Self::slot(local),
+                    ty,
+                    layout: if is_list {
+                        OutputLayout::ListOfScalars {
+                            cells: cells_length.clone(),
+                        }
+                    } else {
+                        OutputLayout::Vector {
+                            length: cells_length.clone(),
+                            capacity: cells_length.clone(),
+                        }
+                    },
+                    dictionary: r.dictionary.clone(),
+                });
+                continue;
+            }
+            let Some(val) = self.values.get(&local).cloned() else {
+                return Err(CodegenError::malformed(
+                    &self.kernel.name,
+                    &format!("output {} is not defined by the kernel", self.name(local)),
+                ));
+            };
+            let part = if is_list {
+                ValuePart::ListValues
+            } else {
+                ValuePart::Elements
+            };
+            let buffer = self.output_binding(local, part, element);
+            let stored = wgsl::store(&val.expr, &val.ty);
+            let layout = match (val.level, is_list) {
+                (Level::Element, true) => {
+                    element_writes.push(format!("{buffer}[e] = {stored};"));
+                    OutputLayout::List {
+                        offsets_of: Self::slot(offsets_of),
+                        values: values_length.clone(),
+                    }
+                }
+                (Level::Element, false) => {
+                    element_writes.push(format!("{buffer}[e] = {stored};"));
+                    OutputLayout::Vector {
+                        length: values_length.clone(),
+                        capacity: values_length.clone(),
+                    }
+                }
+                (Level::Cell, true) => {
+                    cell_writes.push(format!("{buffer}[c] = {stored};"));
+                    OutputLayout::ListOfScalars {
+                        cells: cells_length.clone(),
+                    }
+                }
+                (Level::Cell, false) => {
+                    cell_writes.push(format!("{buffer}[c] = {stored};"));
+                    OutputLayout::Vector {
+                        length: cells_length.clone(),
+                        capacity: cells_length.clone(),
+                    }
+                }
+                (Level::Scalar, _) => {
+                    return Err(self.error(
+                        None,
+                        format!(
+                            "output {} is one element inside a list kernel",
+                            self.name(local)
+                        ),
+                    ))
+                }
+            };
+            outputs.push(KernelOutput {
+                slot: Self::slot(local),
+                ty,
+                layout,
+                dictionary: val.dictionary.clone(),
+            });
+        }
+        if self.values.values().any(|v| !v.active.is_empty())
+            || self.reductions.iter().any(|r| !r.active.is_empty())
+        {
+            return Err(self.error(
+                None,
+                "compressed values inside a list kernel are not generated yet",
+            ));
+        }
+        let mut text = entry_header("cells_pass");
+        let _ = writeln!(
+            text,
+            "    for (var c = workgroup_id.x; c < {cells}; c = c + num_workgroups.x) {{"
+        );
+        let _ = writeln!(text, "        let cell_start = {offsets}[c];");
+        let _ = writeln!(text, "        let cell_end = {offsets}[c + 1u];");
+        for (k, r) in self.reductions.iter().enumerate() {
+            let _ = writeln!(text, "        var acc{k}: {} = {};", r.acc, r.identity);
+            if r.counted {
+                let _ = writeln!(text, "        var count{k}: u32 = 0u;");
+            }
+        }
+        text += "        for (var e = cell_start + local_id.x; e < cell_end; e = e + WORKGROUP_SIZE) {\n";
+        text += &indent(&self.element_lines, 3);
+        text += &indent(&accumulate_lines(&self.reductions), 3);
+        text += &indent(&element_writes, 3);
+        text += "        }\n";
+        for (k, r) in self.reductions.iter().enumerate() {
+            let _ = writeln!(
+                text,
+                "        let total{k} = workgroup_{}_{}(local_id.x, acc{k});",
+                combine_name(r.op),
+                r.acc
+            );
+            if r.counted {
+                let _ = writeln!(
+                    text,
+                    "        let total_count{k} = workgroup_sum_u32(local_id.x, count{k});"
+                );
+            }
+        }
+        // Cell-level statements read the cell's reductions by their locals' names.
+        let mut reduced_lines = Vec::new();
+        for (k, r) in self.reductions.iter().enumerate() {
+            let name = self.name(r.target);
+            let ty = wgsl::register_type(&r.result).unwrap_or("f64");
+            reduced_lines.push(format!("let v_{name}: {ty} = {};", finish_value(r, k)));
+        }
+        text += &indent(&reduced_lines, 2);
+        text += &indent(&self.cell_lines, 2);
+        text += "        if local_id.x == 0u {\n";
+        text += &indent(&cell_writes, 3);
+        for (k, r) in self.reductions.iter().enumerate() {
+            if let Some(bit) = r.empty_bit {
+                let _ = writeln!(
+                    text,
+                    "            if total_count{k} == 0u {{ atomicOr(&status[0], {}u); }}",
+                    1u32 << bit
+                );
+            }
+        }
+        text += "        }\n    }\n}\n";
+        let passes = vec![Pass::Entry {
+            entry_point: "cells_pass".to_string(),
+            dispatch: Dispatch::Cells {
+                cells: cells_length,
+                max_workgroups: MAX_DISPATCH_WORKGROUPS,
+            },
+        }];
+        self.finish(text, passes, outputs)
+    }
+
+    pub(super) fn finish(
+        self,
+        entries: String,
+        passes: Vec<Pass>,
+        outputs: Vec<KernelOutput>,
+    ) -> Result<KernelLaunch, CodegenError> {
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "// Kernel {} of {}: statements {}.",
+            self.kernel.name,
+            self.function.qualified_name(),
+            self.kernel
+                .statements
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        text += "// Generated by horsec; the launch description says how to bind and run it.\n\n";
+        let _ = writeln!(
+            text,
+            "const WORKGROUP_SIZE: u32 = {KERNEL_WORKGROUP_SIZE}u;\n"
+        );
+        // Params: one u32 per field, padded to a multiple of four words.
+        text += "struct Params {\n";
+        for field in &self.params {
+            let _ = writeln!(text, "    {}: u32,", field.name);
+        }
+        let padding = (4 - self.params.len() % 4) % 4;
+        for k in 0..padding {
+            let _ = writeln!(text, "    padding{k}: u32,");
+        }
+        text += "}\n\n";
+        text += "@group(0) @binding(0) var<uniform> params: Params;\n";
+        for binding in &self.bindings {
+            let access = match binding.access {
+                Access::Read => "read",
+                Access::ReadWrite => "read_write",
+            };
+            let element = if binding.name == "status" {
+                "atomic<u32>".to_string()
+            } else {
+                binding.element.wgsl().to_string()
+            };
+            let _ = writeln!(
+                text,
+                "@group({}) @binding({}) var<storage, {access}> {}: array<{element}>;",
+                binding.group, binding.binding, binding.name
+            );
+        }
+        text += "\n";
+        // Workgroup reductions, one per (operation, type) used.
+        let mut combiners: BTreeSet<(&'static str, &'static str)> = BTreeSet::new();
+        for r in &self.reductions {
+            combiners.insert((combine_name(r.op), r.acc));
+            if r.counted {
+                combiners.insert(("sum", "u32"));
+            }
+        }
+        let types: BTreeSet<&str> = combiners.iter().map(|(_, t)| *t).collect();
+        for ty in &types {
+            let _ = writeln!(
+                text,
+                "var<workgroup> shared_{ty}: array<{ty}, WORKGROUP_SIZE>;"
+            );
+        }
+        if !types.is_empty() {
+            text += "\n";
+        }
+        for (op, ty) in &combiners {
+            text += &workgroup_reduce(op, ty);
+            text += "\n";
+        }
+        for helper in &self.helpers {
+            text += helper.source();
+            text += "\n";
+        }
+        text += &entries;
+        let launch = KernelLaunch {
+            name: self.kernel.name.clone(),
+            wgsl: text,
+            features: self.features,
+            bindings: self.bindings,
+            params: self.params,
+            scratch: self.scratch,
+            passes,
+            outputs,
+            requirements: self.requirements,
+            checks: self.checks,
+        };
+        Ok(launch)
+    }
+}

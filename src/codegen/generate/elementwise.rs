@@ -1,0 +1,385 @@
+//! The WGSL expression of each element-wise builtin: arithmetic, comparison, logic,
+//! numeric and temporal functions.
+
+use super::*;
+
+impl Generator<'_> {
+    pub(super) fn elementwise(
+        &mut self,
+        b: Builtin,
+        vals: &[Val],
+        result: &Type,
+    ) -> Result<String, CodegenError> {
+        use Builtin as B;
+        let arg = |k: usize| vals.get(k).cloned();
+        let unsupported = |g: &Self, why: &str| g.error(Some(b), why.to_string());
+        match b {
+            B::Plus | B::Minus | B::Mul => {
+                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
+                    return Err(unsupported(self, "expects two arguments"));
+                };
+                if x.ty.is_temporal() || y.ty.is_temporal() {
+                    return self.temporal_arithmetic(b, &x, &y, result);
+                }
+                let op = match b {
+                    B::Plus => "+",
+                    B::Minus => "-",
+                    _ => "*",
+                };
+                let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
+                Ok(wgsl::wrap_narrow(format!("({cx} {op} {cy})"), result))
+            }
+            B::Div => {
+                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
+                    return Err(unsupported(self, "expects two arguments"));
+                };
+                let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
+                Ok(format!("({cx} / {cy})"))
+            }
+            B::Lt | B::Leq | B::Gt | B::Geq | B::Eq | B::Neq => {
+                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
+                    return Err(unsupported(self, "expects two arguments"));
+                };
+                self.compare(b, &x, &y)
+            }
+            B::And | B::Or | B::Nand | B::Nor | B::Xor => {
+                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
+                    return Err(unsupported(self, "expects two arguments"));
+                };
+                if x.ty != Type::Bool || y.ty != Type::Bool {
+                    return Err(unsupported(self, "logic on values that are not bool"));
+                }
+                let (p, q) = (&x.expr, &y.expr);
+                Ok(match b {
+                    B::And => format!("({p} && {q})"),
+                    B::Or => format!("({p} || {q})"),
+                    B::Nand => format!("!({p} && {q})"),
+                    B::Nor => format!("!({p} || {q})"),
+                    _ => format!("({p} != {q})"),
+                })
+            }
+            B::Not => {
+                let Some(x) = arg(0) else {
+                    return Err(unsupported(self, "expects one argument"));
+                };
+                if x.ty != Type::Bool {
+                    return Err(unsupported(self, "@not of a value that is not bool"));
+                }
+                Ok(format!("!{}", x.expr))
+            }
+            B::Neg | B::Abs | B::Signum | B::Ceil | B::Floor | B::Round | B::Conj => {
+                let Some(x) = arg(0) else {
+                    return Err(unsupported(self, "expects one argument"));
+                };
+                self.numeric_unary(b, &x, result)
+            }
+            B::Sqrt
+            | B::Recip
+            | B::Pi
+            | B::Exp
+            | B::Log
+            | B::Log2
+            | B::Log10
+            | B::Sin
+            | B::Cos
+            | B::Tan
+            | B::Asin
+            | B::Acos
+            | B::Atan
+            | B::Sinh
+            | B::Cosh
+            | B::Tanh
+            | B::Asinh
+            | B::Acosh
+            | B::Atanh => {
+                let Some(x) = arg(0) else {
+                    return Err(unsupported(self, "expects one argument"));
+                };
+                let cx = self.conv(&x, result)?;
+                let one = if *result == Type::F32 {
+                    "1.0f"
+                } else {
+                    "1.0lf"
+                };
+                match b {
+                    B::Sqrt => Ok(format!("sqrt({cx})")),
+                    B::Recip => Ok(format!("({one} / {cx})")),
+                    B::Pi => Ok(format!(
+                        "({cx} * {})",
+                        wgsl::float_literal(std::f64::consts::PI, *result == Type::F32)
+                    )),
+                    B::Log10 => Err(unsupported(self, "WGSL has no log10 matching the CPU's")),
+                    _ if *result == Type::F32 => Ok(format!("{b}({cx})")),
+                    _ => Err(unsupported(
+                        self,
+                        "f64 transcendental functions have no GPU instruction (only sqrt is exact in f64)",
+                    )),
+                }
+            }
+            B::DateYear | B::DateMonth | B::DateDay => {
+                let Some(x) = arg(0) else {
+                    return Err(unsupported(self, "expects one argument"));
+                };
+                self.date_part(b, &x, result)
+            }
+            B::Date => {
+                let Some(x) = arg(0) else {
+                    return Err(unsupported(self, "expects one argument"));
+                };
+                if x.ty != Type::Dt {
+                    return Err(unsupported(self, "@date of a value that is not a dt"));
+                }
+                self.helper(Helper::DaysOfDt);
+                Ok(format!("days_of_dt({})", x.expr))
+            }
+            B::DatetimeDiff => {
+                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
+                    return Err(unsupported(self, "expects two arguments"));
+                };
+                if x.ty != y.ty || !x.ty.is_temporal() {
+                    return Err(unsupported(self, "operands of different temporal types"));
+                }
+                let (cx, cy) = (self.conv_raw(&x, result)?, self.conv_raw(&y, result)?);
+                Ok(format!("({cy} - {cx})"))
+            }
+            _ => Err(unsupported(
+                self,
+                "this builtin is not generated on the GPU yet",
+            )),
+        }
+    }
+
+    /// Converts a value to a real type's register type (bool counts as its 0/1 integer).
+    pub(super) fn conv(&self, val: &Val, to: &Type) -> Result<String, CodegenError> {
+        if !(val.ty.is_real() && to.is_real()) {
+            return Err(self.error(None, format!("arithmetic between {} and {to}", val.ty)));
+        }
+        wgsl::convert(&val.expr, &val.ty, to)
+            .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
+    }
+
+    /// Converts the integer encoding of any value type to `to`'s register type.
+    pub(super) fn conv_raw(&self, val: &Val, to: &Type) -> Result<String, CodegenError> {
+        wgsl::convert(&val.expr, &val.ty, to)
+            .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
+    }
+
+    pub(super) fn temporal_arithmetic(
+        &mut self,
+        b: Builtin,
+        x: &Val,
+        y: &Val,
+        result: &Type,
+    ) -> Result<String, CodegenError> {
+        let reg = wgsl::register_type(result).unwrap_or("i32");
+        let as_result = |v: &Val| -> String {
+            let own = wgsl::register_type(&v.ty).unwrap_or("i32");
+            if own == reg {
+                v.expr.clone()
+            } else {
+                format!("{reg}({})", v.expr)
+            }
+        };
+        match (b, x.ty.is_temporal(), y.ty.is_temporal()) {
+            (Builtin::Plus, true, false) if y.ty.is_integer() => {
+                Ok(format!("({} + {})", as_result(x), as_result(y)))
+            }
+            (Builtin::Plus, false, true) if x.ty.is_integer() => {
+                Ok(format!("({} + {})", as_result(x), as_result(y)))
+            }
+            (Builtin::Minus, true, false) if y.ty.is_integer() => {
+                Ok(format!("({} - {})", as_result(x), as_result(y)))
+            }
+            (Builtin::Minus, true, true) if x.ty == y.ty => {
+                Ok(format!("({} - {})", as_result(x), as_result(y)))
+            }
+            _ => Err(self.error(Some(b), format!("@{b} of {} and {}", x.ty, y.ty))),
+        }
+    }
+
+    pub(super) fn compare(&mut self, b: Builtin, x: &Val, y: &Val) -> Result<String, CodegenError> {
+        let op = match b {
+            Builtin::Lt => "<",
+            Builtin::Leq => "<=",
+            Builtin::Gt => ">",
+            Builtin::Geq => ">=",
+            Builtin::Eq => "==",
+            _ => "!=",
+        };
+        let strings = |t: &Type| matches!(t, Type::Sym | Type::Str);
+        if strings(&x.ty) && strings(&y.ty) {
+            return match (&x.text, &y.text) {
+                (None, Some(text)) => self.compare_with_text(op, x, text),
+                (Some(text), None) => self.compare_with_text(flip(op), y, text),
+                (Some(_), Some(_)) => {
+                    Err(self.error(Some(b), "a comparison of two string literals"))
+                }
+                (None, None) => {
+                    match (&x.dictionary, &y.dictionary) {
+                        (Some(DictionarySource::Input(a)), Some(DictionarySource::Input(c))) => {
+                            if a != c {
+                                let requirement = LaunchRequirement::SameDictionary(*a, *c);
+                                if !self.requirements.contains(&requirement) {
+                                    self.requirements.push(requirement);
+                                }
+                            }
+                        }
+                        _ => {
+                            return Err(self.error(
+                                Some(b),
+                                "a comparison of strings whose dictionaries are not known",
+                            ))
+                        }
+                    }
+                    Ok(format!("({} {op} {})", x.expr, y.expr))
+                }
+            };
+        }
+        if x.ty.is_real() && y.ty.is_real() {
+            let common = Type::promote(&x.ty, &y.ty).unwrap_or(Type::F64);
+            // Bools compare as 0/1 words (WGSL orders no bools).
+            let common = if common == Type::Bool {
+                Type::Char
+            } else {
+                common
+            };
+            let (cx, cy) = (self.conv_raw(x, &common)?, self.conv_raw(y, &common)?);
+            return Ok(format!("({cx} {op} {cy})"));
+        }
+        if x.ty == y.ty && (x.ty.is_temporal() || x.ty == Type::Char) {
+            return Ok(format!("({} {op} {})", x.expr, y.expr));
+        }
+        Err(self.error(Some(b), format!("a comparison of {} with {}", x.ty, y.ty)))
+    }
+
+    /// `column op "text"` through the launch-resolved bounds of the text in the column's
+    /// dictionary (see `ParamValue::SymbolLower`).
+    pub(super) fn compare_with_text(
+        &mut self,
+        op: &str,
+        column: &Val,
+        text: &str,
+    ) -> Result<String, CodegenError> {
+        let Some(DictionarySource::Input(slot)) = column.dictionary.clone() else {
+            return Err(self.error(
+                None,
+                "a string literal compared with a value of unknown dictionary",
+            ));
+        };
+        let key = (text.to_string(), slot.0);
+        let (lower, upper) = match self.symbol_params.get(&key) {
+            Some(names) => names.clone(),
+            None => {
+                let k = self.symbol_params.len();
+                let lower = self.param(
+                    format!("sym{k}_lower"),
+                    ParamValue::SymbolLower {
+                        text: text.to_string(),
+                        slot,
+                    },
+                );
+                let upper = self.param(
+                    format!("sym{k}_upper"),
+                    ParamValue::SymbolUpper {
+                        text: text.to_string(),
+                        slot,
+                    },
+                );
+                self.symbol_params
+                    .insert(key, (lower.clone(), upper.clone()));
+                (lower, upper)
+            }
+        };
+        let code = &column.expr;
+        Ok(match op {
+            "<" => format!("({code} < {lower})"),
+            "<=" => format!("({code} < {upper})"),
+            ">" => format!("({code} >= {upper})"),
+            ">=" => format!("({code} >= {lower})"),
+            "==" => format!("(({code} >= {lower}) && ({code} < {upper}))"),
+            _ => format!("(({code} < {lower}) || ({code} >= {upper}))"),
+        })
+    }
+
+    pub(super) fn numeric_unary(
+        &mut self,
+        b: Builtin,
+        x: &Val,
+        result: &Type,
+    ) -> Result<String, CodegenError> {
+        use Builtin as B;
+        if !x.ty.is_real() {
+            return Err(self.error(Some(b), format!("@{b} of {}", x.ty)));
+        }
+        let cx = self.conv(x, result)?;
+        let float = result.is_float();
+        let zero = wgsl::zero(wgsl::register_type(result).unwrap_or("i32"));
+        Ok(match b {
+            B::Neg => wgsl::wrap_narrow(format!("(-{cx})"), result),
+            B::Abs if *result == Type::Bool => cx,
+            B::Abs => wgsl::wrap_narrow(format!("abs({cx})"), result),
+            B::Signum if *result == Type::Bool => cx,
+            B::Signum => {
+                let (one, minus) = match wgsl::register_type(result) {
+                    Some("f32") => ("1.0f", "-1.0f"),
+                    Some("f64") => ("1.0lf", "-1.0lf"),
+                    Some("i64") => ("1li", "-1li"),
+                    _ => ("1i", "-1i"),
+                };
+                let keep = if float { cx.clone() } else { zero.to_string() };
+                format!("select(select({keep}, {minus}, {cx} < {zero}), {one}, {cx} > {zero})")
+            }
+            B::Ceil | B::Floor | B::Round | B::Conj if !float => cx,
+            B::Conj => cx,
+            B::Ceil => format!("ceil({cx})"),
+            B::Floor => format!("floor({cx})"),
+            _ => {
+                self.helper(Helper::Round);
+                let suffix = if *result == Type::F32 { "f32" } else { "f64" };
+                format!("round_{suffix}({cx})")
+            }
+        })
+    }
+
+    pub(super) fn date_part(
+        &mut self,
+        b: Builtin,
+        x: &Val,
+        result: &Type,
+    ) -> Result<String, CodegenError> {
+        let part = match b {
+            Builtin::DateYear => "x",
+            Builtin::DateMonth => "y",
+            _ => "z",
+        };
+        let raw = match x.ty {
+            Type::Date => {
+                self.helper(Helper::CivilFromDays);
+                format!("civil_from_days({}).{part}", x.expr)
+            }
+            Type::Dt => {
+                self.helper(Helper::CivilFromDays);
+                self.helper(Helper::DaysOfDt);
+                format!("civil_from_days(days_of_dt({})).{part}", x.expr)
+            }
+            Type::Month if b != Builtin::DateDay => {
+                self.helper(Helper::FloorDiv);
+                if b == Builtin::DateYear {
+                    format!("floor_div_i32({}, 12i)", x.expr)
+                } else {
+                    format!("(floor_mod_i32({}, 12i) + 1i)", x.expr)
+                }
+            }
+            _ => return Err(self.error(Some(b), format!("@{b} of {}", x.ty))),
+        };
+        let part_val = Val::scalar(raw, Type::I32);
+        self.conv_raw(&part_val, result)
+    }
+
+    pub(super) fn helper(&mut self, helper: Helper) {
+        for &required in helper.requires() {
+            self.helpers.insert(required);
+        }
+        self.helpers.insert(helper);
+    }
+}
