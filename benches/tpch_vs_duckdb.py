@@ -373,7 +373,7 @@ def main():
     for q, per_row in ((1, Q1_BYTES_PER_ROW), (6, Q6_BYTES_PER_ROW)):
         effective = lineitems * per_row / (ours[q] / 1e3) / 1e9
         print(
-            f"q{q} effective bandwidth: {effective:.1f} GB/s "
+            f"q{q} effective bandwidth: {effective:.2f} GB/s "
             f"({lineitems * per_row / 1e6:.0f} MB of columns in {ours[q]:.2f} ms), "
             f"{100 * effective / bandwidth:.0f} % of the copy bandwidth"
         )
