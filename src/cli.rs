@@ -118,8 +118,10 @@ struct RunArgs {
     /// Print where the time went (to stderr).
     #[arg(long)]
     time: bool,
-    /// Load a CSV file (header line; column types inferred: i64, f64, date, else sym) as
-    /// table NAME; repeatable. Without --tpch or --data, only these tables are loaded.
+    /// Load a CSV file as table NAME; repeatable. The header names the columns, with an
+    /// optional type (`price:f64`: i32, i64, f64, date, sym or str; a value that does not
+    /// parse is an error naming file, line and column); other column types are inferred
+    /// (i64, f64, date, else sym). Without --tpch or --data, only these tables are loaded.
     #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg)]
     tables: Vec<(String, PathBuf)>,
 }
@@ -516,7 +518,12 @@ fn run(args: &RunArgs) -> bool {
                 None
             }
             Err(e) => {
-                eprintln!("error: --backend gpu: {e}");
+                let flag = if adapter_named(args) {
+                    "--adapter"
+                } else {
+                    "--backend gpu"
+                };
+                eprintln!("error: {flag}: {e}");
                 return false;
             }
         },

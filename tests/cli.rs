@@ -97,6 +97,293 @@ fn bad_input_exits_1_with_a_located_message() {
     assert_eq!(none.status.code(), Some(1));
 }
 
+/// A program file in a fresh temporary directory (kept alive by the returned guard).
+fn program_file(source: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("p.hir");
+    std::fs::write(&path, source).expect("write the program");
+    let path = path.to_str().expect("UTF-8").to_string();
+    (dir, path)
+}
+
+/// Exit code 1, no panic, and `needle` in stderr.
+fn fails_with(out: &Output, needle: &str) {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("internal compiler error"), "{stderr}");
+    assert!(stderr.contains(needle), "expected `{needle}` in:\n{stderr}");
+}
+
+#[test]
+fn run_piped_into_head_exits_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let (_dir, program) = program_file(
+        "module m { import Builtin.*; def main() : i64 { r:i64 = @range(300000:i64); return r; } }",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_horsec"))
+        .args(["run", &program, "--backend", "cpu", "--format", "tsv"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the horsec binary runs");
+    // Read the first lines, then close the pipe like `head` does.
+    let mut first = [0u8; 64];
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_exact(&mut first)
+        .expect("the first lines");
+    let out = child.wait_with_output().expect("horsec ends");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn an_adapter_name_that_matches_no_adapter_is_an_error_listing_the_adapters() {
+    let out = horsec(&[
+        "run",
+        "queries/tpch/q6.hir",
+        "--adapter",
+        "no-such-adapter-anywhere",
+    ]);
+    fails_with(
+        &out,
+        "error: --adapter: no GPU adapter: no adapter name contains `no-such-adapter-anywhere`",
+    );
+    assert!(text(&out.stderr).contains("available:"));
+}
+
+#[test]
+fn runtime_errors_show_the_source_line_and_mark_the_statement() {
+    let (_dir, program) = program_file(
+        "module m {\n    import Builtin.*;\n    def main() : date {\n        \
+         d:date = @datetime_add(1998-09-02:date, 999999999999:i64, `day:sym);\n        \
+         return d;\n    }\n}\n",
+    );
+    for backend in ["cpu", "gpu"] {
+        let out = horsec(&["run", &program, "--backend", backend]);
+        if backend == "gpu" && text(&out.stderr).contains("no GPU adapter") {
+            continue;
+        }
+        fails_with(
+            &out,
+            "p.hir:4:9: error: @datetime_add: 1998-09-02:date plus 999999999999 day is outside \
+             the date range 0000-01-01 to 9999-12-31",
+        );
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("4 |         d:date = @datetime_add(1998-09-02:date"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("  |         ^^^^"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_program_that_loads_no_table_generates_no_data() {
+    // SF 100000 would need terabytes: the run succeeds only if nothing is generated.
+    let (_dir, program) = program_file(
+        "module m { import Builtin.*; def main() : i64 { r:i64 = @plus(1:i64, 2:i64); return r; } }",
+    );
+    let out = horsec(&["run", &program, "--backend", "cpu", "--tpch", "100000"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains('3'), "{}", text(&out.stdout));
+}
+
+#[test]
+fn tpch_scales_beyond_memory_or_disk_fail_before_starting() {
+    let out = horsec(&[
+        "run",
+        "queries/tpch/q6.hir",
+        "--backend",
+        "cpu",
+        "--tpch",
+        "100000",
+    ]);
+    fails_with(&out, "TPC-H at scale factor 100000 needs about");
+    assert!(text(&out.stderr).contains("of memory"));
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let data = dir.path().to_str().expect("UTF-8");
+    let out = horsec(&["gen-tpch", "--sf", "100000", "--out", data]);
+    fails_with(&out, "TPC-H at scale factor 100000 needs about");
+    assert!(text(&out.stderr).contains("of disk"));
+    assert!(
+        std::fs::read_dir(dir.path())
+            .expect("listable")
+            .next()
+            .is_none(),
+        "nothing was written"
+    );
+}
+
+const REGION_PROGRAM: &str = "module m { import Builtin.*; def main() : table {
+    t:table = @load_table(`region:sym);
+    k:i32 = check_cast(@column_value(t, `r_regionkey:sym), i32);
+    n:sym = check_cast(@column_value(t, `r_name:sym), sym);
+    columns:list<?> = @list(k, n);
+    r:table = @table((`key, `name):sym, columns);
+    return r;
+} }";
+
+#[test]
+fn data_dir_needs_only_the_tables_the_program_loads() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(
+        dir.path().join("region.tbl"),
+        "0|AFRICA|lar deposits|\n1|AMERICA|hs use|\n",
+    )
+    .expect("write region.tbl");
+    let data = dir.path().to_str().expect("UTF-8");
+    let (_p, program) = program_file(REGION_PROGRAM);
+    let out = horsec(&[
+        "run",
+        &program,
+        "--backend",
+        "cpu",
+        "--data",
+        data,
+        "--format",
+        "tsv",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "key\tname\n0\tAFRICA\n1\tAMERICA\n");
+
+    // A loaded table whose file is missing is named.
+    let (_q, nation) = program_file(
+        "module m { import Builtin.*; def main() : table { t:table = @load_table(`nation:sym); return t; } }",
+    );
+    let out = horsec(&["run", &nation, "--backend", "cpu", "--data", data]);
+    fails_with(&out, "nation.tbl");
+}
+
+#[test]
+fn a_tbl_value_that_does_not_parse_names_file_line_and_column() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(
+        dir.path().join("region.tbl"),
+        "0|AFRICA|lar deposits|\n1x|AMERICA|hs use|\n",
+    )
+    .expect("write region.tbl");
+    let data = dir.path().to_str().expect("UTF-8");
+    let (_p, program) = program_file(REGION_PROGRAM);
+    let out = horsec(&["run", &program, "--backend", "cpu", "--data", data]);
+    fails_with(
+        &out,
+        "region.tbl:2:1: column `r_regionkey`: expected an i32 integer, found `1x`",
+    );
+}
+
+#[test]
+fn sizes_from_values_are_checked_before_allocating() {
+    for (call, needle) in [
+        (
+            "@vector(9223372036854775807:i64, 1:i64)",
+            "@vector: cannot make 9223372036854775807 elements",
+        ),
+        (
+            "@range(4000000000000:i64)",
+            "@range: cannot make 4000000000000 elements",
+        ),
+        (
+            "@randk(1000000000000:i64, 3:i64)",
+            "@randk: cannot make 1000000000000 random numbers",
+        ),
+        (
+            "@vector(-5:i64, 1:i64)",
+            "@vector: cannot make -5 elements: the count -5 is negative",
+        ),
+    ] {
+        let (_dir, program) = program_file(&format!(
+            "module m {{ import Builtin.*; def main() : i64 {{ r:i64 = {call}; return r; }} }}"
+        ));
+        let out = horsec(&["run", &program, "--backend", "cpu"]);
+        fails_with(&out, needle);
+    }
+}
+
+/// `r_regionkey` of no rows: a column on the GPU, compressed to nothing.
+const NO_REGIONS: &str = "t:table = @load_table(`region:sym);
+            k:i32 = check_cast(@column_value(t, `r_regionkey:sym), i32);
+            none:bool = @gt(k, 100:i32);
+            e:i32 = @compress(none, k);";
+
+#[test]
+fn count_and_sum_of_no_rows_are_zero() {
+    let (_dir, program) = program_file(&format!(
+        "module m {{ import Builtin.*; def main() : table {{
+            {NO_REGIONS}
+            s:i64 = @sum(e);
+            c:i64 = @count(e);
+            columns:list<?> = @list(s, c);
+            r:table = @table((`s, `c):sym, columns);
+            return r;
+        }} }}"
+    ));
+    for backend in ["cpu", "gpu"] {
+        let out = horsec(&["run", &program, "--backend", backend, "--format", "tsv"]);
+        if backend == "gpu" && text(&out.stderr).contains("no GPU adapter") {
+            continue;
+        }
+        assert!(out.status.success(), "{backend}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "s\tc\n0\t0\n", "{backend}");
+    }
+}
+
+/// `@avg`, `@min` and `@max` of no rows on `backend`: each fails naming the builtin.
+fn empty_extremes_fail(backend: &str) {
+    for (builtin, message) in [
+        ("max", "@max: no maximum of no elements"),
+        ("min", "@min: no minimum of no elements"),
+        ("avg", "@avg: no average of no elements"),
+    ] {
+        let ty = if builtin == "avg" { "f64" } else { "i32" };
+        let (_dir, program) = program_file(&format!(
+            "module m {{ import Builtin.*; def main() : {ty} {{
+            {NO_REGIONS}
+            m:{ty} = @{builtin}(e);
+            return m;
+        }} }}"
+        ));
+        let out = horsec(&["run", &program, "--backend", backend]);
+        if backend == "gpu" && text(&out.stderr).contains("no GPU adapter") {
+            return;
+        }
+        fails_with(&out, message);
+    }
+}
+
+#[test]
+fn avg_min_and_max_of_no_rows_are_errors_on_the_cpu() {
+    empty_extremes_fail("cpu");
+}
+
+/// The kernels' reductions must agree with the CPU (no sentinel such as `i32::MIN`).
+#[test]
+fn avg_min_and_max_of_no_rows_are_errors_on_the_gpu() {
+    empty_extremes_fail("gpu");
+}
+
+#[test]
+fn a_csv_value_that_does_not_parse_in_a_typed_column_names_file_line_and_column() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let csv = dir.path().join("prices.csv");
+    std::fs::write(&csv, "id:i64,price:f64\n1,2.5\n2,cheap\n").expect("write the CSV");
+    let (_p, program) = program_file(
+        "module m { import Builtin.*; def main() : table { t:table = @load_table(`prices:sym); return t; } }",
+    );
+    let table = format!("prices={}", csv.display());
+    let out = horsec(&["run", &program, "--backend", "cpu", "--table", &table]);
+    fails_with(
+        &out,
+        "prices.csv:3: column 2 `price`: expected f64, found `cheap`",
+    );
+}
+
 /// `horsec run --time` on the GPU ends with every byte moved either way, in the form scripts
 /// read (q6's answer is one f64: what comes back is its 8 bytes and a few words of counts),
 /// and a second run in a new process finds the pipelines the first one put in the cache.

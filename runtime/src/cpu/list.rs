@@ -89,11 +89,7 @@ pub(crate) fn each(b: Builtin, args: &Args<'_, '_>, env: &mut dyn Env) -> Result
                             .collect();
                         return per_cell(Vector::from_i64s(lengths));
                     }
-                    // One value per cell only when no cell is empty (an empty cell
-                    // reduces to an empty vector: the per-cell path below).
-                    Builtin::Sum | Builtin::Avg | Builtin::Min | Builtin::Max
-                        if offsets.windows(2).all(|w| w[1] > w[0]) =>
-                    {
+                    Builtin::Sum | Builtin::Avg | Builtin::Min | Builtin::Max => {
                         return per_cell(reduce_segments(op, values, offsets)?);
                     }
                     _ => {}

@@ -71,6 +71,17 @@ fn float_fn(b: Builtin) -> Option<FloatFns> {
 
 /// Evaluates a unary numeric builtin.
 pub(crate) fn unary(b: Builtin, v: &Vector) -> Result<Vector> {
+    if let (Builtin::Pi, Vector::Complex(x)) = (b, v) {
+        let pi = std::f64::consts::PI;
+        return Ok(Vector::Complex(Arc::new(
+            x.iter()
+                .map(|c| Complex {
+                    re: c.re * pi,
+                    im: c.im * pi,
+                })
+                .collect(),
+        )));
+    }
     if let Some((f32_op, f64_op)) = float_fn(b) {
         return map_float(v, f32_op, f64_op);
     }

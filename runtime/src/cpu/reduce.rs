@@ -6,12 +6,12 @@
 //! temporal values, chars and strings (by string order). `@count` is the length as i64
 //! (cells of a list, rows of an enum).
 //!
-//! Reductions of no elements follow SQL, where `COUNT` of no rows is 0 and `SUM`, `AVG`,
-//! `MIN` and `MAX` are NULL: `@count` gives 0, and `@sum @avg @min @max` give an **empty**
-//! vector of their result type. HorseIR has no NULL; the empty vector is its "no value": it
-//! broadcasts through element-wise builtins to more empty vectors and a table built from
-//! it has no rows, so no sentinel (`i64::MIN`, `inf`, `NaN`) ever stands for a value that
-//! does not exist.
+//! Reductions of no elements: a reduction always gives one element (its shape is known
+//! statically, which kernel fusion relies on), so HorseIR cannot give SQL's NULL. Where an
+//! identity exists it is the answer: `@count` of nothing is 0 and `@sum` is 0 (HorsePower's
+//! initial value; SQL's `COALESCE(SUM(x), 0)`). `@avg`, `@min` and `@max` of nothing have no
+//! value: they are an error naming the builtin, never a sentinel (`i64::MIN`, `inf`, `NaN`)
+//! standing for a value that does not exist.
 
 use std::sync::Arc;
 
@@ -20,17 +20,13 @@ use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
 use crate::value::{Strings, Value, Vector};
 
-/// Reduces a whole value to a length-1 vector, or to an empty one when it has no elements
-/// (see the module notes).
+/// Reduces a whole value to a length-1 vector (see the module notes for no elements).
 pub(crate) fn reduce(b: Builtin, value: &Value) -> Result<Vector> {
     if b == Builtin::Count {
         return Ok(Vector::from_i64s(vec![value.len() as i64]));
     }
     let v = super::as_vector(value)?;
-    // No elements: no segment at all, so the result is an empty vector of the result type
-    // (the type is still checked: `@sum` of no symbols is an error).
-    let offsets: &[usize] = if v.is_empty() { &[0] } else { &[0, v.len()] };
-    reduce_segments(b, &v, offsets)
+    reduce_segments(b, &v, &[0, v.len()])
 }
 
 /// The elements of segment `i` of `v` (`offsets` as a flat list's).
@@ -59,12 +55,11 @@ fn float_sum<T: Copy + Into<f64>>(cell: &[T]) -> f64 {
     cell.iter().fold(0.0, |acc, &x| acc + x.into())
 }
 
-/// Minimum or maximum of a cell. Callers never pass an empty cell (an empty vector reduces
-/// to no segment, and `@each` takes the per-cell path when a cell is empty); one is an error,
-/// never a sentinel.
+/// Minimum or maximum of a cell; no elements is an error, never a sentinel.
 fn extreme<T: PartialOrd + Copy>(cell: &[T], max: bool) -> Result<T> {
     let Some((&first, rest)) = cell.split_first() else {
-        return Err(RuntimeError::new("no minimum or maximum of no elements"));
+        let what = if max { "maximum" } else { "minimum" };
+        return Err(RuntimeError::new(format!("no {what} of no elements")));
     };
     Ok(rest.iter().fold(first, |best, &x| {
         if (max && x > best) || (!max && x < best) {
@@ -175,25 +170,26 @@ mod tests {
     }
 
     #[test]
-    fn reductions_of_no_elements_are_empty_like_sql_null_and_count_is_zero() {
+    fn count_and_sum_of_no_elements_are_their_identity() {
         assert_eq!(run(B::Count, &[i64s(&[])]).unwrap(), i64s(&[0]));
-        assert_eq!(run(B::Sum, &[i64s(&[])]).unwrap(), i64s(&[]));
-        assert_eq!(run(B::Sum, &[i32s(&[])]).unwrap(), i64s(&[]));
-        assert_eq!(run(B::Sum, &[f64s(&[])]).unwrap(), f64s(&[]));
-        assert_eq!(run(B::Avg, &[i32s(&[])]).unwrap(), f64s(&[]));
-        assert_eq!(run(B::Max, &[i64s(&[])]).unwrap(), i64s(&[]));
-        assert_eq!(run(B::Min, &[f64s(&[])]).unwrap(), f64s(&[]));
-        assert_eq!(run(B::Min, &[dates(&[])]).unwrap(), dates(&[]));
-        assert_eq!(
-            texts(&run(B::Max, &[syms(&[])]).unwrap()),
-            Vec::<String>::new()
-        );
+        assert_eq!(run(B::Sum, &[i64s(&[])]).unwrap(), i64s(&[0]));
+        assert_eq!(run(B::Sum, &[i32s(&[])]).unwrap(), i64s(&[0]));
+        assert_eq!(run(B::Sum, &[f64s(&[])]).unwrap(), f64s(&[0.0]));
     }
 
     #[test]
-    fn each_reduces_an_empty_cell_to_an_empty_cell() {
+    fn avg_min_and_max_of_no_elements_are_errors_not_sentinels() {
+        let max = run(B::Max, &[i64s(&[])]).unwrap_err();
+        assert_eq!(max.message, "@max: no maximum of no elements");
+        let min = run(B::Min, &[f64s(&[])]).unwrap_err();
+        assert_eq!(min.message, "@min: no minimum of no elements");
+        let avg = run(B::Avg, &[i32s(&[])]).unwrap_err();
+        assert_eq!(avg.message, "@avg: no average of no elements");
+        assert!(run(B::Min, &[dates(&[])]).is_err());
+        assert!(run(B::Max, &[syms(&[])]).is_err());
         let l = list(vec![i64s(&[3, 1]), i64s(&[])]);
-        let maxima = run_with(B::Each, &[B::Max], &[l]).unwrap();
-        assert_eq!(cells(&maxima), [i64s(&[3]), i64s(&[])]);
+        let sums = run_with(B::Each, &[B::Sum], std::slice::from_ref(&l)).unwrap();
+        assert_eq!(cells(&sums), [i64s(&[4]), i64s(&[0])]);
+        assert!(run_with(B::Each, &[B::Max], &[l]).is_err());
     }
 }

@@ -25,7 +25,7 @@ use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::template::{render, workgroup_size_text};
 use crate::cpu::keys::{domain_of_type, Domain};
 use crate::types::Type;
-use crate::value::{DeviceVector, StrDict, Vector};
+use crate::value::{DeviceVector, StrDict, Value, Vector};
 
 /// `shaders/keys.wgsl`: key encoding and element-wise helpers.
 pub const KEYS_WGSL: &str = include_str!("../../../shaders/keys.wgsl");
@@ -447,6 +447,8 @@ fn widened(column: ColumnSource<'_>) -> ColumnSource<'_> {
 pub struct KeyColumn<'a> {
     pub ty: Type,
     pub dict: Option<Arc<StrDict>>,
+    /// Where the elements are (for conversions that need them on the host).
+    origin: Origin<'a>,
     /// None for a type that cannot be a key (complex): pairing says so.
     source: Option<ColumnSource<'a>>,
 }
@@ -461,6 +463,10 @@ impl KeyColumn<'_> {
         KeyColumn {
             ty: self.ty,
             dict: self.dict,
+            origin: match self.origin {
+                Origin::Host(v) => Origin::Host(Cow::Owned(v.into_owned())),
+                Origin::Device(d) => Origin::Device(d),
+            },
             source: self.source.map(|s| ColumnSource {
                 data: Cow::Owned(s.data.into_owned()),
                 resident: s.resident,
@@ -472,11 +478,18 @@ impl KeyColumn<'_> {
     }
 }
 
+/// Where a key column's elements are.
+enum Origin<'a> {
+    Host(Cow<'a, Vector>),
+    Device(DeviceVector),
+}
+
 /// A host vector as a key column.
 pub fn host_key<'a>(what: &str, v: &'a Vector) -> KeyColumn<'a> {
     KeyColumn {
         ty: v.ty(),
         dict: v.as_strings().map(|s| s.dict.clone()),
+        origin: Origin::Host(Cow::Borrowed(v)),
         source: own_column(what, v).ok(),
     }
 }
@@ -486,6 +499,7 @@ pub fn device_key(what: &str, v: &DeviceVector) -> KeyColumn<'static> {
     KeyColumn {
         ty: v.ty.clone(),
         dict: v.dict.clone(),
+        origin: Origin::Device(v.clone()),
         source: device_column(what, v).ok(),
     }
 }
@@ -510,20 +524,21 @@ fn integer_as_f64(column: ColumnSource<'_>) -> ColumnSource<'_> {
 /// Two columns encoded in one common domain, as the CPU's `paired_keys`: equal key words
 /// mean equal values across the two and word order is value order. Integers of different
 /// widths are both widened to 64-bit keys; temporal types pair only with themselves; reals
-/// pair with reals of the same width (an integer or f32 against an f64 is not supported on
-/// the GPU: it needs a conversion to f64); strings through a merged dictionary when the two
+/// pair with reals of the same width, a narrow integer with an f64 through the encode kernel,
+/// and other pairs of reals through the promoted type (converted before upload); strings through a merged dictionary when the two
 /// dictionaries differ — the merge is per distinct string and runs on the CPU.
 pub fn paired_columns_merging_dictionaries_on_cpu<'a>(
     what: &str,
     a: &'a Vector,
     b: &'a Vector,
 ) -> Result<(ColumnSource<'a>, ColumnSource<'a>)> {
-    paired_keys_merging_dictionaries_on_cpu(what, host_key(what, a), host_key(what, b))
+    paired_keys_merging_dictionaries_on_cpu(None, what, host_key(what, a), host_key(what, b))
 }
 
 /// [`paired_columns_merging_dictionaries_on_cpu`] of key columns on the host or the device:
 /// the codes of strings are re-coded by the encode kernel, on the device.
 pub fn paired_keys_merging_dictionaries_on_cpu<'a>(
+    device: Option<&Device>,
     what: &str,
     a: KeyColumn<'a>,
     b: KeyColumn<'a>,
@@ -557,10 +572,42 @@ pub fn paired_keys_merging_dictionaries_on_cpu<'a>(
             let (ca, cb) = sources(a.source, b.source, &ta, &tb)?;
             Ok((integer_as_f64(ca), integer_as_f64(cb)))
         }
-        (Domain::Integer | Domain::Float, Domain::Integer | Domain::Float) => Err(unsupported(
-            what,
-            format!("comparing {ta} with {tb} needs a conversion to f64, not done on the GPU"),
-        )),
+        // Other pairs of reals (bool or an integer against an f32, i64 against f64, f32
+        // against f64): both sides converted to the promoted type before upload, as the CPU
+        // backend compares them (the type rules accept every pair of reals). The conversion
+        // is per row on the host: a device column is read back for it.
+        (Domain::Integer | Domain::Float, Domain::Integer | Domain::Float) => {
+            let common = Type::promote(&ta, &tb).ok_or_else(cannot)?;
+            let promoted = |origin: &Origin<'_>| -> Result<ColumnSource<'static>> {
+                let host;
+                let v: &Vector = match origin {
+                    Origin::Host(v) => &**v,
+                    Origin::Device(d) => {
+                        let device = device.ok_or_else(|| {
+                            unsupported(what, "a device column without its device".to_string())
+                        })?;
+                        host = match crate::engine::read_back(device, &Value::Device(d.clone())) {
+                            Ok(Value::Vector(v)) => v,
+                            Ok(_) => return Err(cannot()),
+                            Err(e) => return Err(unsupported(what, e.message)),
+                        };
+                        &host
+                    }
+                };
+                let cast = v
+                    .cast_real(&common)
+                    .map_err(|e| unsupported(what, e.message))?;
+                let column = own_column(what, &cast)?;
+                Ok(ColumnSource {
+                    data: Cow::Owned(column.data.into_owned()),
+                    resident: None,
+                    rows: column.rows,
+                    encoding: column.encoding,
+                    remap: column.remap,
+                })
+            };
+            Ok((promoted(&a.origin)?, promoted(&b.origin)?))
+        }
         (Domain::Strings, Domain::Strings) => {
             let (Some(da), Some(db)) = (a.dict.clone(), b.dict.clone()) else {
                 return Err(cannot());

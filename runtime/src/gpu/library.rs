@@ -327,7 +327,7 @@ fn member(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         key_operand("@member", args, 1)?,
     );
     let (nx, ny) = (x.rows(), y.rows());
-    let (cx, cy) = paired_keys_merging_dictionaries_on_cpu("@member", x, y)?;
+    let (cx, cy) = paired_keys_merging_dictionaries_on_cpu(Some(device), "@member", x, y)?;
     let kx = encode_keys(device, "@member", nx, &[cx])?;
     let ky = encode_keys(device, "@member", ny, &[cy])?;
     let slots = member_slots(device, &kx, &ky)?;
@@ -343,7 +343,7 @@ fn index_of(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         key_operand("@index_of", args, 1)?,
     );
     let (nx, ny) = (x.rows(), y.rows());
-    let (cx, cy) = paired_keys_merging_dictionaries_on_cpu("@index_of", x, y)?;
+    let (cx, cy) = paired_keys_merging_dictionaries_on_cpu(Some(device), "@index_of", x, y)?;
     let kx = encode_keys(device, "@index_of", nx, &[cx])?;
     let ky = encode_keys(device, "@index_of", ny, &[cy])?;
     let rows = index_of_rows(device, &kx, &ky)?;
@@ -362,7 +362,7 @@ fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut check_ops = Vec::new();
     for ((op, a), b) in ops.iter().zip(ca).zip(cb) {
-        let (sa, sb) = paired_keys_merging_dictionaries_on_cpu("@join_index", a, b)?;
+        let (sa, sb) = paired_keys_merging_dictionaries_on_cpu(Some(device), "@join_index", a, b)?;
         if *op == Builtin::Eq {
             equal_a.push(sa);
             equal_b.push(sb);

@@ -210,12 +210,19 @@ fn orderable_pair(a: &Type, b: &Type) -> bool {
     (a.is_real() && b.is_real()) || (a == b && orderable(a))
 }
 
-/// `=`, `@member`, `@index_of` apply: reals, equal basic types, and text against text (`sym`
-/// and `str` hold the same strings: TPC-H q22 tests `@sub_string` of a sym column for
+/// Vectors whose elements can be hashed and compared for equality as keys: every basic type
+/// but complex (complex numbers support `@abs @neg @conj @pi` and nothing else: neither
+/// backend keys, compares or multiplies them).
+fn keyable(t: &Type) -> bool {
+    t.is_basic() && *t != Type::Complex
+}
+
+/// `=`, `@member`, `@index_of` apply: reals, equal keyable types, and text against text
+/// (`sym` and `str` hold the same strings: TPC-H q22 tests `@sub_string` of a sym column for
 /// membership in a `str` vector).
 fn comparable_pair(a: &Type, b: &Type) -> bool {
     let text = |t: &Type| matches!(t, Type::Str | Type::Sym);
-    (a.is_real() && b.is_real()) || (a == b && a.is_basic()) || (text(a) && text(b))
+    (a.is_real() && b.is_real()) || (a == b && keyable(a)) || (text(a) && text(b))
 }
 
 /// The cells of a list argument; a vector counts as a list of its elements.
@@ -496,20 +503,10 @@ impl Call<'_> {
             }
             B::Mul => {
                 let (a, b) = (self.value(0)?, self.value(1)?);
-                if (*a == Type::Complex && (b.is_real() || *b == Type::Complex))
-                    || (*b == Type::Complex && a.is_real())
-                {
-                    return Ok(Type::Complex);
-                }
                 arithmetic(a, b).ok_or_else(|| self.mismatch(&[0, 1]))
             }
             B::Div => {
                 let (a, b) = (self.value(0)?, self.value(1)?);
-                if (*a == Type::Complex && (b.is_real() || *b == Type::Complex))
-                    || (*b == Type::Complex && a.is_real())
-                {
-                    return Ok(Type::Complex);
-                }
                 // Always floating: f32 only when the wider operand is f32.
                 match Type::promote(a, b) {
                     Some(Type::F32) => Ok(Type::F32),
@@ -535,7 +532,7 @@ impl Call<'_> {
 
             // Algebraic, unary.
             B::Unique => {
-                self.value_where(0, "a vector", basic)?;
+                self.value_where(0, "a vector of keys (not complex)", keyable)?;
                 Ok(Type::I64)
             }
             B::Str => {
@@ -563,8 +560,8 @@ impl Call<'_> {
                 Ok(Type::I64)
             }
             B::Group => {
-                self.value_where(0, "a vector or a list of vectors", |t| {
-                    t.is_basic() || cells_are_vectors(t)
+                self.value_where(0, "a vector or a list of vectors (not complex)", |t| {
+                    keyable(t) || cells_are_vectors(t)
                 })?;
                 Ok(Type::Dict(Box::new(Type::I64), Box::new(list(Type::I64))))
             }
@@ -592,9 +589,10 @@ impl Call<'_> {
                 }
             }
             B::Like => {
-                let text = |t: &Type| matches!(t, Type::Str | Type::Sym | Type::Char);
-                self.value_where(0, "a str, sym or char vector", text)?;
-                self.value_where(1, "a str, sym or char pattern", text)?;
+                // Each element is one string: `str` or `sym` (a `char` vector is characters).
+                let text = |t: &Type| matches!(t, Type::Str | Type::Sym);
+                self.value_where(0, "a str or sym vector", text)?;
+                self.value_where(1, "a str or sym pattern", text)?;
                 Ok(Type::Bool)
             }
             B::Compress => {

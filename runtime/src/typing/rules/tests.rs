@@ -422,3 +422,14 @@ fn graph_builtins_take_integer_or_enum_vertices() {
     let e = fails(Builtin::Reachable, &[v(Type::I64)]);
     assert_eq!(e.message, "`@reachable` takes 3 arguments, found 1");
 }
+
+#[test]
+fn complex_numbers_are_not_keys_nor_multiplied() {
+    fails(Builtin::Eq, &[v(Type::Complex), v(Type::Complex)]);
+    fails(Builtin::Member, &[v(Type::Complex), v(Type::Complex)]);
+    fails(Builtin::Unique, &[v(Type::Complex)]);
+    fails(Builtin::Mul, &[v(Type::Complex), v(Type::F64)]);
+    fails(Builtin::Like, &[v(Type::Char), v(Type::Char)]);
+    assert_eq!(one(Builtin::Pi, &[v(Type::Complex)]), Type::Complex);
+    assert_eq!(one(Builtin::Conj, &[v(Type::Complex)]), Type::Complex);
+}
