@@ -581,7 +581,7 @@ pub fn paired_keys_merging_dictionaries_on_cpu<'a>(
             let promoted = |origin: &Origin<'_>| -> Result<ColumnSource<'static>> {
                 let host;
                 let v: &Vector = match origin {
-                    Origin::Host(v) => &**v,
+                    Origin::Host(v) => v,
                     Origin::Device(d) => {
                         let device = device.ok_or_else(|| {
                             unsupported(what, "a device column without its device".to_string())
