@@ -80,7 +80,9 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
     result.map_err(|failure| runtime_error(&name, failure))
 }
 
-/// A failure as a runtime error starting with `@name: `.
+/// A failure as a runtime error starting with `@name: `. Argument checks say what the CPU
+/// says, word for word (a program gets the same error on both backends); a limit of the GPU
+/// kernels says "on the GPU" in its own words.
 fn runtime_error(name: &str, failure: Failure) -> RuntimeError {
     let message = match failure {
         Failure::Message(m) => m,
@@ -90,14 +92,14 @@ fn runtime_error(name: &str, failure: Failure) -> RuntimeError {
     if message.starts_with('@') {
         RuntimeError::new(message)
     } else {
-        RuntimeError::new(format!("{name}: {message} (GPU)"))
+        RuntimeError::new(format!("{name}: {message}"))
     }
 }
 
 /// `@group` with an explicit strategy (tests run both; [`run_library`] uses `Auto`).
 pub fn run_group(device: &Device, k: &Value, strategy: GroupStrategy) -> Result<Value> {
     group_value(device, &[ArgValue::Value(k)], strategy).map_err(|failure| match failure {
-        Failure::Message(m) => RuntimeError::new(format!("@group: {m} (GPU)")),
+        Failure::Message(m) => RuntimeError::new(format!("@group: {m}")),
         Failure::Gpu(e) => RuntimeError::new(format!("@group: {e}")),
     })
 }

@@ -1,0 +1,470 @@
+//! The differential fuzzer (design in `tests/fuzz/mod.rs`): random HorseIR programs over
+//! TPC-H, each run on the CPU and the GPU backend, which must give the same answer or the
+//! same error. Fails listing every disagreement, each shrunk to a `.hir` reproduction.
+//!
+//! Environment:
+//! - `HORSEC_FUZZ_PROGRAMS` (default 300): programs to run; `HORSEC_FUZZ_SEED` (default
+//!   2026): the run's seed; `HORSEC_FUZZ_JOBS` (default: the cores, at most 4): threads,
+//!   each with its own device;
+//! - `HORSEC_FUZZ_SF` (default 0.001): the TPC-H scale factor of the data;
+//! - `HORSEC_FUZZ_STMTS` (default 12): most statements of `main`;
+//! - `HORSEC_FUZZ_ERRORS` (default 0.03): probability of a deliberately wrong statement;
+//! - `HORSEC_FUZZ_RECYCLE` (default 500): programs per device before a job opens a fresh one
+//!   (which drops the cached pipelines);
+//! - `HORSEC_FUZZ_SHRINK` (default 3): failures shrunk and printed per kind (the others are
+//!   counted, with their seeds);
+//! - `HORSEC_FUZZ_NONFINITE=ignore`: rows where the CPU computed NaN or an infinity match any
+//!   GPU value (see `fuzz::check`; strict by default);
+//! - `HORSEC_FUZZ_ONE=<program seed>`: run one program, print it and what both backends did
+//!   (shrunk when they disagree);
+//! - `HORSEC_FUZZ_FILE=<path.hir>`: run a saved reproduction on both backends;
+//! - `HORSEC_FUZZ_WARM=1`: time a second GPU run of each program (pipelines cached);
+//!   `HORSEC_FUZZ_SLOW=<ms>`: print programs slower than that.
+//!
+//! A million programs locally, e.g.:
+//! `HORSEC_FUZZ_PROGRAMS=1000000 HORSEC_FUZZ_SHRINK=1 cargo test --release --test
+//! differential_fuzz backends -- --nocapture`
+
+mod common;
+mod fuzz;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use horsec_runtime::data::Database;
+use horsec_runtime::gpu::Device;
+
+use fuzz::check::{check, Disagreement, Kind, Outcome, Timings, Verdict};
+use fuzz::generate::{generate, Options, Schema};
+use fuzz::program::Program;
+use fuzz::rng::program_seed;
+use fuzz::shrink::shrink;
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={text:?} does not parse")),
+        Err(_) => default,
+    }
+}
+
+fn database(sf: f64) -> Arc<Database> {
+    static DB: OnceLock<Arc<Database>> = OnceLock::new();
+    DB.get_or_init(|| {
+        Arc::new(Database::tpch(sf, false).unwrap_or_else(|e| panic!("TPC-H SF {sf}: {e}")))
+    })
+    .clone()
+}
+
+fn options() -> Options {
+    Options {
+        max_stmts: env("HORSEC_FUZZ_STMTS", Options::default().max_stmts),
+        error_rate: env("HORSEC_FUZZ_ERRORS", Options::default().error_rate),
+    }
+}
+
+/// What a run found.
+#[derive(Default)]
+struct Findings {
+    answered: u64,
+    refused: BTreeMap<String, u64>,
+    /// Program seeds per kind of disagreement.
+    failures: BTreeMap<Kind, Vec<u64>>,
+    /// Disagreements by a short signature (kind and the refusing side's message), counted.
+    signatures: BTreeMap<String, (u64, u64)>,
+    /// Shrunk reproductions, one per distinct (kind, builtins used).
+    reports: Vec<(Kind, BTreeSet<String>, String)>,
+    timings: Timings,
+}
+
+fn builtins_in(text: &str) -> BTreeSet<String> {
+    text.split('@')
+        .skip(1)
+        .map(|s| {
+            s.chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        // User functions are `f0`, `f1`, ...
+        .filter(|s| {
+            let user = s.starts_with('f') && s[1..].bytes().all(|b| b.is_ascii_digit());
+            !s.is_empty() && !user
+        })
+        .collect()
+}
+
+/// A disagreement in a few words, numbers elided: what to count to see which defects are
+/// common.
+fn signature(d: &Disagreement) -> String {
+    let first_line = |o: &Outcome| match o {
+        Outcome::Values(_) => "values".to_string(),
+        // An internal compiler error says what went wrong on its second line.
+        Outcome::Refused(m) if m.starts_with("internal compiler error") => format!(
+            "internal compiler error: {}",
+            m.lines().nth(1).unwrap_or("")
+        ),
+        Outcome::Refused(m) => format!("refused: {}", m.lines().next().unwrap_or("")),
+        Outcome::Panicked(m) => format!("panicked: {}", m.lines().next().unwrap_or("")),
+    };
+    let text = match d.kind {
+        Kind::DifferentValues | Kind::DifferentTypes | Kind::NotStaticType => {
+            d.detail.split(':').nth(1).unwrap_or("").to_string()
+        }
+        _ => format!("CPU {} / GPU {}", first_line(&d.cpu), first_line(&d.gpu)),
+    };
+    let mut elided = String::new();
+    let mut after_letter = false;
+    for c in text.chars() {
+        // Numbers go; digits of names (`f64`, `main_k0`) stay.
+        if c.is_ascii_digit() && !after_letter {
+            if !elided.ends_with('N') {
+                elided.push('N');
+            }
+        } else {
+            after_letter = c.is_ascii_alphanumeric() || c == '_';
+            elided.push(c);
+        }
+    }
+    let short: String = elided.chars().take(160).collect();
+    format!("{:?}: {short}", d.kind)
+}
+
+fn report(seed: u64, program: &Program, d: &Disagreement) -> String {
+    format!(
+        "--- program seed {seed}: {:?} {}\n{}    CPU {}\n    GPU {}\n",
+        d.kind,
+        d.detail,
+        program.text(),
+        d.cpu.describe(),
+        d.gpu.describe()
+    )
+}
+
+fn still_fails(program: &Program, kind: Kind, db: &Database, device: &Device) -> bool {
+    let mut t = Timings::default();
+    match check(&program.text(), db, device, &mut t) {
+        Verdict::Disagree(d) => d.kind == kind,
+        _ => false,
+    }
+}
+
+/// The configuration of a run, from the environment, and what its jobs share.
+struct Run<'a> {
+    db: &'a Database,
+    schema: Schema,
+    options: Options,
+    programs: u64,
+    seed: u64,
+    jobs: usize,
+    shrink_per_kind: usize,
+    recycle: u64,
+    /// Print programs whose compile and run took longer than this (`HORSEC_FUZZ_SLOW`, ms).
+    slow_ms: Option<f64>,
+    next: AtomicU64,
+    findings: Mutex<Findings>,
+    start: Instant,
+    last_progress: Mutex<Instant>,
+}
+
+impl<'a> Run<'a> {
+    fn from_env(db: &'a Database) -> Run<'a> {
+        // Jobs overlap one program's pipeline compiles with another's GPU waits: two jobs
+        // run twice as many programs per second as one, even on two cores.
+        let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Run {
+            db,
+            schema: Schema::of(db),
+            options: options(),
+            programs: env("HORSEC_FUZZ_PROGRAMS", 300),
+            seed: env("HORSEC_FUZZ_SEED", 2026),
+            jobs: env("HORSEC_FUZZ_JOBS", parallelism.clamp(1, 4)),
+            shrink_per_kind: env("HORSEC_FUZZ_SHRINK", 3),
+            recycle: env("HORSEC_FUZZ_RECYCLE", 500),
+            slow_ms: std::env::var("HORSEC_FUZZ_SLOW")
+                .ok()
+                .map(|ms| ms.parse().unwrap_or(100.0)),
+            next: AtomicU64::new(0),
+            findings: Mutex::new(Findings::default()),
+            start: Instant::now(),
+            last_progress: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Runs every program on `jobs` threads.
+    fn run(&self) {
+        std::thread::scope(|scope| {
+            for _ in 0..self.jobs {
+                scope.spawn(|| self.job());
+            }
+        });
+    }
+
+    /// One job: programs until none are left. Each job has its own device, opened again every
+    /// `recycle` programs: the device caches a pipeline per distinct kernel, and random
+    /// programs bring new kernels without end.
+    fn job(&self) {
+        let mut device: Option<Device> = None;
+        let mut used = 0u64;
+        loop {
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            if index >= self.programs {
+                return;
+            }
+            if device.is_none() || used >= self.recycle {
+                drop(device.take());
+                device = Some(Device::new().unwrap_or_else(|e| panic!("opening the GPU: {e}")));
+                used = 0;
+            }
+            used += 1;
+            self.program(index, device.as_ref().expect("opened above"));
+        }
+    }
+
+    /// Generates, runs and compares program `index`; shrinks it when it is one of the first
+    /// few failures of its kind.
+    fn program(&self, index: u64, device: &Device) {
+        let seed = program_seed(self.seed, index);
+        let mut t = Timings::default();
+        let generated = Instant::now();
+        let program = generate(seed, &self.schema, self.options);
+        let text = program.text();
+        t.generate += generated.elapsed();
+        let verdict = check(&text, self.db, device, &mut t);
+        if let Some(limit) = self.slow_ms {
+            let took = (t.run_cpu + t.run_gpu + t.compile_gpu).as_secs_f64() * 1e3;
+            if took > limit {
+                eprintln!("slow program {seed}: {took:.0} ms\n{text}");
+            }
+        }
+        let reproduction = match &verdict {
+            Verdict::Disagree(d) if self.first_of_kind(d.kind) => {
+                let small = shrink(&program, 300, |p| still_fails(p, d.kind, self.db, device));
+                let mut t = Timings::default();
+                Some(match check(&small.text(), self.db, device, &mut t) {
+                    Verdict::Disagree(d) => {
+                        (d.kind, builtins_in(&small.text()), report(seed, &small, &d))
+                    }
+                    _ => (d.kind, builtins_in(&text), report(seed, &program, d)),
+                })
+            }
+            _ => None,
+        };
+        let mut f = self.findings.lock().unwrap();
+        f.timings.add(&t);
+        match verdict {
+            Verdict::Answered => f.answered += 1,
+            Verdict::Refused(m) => *f.refused.entry(m).or_default() += 1,
+            Verdict::Disagree(d) => {
+                f.signatures.entry(signature(&d)).or_insert((0, seed)).0 += 1;
+                f.failures.entry(d.kind).or_default().push(seed)
+            }
+        }
+        if let Some((kind, builtins, text)) = reproduction {
+            let seen = f
+                .reports
+                .iter()
+                .any(|(k, b, _)| *k == kind && *b == builtins);
+            if !seen {
+                eprintln!("{text}");
+                f.reports.push((kind, builtins, text));
+            }
+        }
+        drop(f);
+        let mut last = self.last_progress.lock().unwrap();
+        if last.elapsed() > Duration::from_secs(30) {
+            *last = Instant::now();
+            let done = index + 1;
+            let rate = done as f64 / self.start.elapsed().as_secs_f64();
+            eprintln!("... {done} programs, {rate:.1} programs/s");
+        }
+    }
+
+    /// Whether a disagreement of `kind` is among the first `shrink_per_kind` of the run.
+    fn first_of_kind(&self, kind: Kind) -> bool {
+        let f = self.findings.lock().unwrap();
+        f.failures.get(&kind).map_or(0, Vec::len) < self.shrink_per_kind
+    }
+
+    /// Prints the counts, the time per phase and the commonest refusals and disagreements;
+    /// returns how many programs disagreed.
+    fn summary(&self) -> usize {
+        let elapsed = self.start.elapsed();
+        let programs = self.programs;
+        let f = self.findings.lock().unwrap();
+        let t = &f.timings;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3 / programs.max(1) as f64;
+        let refused: u64 = f.refused.values().sum();
+        let failed: usize = f.failures.values().map(Vec::len).sum();
+        eprintln!(
+            "differential fuzz: {programs} programs in {:.1} s ({:.1} programs/s): {} same \
+             answer, {refused} same error, {failed} disagreements",
+            elapsed.as_secs_f64(),
+            programs as f64 / elapsed.as_secs_f64(),
+            f.answered,
+        );
+        eprintln!(
+            "  per program (ms): generate {:.2}, compile CPU {:.2}, compile GPU {:.2}, run CPU \
+             {:.2}, run GPU {:.2} (a second, warm run {:.2}), compare {:.2}; {:.2} pipelines \
+             compiled",
+            ms(t.generate),
+            ms(t.compile_cpu),
+            ms(t.compile_gpu),
+            ms(t.run_cpu),
+            ms(t.run_gpu),
+            ms(t.run_gpu_warm),
+            ms(t.compare),
+            t.pipelines_compiled as f64 / programs.max(1) as f64
+        );
+        let mut common: Vec<(&String, &u64)> = f.refused.iter().collect();
+        common.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+        for (message, n) in common.iter().take(8) {
+            eprintln!("  refused by both {n}x: {message}");
+        }
+        let mut signatures: Vec<(&String, &(u64, u64))> = f.signatures.iter().collect();
+        signatures.sort_by_key(|(_, (n, _))| std::cmp::Reverse(*n));
+        for (signature, (n, seed)) in signatures.iter().take(25) {
+            eprintln!("  disagreement {n}x (first: seed {seed}): {signature}");
+        }
+        for (kind, seeds) in &f.failures {
+            let shown: Vec<String> = seeds.iter().take(10).map(u64::to_string).collect();
+            eprintln!(
+                "  {kind:?}: {} programs, seeds {}",
+                seeds.len(),
+                shown.join(" ")
+            );
+        }
+        failed
+    }
+}
+
+/// `HORSEC_FUZZ_FILE`: one saved program on both backends.
+fn check_file(path: &str, db: &Database, device: &Device) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut t = Timings::default();
+    match check(&text, db, device, &mut t) {
+        Verdict::Disagree(d) => panic!(
+            "{path}: {:?} {}\n    CPU {}\n    GPU {}",
+            d.kind,
+            d.detail,
+            d.cpu.describe(),
+            d.gpu.describe()
+        ),
+        other => println!("{path}: agree: {other:?}"),
+    }
+}
+
+/// `HORSEC_FUZZ_ONE`: the program of one seed, printed, run, and shrunk when it fails.
+fn check_seed(seed: u64, db: &Database, device: &Device) {
+    let program = generate(seed, &Schema::of(db), options());
+    println!("{}", program.text());
+    let mut t = Timings::default();
+    match check(&program.text(), db, device, &mut t) {
+        Verdict::Disagree(d) => {
+            let small = shrink(&program, 400, |p| still_fails(p, d.kind, db, device));
+            let mut t = Timings::default();
+            if let Verdict::Disagree(d) = check(&small.text(), db, device, &mut t) {
+                panic!("disagreement, shrunk:\n{}", report(seed, &small, &d));
+            }
+            panic!("{}", report(seed, &program, &d));
+        }
+        other => println!("agree: {other:?}"),
+    }
+}
+
+/// The fuzzer: every generated program gives the same answer, or the same error, on both
+/// backends.
+#[test]
+fn backends_agree_on_random_programs() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let sf: f64 = env("HORSEC_FUZZ_SF", 0.001);
+    let db = database(sf);
+    if let Ok(path) = std::env::var("HORSEC_FUZZ_FILE") {
+        return check_file(&path, &db, device);
+    }
+    if let Ok(seed) = std::env::var("HORSEC_FUZZ_ONE") {
+        let seed = seed.parse().expect("HORSEC_FUZZ_ONE is a program seed");
+        return check_seed(seed, &db, device);
+    }
+    let run = Run::from_env(&db);
+    eprintln!(
+        "differential fuzz: {} programs, seed {}, {} jobs, TPC-H SF {sf} (lineitem {} rows), {}",
+        run.programs,
+        run.seed,
+        run.jobs,
+        db.table("lineitem").map(|t| t.rows()).unwrap_or(0),
+        device.describe()
+    );
+    run.run();
+    let failed = run.summary();
+    assert!(
+        failed == 0,
+        "the backends disagree on {failed} of {} programs; reproductions above \
+         (HORSEC_FUZZ_ONE=<seed> reruns one)",
+        run.programs
+    );
+}
+
+/// Runs every `.hir` file of `dir` on both backends; returns the files where they disagree,
+/// with how.
+fn disagreements_in(dir: &std::path::Path, db: &Database, device: &Device) -> Vec<String> {
+    let mut found = Vec::new();
+    for path in common::programs(dir) {
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut t = Timings::default();
+        if let Verdict::Disagree(d) = check(&text, db, device, &mut t) {
+            found.push(format!(
+                "{}: {:?} {}\n    CPU {}\n    GPU {}",
+                path.display(),
+                d.kind,
+                d.detail,
+                d.cpu.describe(),
+                d.gpu.describe()
+            ));
+        }
+    }
+    found
+}
+
+/// The fuzzer's findings, shrunk and saved (`tests/fuzz/corpus/`), as regression tests: on
+/// each, both backends give the same answer or the same error. Findings whose fix has not
+/// landed yet wait in `corpus/open/`: they run, and are listed, but do not fail the test; one
+/// that agrees now is listed to be moved up.
+#[test]
+fn saved_reproductions_agree() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let db = database(env("HORSEC_FUZZ_SF", 0.001));
+    let corpus = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/corpus");
+    let open = corpus.join("open");
+    let still_open = disagreements_in(&open, &db, device);
+    let open_count = common::programs(&open).len();
+    eprintln!(
+        "known open disagreements: {} of {open_count} in {} still disagree",
+        still_open.len(),
+        open.display()
+    );
+    for text in &still_open {
+        eprintln!("  open: {text}");
+    }
+    let fixed: Vec<String> = common::programs(&open)
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .filter(|p| !still_open.iter().any(|s| s.starts_with(p.as_str())))
+        .collect();
+    for path in &fixed {
+        eprintln!("  now agrees (move it to {}): {path}", corpus.display());
+    }
+    let failures = disagreements_in(&corpus, &db, device);
+    assert!(
+        failures.is_empty(),
+        "saved reproductions disagree again:\n{}",
+        failures.join("\n")
+    );
+}

@@ -1,0 +1,357 @@
+//! Runs one program text on both backends and compares what they did.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use horsec::diag::Severity;
+use horsec::driver::{compile_for, Compilation, Stage, Target};
+use horsec_runtime::data::Database;
+use horsec_runtime::engine::GpuEngine;
+use horsec_runtime::format::{write_value, OutputFormat};
+use horsec_runtime::gpu::Device;
+use horsec_runtime::interp;
+use horsec_runtime::profile::Profile;
+use horsec_runtime::types::Type;
+use horsec_runtime::value::Value;
+
+/// What one backend did with a program.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// It ran and returned these values.
+    Values(Vec<Value>),
+    /// It refused the program, at compile or run time, with this message (without the
+    /// location: a fused kernel reports the statement that starts it).
+    Refused(String),
+    /// It panicked (always a defect).
+    Panicked(String),
+}
+
+impl Outcome {
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Values(values) => {
+                let mut out = String::new();
+                for (i, v) in values.iter().enumerate() {
+                    let text = tsv(v).unwrap_or_else(|e| format!("<unprintable: {e}>"));
+                    let lines: Vec<&str> = text.lines().collect();
+                    let shown = lines.iter().take(8).copied().collect::<Vec<_>>().join(" ");
+                    let more = if lines.len() > 8 {
+                        format!(" ... ({} rows)", lines.len())
+                    } else {
+                        String::new()
+                    };
+                    out.push_str(&format!("\n      value {i}: {}: {shown}{more}", v.ty()));
+                }
+                format!("values:{out}")
+            }
+            Outcome::Refused(m) => format!("refused: {m}"),
+            Outcome::Panicked(m) => format!("panicked: {m}"),
+        }
+    }
+}
+
+/// The kinds of disagreement, the classes the shrinker preserves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// The front end (shared by both backends) rejected a program the generator meant to be
+    /// well typed: a generator bug or a type-rule bug.
+    Invalid,
+    /// A backend panicked.
+    Panic,
+    /// One backend answered, the other refused.
+    AnswerVsRefusal,
+    /// Both refused, with different messages.
+    DifferentErrors,
+    /// Both answered, with values of different types.
+    DifferentTypes,
+    /// A backend returned a value whose type is not the static type.
+    NotStaticType,
+    /// Both answered, with different values.
+    DifferentValues,
+}
+
+#[derive(Clone, Debug)]
+pub struct Disagreement {
+    pub kind: Kind,
+    pub detail: String,
+    pub cpu: Outcome,
+    pub gpu: Outcome,
+}
+
+/// The result of one program.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// Same values.
+    Answered,
+    /// Same refusal message.
+    Refused(String),
+    Disagree(Box<Disagreement>),
+}
+
+/// Time spent per phase, over many programs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    pub generate: Duration,
+    pub compile_cpu: Duration,
+    pub compile_gpu: Duration,
+    pub run_cpu: Duration,
+    pub run_gpu: Duration,
+    pub compare: Duration,
+    /// Pipelines the GPU runs compiled (the WGSL of a kernel not seen before).
+    pub pipelines_compiled: u64,
+    /// A second GPU run of the same plan, with its pipelines cached (when asked for).
+    pub run_gpu_warm: Duration,
+}
+
+impl Timings {
+    pub fn add(&mut self, other: &Timings) {
+        self.generate += other.generate;
+        self.compile_cpu += other.compile_cpu;
+        self.compile_gpu += other.compile_gpu;
+        self.run_cpu += other.run_cpu;
+        self.run_gpu += other.run_gpu;
+        self.compare += other.compare;
+        self.pipelines_compiled += other.pipelines_compiled;
+        self.run_gpu_warm += other.run_gpu_warm;
+    }
+}
+
+pub fn tsv(v: &Value) -> Result<String, String> {
+    let mut out = Vec::new();
+    write_value(v, OutputFormat::Tsv, &mut out).map_err(|e| e.to_string())?;
+    String::from_utf8(out).map_err(|e| e.to_string())
+}
+
+fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
+/// The error messages of a failed compilation, without locations.
+fn compile_errors(c: &Compilation) -> String {
+    c.diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| d.message.clone())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+enum Compiled {
+    Plan(Box<Compilation>),
+    /// Parse or type errors: the front end is shared, so this is one outcome for both
+    /// backends (and, as the generator means every program to be well typed, a bug).
+    FrontEnd(String),
+    /// The backend's own compile stages (outlining, code generation) refused.
+    Refused(String),
+    Panicked(String),
+}
+
+/// Compiles for `target`. The CPU compile is parse, analysis and lowering, so any error it
+/// reports is the front end's; the GPU compile runs the same front end first, so once the CPU
+/// compile passed, an error of the GPU compile is its own.
+fn compile(text: &str, target: Target) -> Compiled {
+    let c = match catch_unwind(AssertUnwindSafe(|| {
+        compile_for("fuzz.hir", text, Stage::Plan, target)
+    })) {
+        Ok(c) => c,
+        Err(e) => return Compiled::Panicked(format!("compiling: {}", panic_message(e))),
+    };
+    if !c.failed() {
+        Compiled::Plan(Box::new(c))
+    } else if target == Target::Cpu {
+        Compiled::FrontEnd(c.render_diagnostics())
+    } else {
+        Compiled::Refused(compile_errors(&c))
+    }
+}
+
+fn run_plan(c: &Compilation, db: &Database, device: Option<&Device>) -> Outcome {
+    let Some(plan) = c.plan.as_ref() else {
+        return Outcome::Refused("no plan".to_string());
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut printed = Vec::new();
+        let mut profile = Profile::new();
+        match device {
+            Some(device) => {
+                let mut engine = GpuEngine::new(device);
+                interp::run_with(plan, db, &mut printed, &mut engine, &mut profile)
+            }
+            None => interp::run(plan, db, &mut printed),
+        }
+    }));
+    match result {
+        Ok(Ok(values)) => Outcome::Values(values),
+        Ok(Err(e)) => Outcome::Refused(e.message),
+        Err(e) => Outcome::Panicked(format!("running: {}", panic_message(e))),
+    }
+}
+
+/// Runs `text` on the CPU and on `device`, and compares what they did; the static types of
+/// what `main` returns are the front end's.
+pub fn check(text: &str, db: &Database, device: &Device, timings: &mut Timings) -> Verdict {
+    let mut types: Vec<Type> = Vec::new();
+    let start = Instant::now();
+    let cpu_compiled = compile(text, Target::Cpu);
+    timings.compile_cpu += start.elapsed();
+    let cpu = match cpu_compiled {
+        Compiled::FrontEnd(diagnostics) => {
+            return Verdict::Disagree(Box::new(Disagreement {
+                kind: Kind::Invalid,
+                detail: format!("the front end rejects the generated program:\n{diagnostics}"),
+                cpu: Outcome::Refused(diagnostics.clone()),
+                gpu: Outcome::Refused(diagnostics),
+            }));
+        }
+        Compiled::Refused(m) => Outcome::Refused(m),
+        Compiled::Panicked(m) => Outcome::Panicked(m),
+        Compiled::Plan(c) => {
+            if let Some(typed) = &c.typed {
+                types = typed.functions[typed.entry.0].returns.clone();
+            }
+            let start = Instant::now();
+            let outcome = run_plan(&c, db, None);
+            timings.run_cpu += start.elapsed();
+            outcome
+        }
+    };
+    let start = Instant::now();
+    let gpu_compiled = compile(text, Target::Gpu);
+    timings.compile_gpu += start.elapsed();
+    let gpu = match gpu_compiled {
+        Compiled::FrontEnd(m) | Compiled::Refused(m) => Outcome::Refused(m),
+        Compiled::Panicked(m) => Outcome::Panicked(m),
+        Compiled::Plan(c) => {
+            let pipelines = device.cached_pipelines();
+            let start = Instant::now();
+            let outcome = run_plan(&c, db, Some(device));
+            timings.run_gpu += start.elapsed();
+            timings.pipelines_compiled +=
+                device.cached_pipelines().saturating_sub(pipelines) as u64;
+            if std::env::var_os("HORSEC_FUZZ_WARM").is_some() {
+                let start = Instant::now();
+                run_plan(&c, db, Some(device));
+                timings.run_gpu_warm += start.elapsed();
+            }
+            outcome
+        }
+    };
+    let start = Instant::now();
+    let verdict = compare(cpu, gpu, &types);
+    timings.compare += start.elapsed();
+    verdict
+}
+
+/// The comparison rule: same values (floats within a relative 1e-9, `f32` within 1e-6), of
+/// the static types, or refusals with the same message.
+pub fn compare(cpu: Outcome, gpu: Outcome, types: &[Type]) -> Verdict {
+    let disagree = |kind: Kind, detail: String, cpu: Outcome, gpu: Outcome| {
+        Verdict::Disagree(Box::new(Disagreement {
+            kind,
+            detail,
+            cpu,
+            gpu,
+        }))
+    };
+    match (&cpu, &gpu) {
+        (Outcome::Panicked(m), _) | (_, Outcome::Panicked(m)) => {
+            let m = m.clone();
+            disagree(Kind::Panic, m, cpu, gpu)
+        }
+        (Outcome::Refused(a), Outcome::Refused(b)) => {
+            if a == b {
+                Verdict::Refused(a.clone())
+            } else {
+                disagree(Kind::DifferentErrors, String::new(), cpu, gpu)
+            }
+        }
+        (Outcome::Refused(_), Outcome::Values(_)) | (Outcome::Values(_), Outcome::Refused(_)) => {
+            disagree(Kind::AnswerVsRefusal, String::new(), cpu, gpu)
+        }
+        (Outcome::Values(a), Outcome::Values(b)) => {
+            if a.len() != b.len() {
+                return disagree(
+                    Kind::DifferentValues,
+                    format!("{} values against {}", a.len(), b.len()),
+                    cpu,
+                    gpu,
+                );
+            }
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                if x.ty() != y.ty() {
+                    let detail = format!("value {i}: CPU type {} but GPU type {}", x.ty(), y.ty());
+                    return disagree(Kind::DifferentTypes, detail, cpu, gpu);
+                }
+                if let Some(t) = types.get(i) {
+                    if x.ty() != *t {
+                        let detail = format!(
+                            "value {i}: the static type is {t}, both backends give {}",
+                            x.ty()
+                        );
+                        return disagree(Kind::NotStaticType, detail, cpu, gpu);
+                    }
+                }
+                let tolerance = if x.ty() == Type::F32 { 1e-6 } else { 1e-9 };
+                if let Err(detail) = same_text(x, y, tolerance) {
+                    return disagree(
+                        Kind::DifferentValues,
+                        format!("value {i}: {detail}"),
+                        cpu,
+                        gpu,
+                    );
+                }
+            }
+            Verdict::Answered
+        }
+    }
+}
+
+fn same_text(x: &Value, y: &Value, tolerance: f64) -> Result<(), String> {
+    let (a, b) = (tsv(x)?, tsv(y)?);
+    if a == b {
+        return Ok(());
+    }
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    if la.len() != lb.len() {
+        return Err(format!(
+            "{} rows on the CPU, {} on the GPU",
+            la.len(),
+            lb.len()
+        ));
+    }
+    for (row, (p, q)) in la.iter().zip(&lb).enumerate() {
+        if !field_eq(p, q, tolerance) {
+            return Err(format!("row {row}: CPU {p:?}, GPU {q:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// `HORSEC_FUZZ_NONFINITE=ignore`: a row where the CPU computed NaN or an infinity matches
+/// any GPU value. WGSL lets a shader compiler assume floats are finite (lavapipe folds
+/// `x - x` to 0 even for NaN), so until the backends agree on what HorseIR means by 0/0, this
+/// keeps those rows from hiding other disagreements. Strict by default.
+fn nonfinite_ignored() -> bool {
+    static IGNORE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *IGNORE.get_or_init(|| std::env::var("HORSEC_FUZZ_NONFINITE").is_ok_and(|v| v == "ignore"))
+}
+
+fn field_eq(a: &str, b: &str, tolerance: f64) -> bool {
+    if a == b {
+        return true;
+    }
+    if nonfinite_ignored() && a.parse::<f64>().is_ok_and(|x| !x.is_finite()) {
+        return true;
+    }
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) if x.is_finite() && y.is_finite() => {
+            let scale = x.abs().max(y.abs());
+            (x - y).abs() <= tolerance * scale || (x - y).abs() <= 1e-12
+        }
+        (Ok(x), Ok(y)) => x == y || (x.is_nan() && y.is_nan()),
+        _ => false,
+    }
+}

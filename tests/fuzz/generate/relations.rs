@@ -1,0 +1,180 @@
+//! Groups with `@each` reductions, joins, and foreign keys.
+
+use super::*;
+
+impl Gen<'_> {
+    pub(super) fn group(&mut self) {
+        let Some(k) = self.rows_var(|v| v.ty.is_basic()) else {
+            return;
+        };
+        let class = self.class_of(k);
+        let k2 = self.rows_var(|v| {
+            v.shape == Shape::Rows(class) && v.ty.is_basic() && v.ty != Type::Complex
+        });
+        let Some(x) = self.rows_var(|v| v.shape == Shape::Rows(class)) else {
+            return;
+        };
+        let reducer = *self
+            .rng
+            .pick(&[B::Sum, B::Sum, B::Avg, B::Min, B::Max, B::Len]);
+        let x_ty = self.p.vars[x].ty.clone();
+        let cells_ty = Type::List(Box::new(x_ty.clone()));
+        let Some(agg_list) = result_type(
+            B::Each,
+            &[
+                ArgType::Function(FunctionType::Builtin(reducer)),
+                value(&cells_ty),
+            ],
+        ) else {
+            return;
+        };
+        let Type::List(agg_ty) = agg_list else {
+            return;
+        };
+        let agg_ty = *agg_ty;
+        let max = self.max_len(Shape::Rows(class));
+        let groups = self.new_class(max);
+        let g = self.new_var("g", Type::Wildcard, Shape::Scalar);
+        let g = self.name(g);
+        let key = self.new_var("gk", self.p.vars[k].ty.clone(), Shape::Rows(groups));
+        let first = self.new_var("gf", Type::I64, Shape::Rows(groups));
+        let agg = self.new_var("ga", agg_ty.clone(), Shape::Rows(groups));
+        let (kn, xn) = (self.name(k).to_string(), self.name(x).to_string());
+        let mut lines = Vec::new();
+        let mut uses = vec![k, x];
+        match k2 {
+            Some(k2) if self.rng.chance(0.4) => {
+                lines.push(format!("{g}_k:? = @list({kn}, {});", self.name(k2)));
+                lines.push(format!("{g}:? = @group({g}_k);"));
+                uses.push(k2);
+            }
+            _ => lines.push(format!("{g}:? = @group({kn});")),
+        }
+        lines.push(format!("{}:i64 = @keys({g});", self.name(first)));
+        lines.push(format!("{g}_rows:? = @values({g});"));
+        lines.push(format!(
+            "{}:{} = @index({kn}, {});",
+            self.name(key),
+            self.p.vars[k].ty,
+            self.name(first)
+        ));
+        lines.push(format!(
+            "{g}_cells:? = @each_right(@index, {xn}, {g}_rows);"
+        ));
+        lines.push(format!(
+            "{g}_aggs:? = @each(@{}, {g}_cells);",
+            reducer.name()
+        ));
+        lines.push(format!("{}:{agg_ty} = @raze({g}_aggs);", self.name(agg)));
+        self.index_vars.insert(first, class);
+        self.push(
+            Stmt {
+                lines,
+                defs: vec![key, first, agg],
+                uses,
+                calls: Vec::new(),
+            },
+            &[key, first, agg],
+        );
+    }
+
+    pub(super) fn join(&mut self) {
+        let Some(a) = self.rows_var(|v| v.ty.is_basic()) else {
+            return;
+        };
+        let a_ty = self.p.vars[a].ty.clone();
+        let a_len = self.max_len(self.p.vars[a].shape);
+        let b = self.rows_var(|v| {
+            v.ty.is_basic() && result_type(B::Eq, &[value(&a_ty), value(&v.ty)]).is_some()
+        });
+        let Some(b) = b else {
+            return;
+        };
+        let b_len = self.max_len(self.p.vars[b].shape);
+        let pairs = a_len.saturating_mul(b_len);
+        // Joins stay small: an equality join on a key gives at most one match per row of
+        // the other side; other joins only on small inputs.
+        let predicate = if pairs <= 20_000 && self.rng.chance(0.4) {
+            *self.rng.pick(&[B::Lt, B::Neq, B::Geq])
+        } else {
+            B::Eq
+        };
+        let keyed = self.keys.contains(&a) || self.keys.contains(&b);
+        if !(pairs <= 50_000 || predicate == B::Eq && keyed) {
+            return;
+        }
+        let fits = result_type(predicate, &[value(&a_ty), value(&self.p.vars[b].ty)]).is_some();
+        if !fits {
+            return;
+        }
+        let (ca, cb) = (self.class_of(a), self.class_of(b));
+        let out = self.new_class(a_len.saturating_mul(b_len).min(1 << 24));
+        let j = self.new_var("j", Type::Wildcard, Shape::Scalar);
+        let j = self.name(j);
+        let ia = self.new_var("ja", Type::I64, Shape::Rows(out));
+        let ib = self.new_var("jb", Type::I64, Shape::Rows(out));
+        let lines = vec![
+            format!(
+                "{j}:? = @join_index(@{}, {}, {});",
+                predicate.name(),
+                self.name(a),
+                self.name(b)
+            ),
+            format!("{}:i64 = @index({j}, 0:i64);", self.name(ia)),
+            format!("{}:i64 = @index({j}, 1:i64);", self.name(ib)),
+        ];
+        self.index_vars.insert(ia, ca);
+        self.index_vars.insert(ib, cb);
+        self.push(
+            Stmt {
+                lines,
+                defs: vec![ia, ib],
+                uses: vec![a, b],
+                calls: Vec::new(),
+            },
+            &[ia, ib],
+        );
+    }
+
+    pub(super) fn foreign_key(&mut self) {
+        let fks: Vec<(usize, &'static str, &'static str)> = self
+            .schema
+            .tables
+            .iter()
+            .enumerate()
+            .flat_map(|(t, info)| {
+                info.columns
+                    .iter()
+                    .filter_map(move |(name, kind)| match kind {
+                        ColumnKind::ForeignKey { table, .. } => Some((t, *name, *table)),
+                        _ => None,
+                    })
+            })
+            .collect();
+        let (child, column, parent) = *self.rng.pick(&fks);
+        let Some(parent) = self.schema.tables.iter().position(|t| t.name == parent) else {
+            return;
+        };
+        let table_var = self.table_var(child);
+        let rows = self.new_var("fk", Type::I64, Shape::Rows(child));
+        let e = self.new_var("e", Type::Wildcard, Shape::Scalar);
+        let e = self.name(e);
+        let lines = vec![
+            format!(
+                "{e}:enum<i32> = check_cast(@column_value({}, `{column}:sym), enum<i32>);",
+                self.name(table_var)
+            ),
+            format!("{}:i64 = @values({e});", self.name(rows)),
+        ];
+        self.index_vars.insert(rows, parent);
+        self.push(
+            Stmt {
+                lines,
+                defs: vec![rows],
+                uses: vec![table_var],
+                calls: Vec::new(),
+            },
+            &[rows],
+        );
+    }
+}

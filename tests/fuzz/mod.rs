@@ -1,0 +1,82 @@
+//! A differential fuzzer of the two backends, in the manner of Csmith and SQLancer: it
+//! generates random well-typed HorseIR programs over the TPC-H tables, runs each on the CPU
+//! backend (the oracle) and on the GPU backend, and reports every program where they
+//! disagree, shrunk to a small reproduction printed as a `.hir` file.
+//!
+//! # What it generates ([`generate`])
+//! A program is a module with a few user functions and a `main` of 3 to 12 statements (some
+//! of them compound) that returns one to four of the values it computed. The generator
+//! tracks each variable's static type and its shape (a scalar, or a vector of a *length
+//! class*: a table, a mask's selection, a group, a join, a literal length), and covers:
+//! - columns of all eight TPC-H tables (`check_cast(@column_value(...))`), foreign keys
+//!   through `@values` of their enums, scalar and vector literals of ten types;
+//! - element-wise arithmetic, comparisons and logic across types (the type rules decide,
+//!   so bools, i16, i32, i64, f32, f64, dates, chars and text all meet), with literal
+//!   operands that broadcast, and a few math and date builtins;
+//! - `@compress`, `@where`, `@index` (with positions from `@where`, `@unique`, `@order`,
+//!   joins, groups, foreign keys, or literals), reductions, `@len`, `@vector`, `@range`,
+//!   `@append`;
+//! - `@group` on one or two key columns with `@each_right(@index, ...)`, `@each` of a
+//!   reduction and `@raze`; `@join_index` with `@eq` (and `@lt`/`@neq`/`@geq` on small
+//!   inputs); `@member`, `@unique`, `@order` on one or two keys;
+//! - `@like` with str and sym patterns, `@sub_string`;
+//! - user functions with scalar and vector parameters (literals passed as scalars, functions
+//!   called again with other arguments, reductions inside functions);
+//! - `if`/`else`, `while` and `repeat` carrying a value, whose update is sometimes a call of
+//!   a user function.
+//!
+//! Every call's result type comes from the compiler's type rules
+//! ([`horsec::sema::rules::builtin_result`]), so programs type-check by construction and stay
+//! well typed as the rules change; a program the front end rejects is reported as a
+//! disagreement of kind `Invalid` (a generator bug, or a rule the checker applies differently).
+//! With probability `error_rate` a statement is wrong on purpose: operands of different
+//! lengths, a mask from another table, an index out of range, a negative count, a bad
+//! `@sub_string` range, an `if` on a vector.
+//!
+//! # How it compares ([`check`])
+//! The program is compiled for each backend: a front-end error (parse, types) is one outcome
+//! for both; an error of the GPU compiler's own stages is the GPU's outcome. The backends
+//! agree when both return values of the same types, equal to the static types the generator
+//! declared, with equal TSV text (numbers within a relative 1e-9, `f32` within 1e-6), or when
+//! both refuse with the same message text (locations may differ: a fused kernel reports its
+//! first statement). A panic on either side is always a disagreement.
+//!
+//! # Shrinking
+//! A failing program is shrunk by delta debugging ([`shrink`]): drop a statement of `main`
+//! (a compound statement, a loop or a group-by, is one unit) with everything that depends
+//! on it, drop a returned value, drop a statement of a user function, while the program
+//! still disagrees in the same way ([`check::Kind`]), to a fixpoint. The result is printed
+//! as a whole `.hir` module with what each backend did.
+//!
+//! # Saved reproductions
+//! `corpus/*.hir` are shrunk findings whose fix has landed: the test `saved_reproductions_agree`
+//! requires both backends to agree on each. `corpus/open/*.hir` are findings not fixed yet:
+//! they run and are listed, without failing; one that agrees is listed to be moved up.
+//!
+//! # Throughput
+//! Measured on lavapipe on the 2-core development machine (shared, load average about 10):
+//! one job runs 20 to 90 programs per second, two jobs 70 to 100, four 110. Generating,
+//! compiling for both backends and running on the CPU take about 1 ms per program together;
+//! the rest is the GPU run, and most of that is creating compute pipelines: a random program
+//! brings about one kernel (1.05 on average) whose WGSL the device has not seen, and lavapipe
+//! compiles each new pipeline with LLVM (tens of milliseconds on a loaded machine). With its
+//! pipelines cached, the same program runs on the GPU in a few milliseconds (the submits and
+//! read-backs of its launches); `HORSEC_FUZZ_WARM=1` measures that second run. Jobs overlap
+//! one program's compiles with another's waits, so they help even on two cores. Names are
+//! canonical (numbered in order of appearance), so programs of the same structure share
+//! pipelines, and each job reopens its device every `HORSEC_FUZZ_RECYCLE` programs: the
+//! pipeline cache only grows, about 0.4 MB per pipeline on lavapipe (3,000 programs on one
+//! device reached 1.3 GB).
+//!
+//! # Reproducing
+//! Program `i` of a run with seed `S` has its own seed ([`rng::program_seed`]), printed with
+//! every failure; `HORSEC_FUZZ_ONE=<program seed>` runs that program alone and prints it.
+//! A seed names a program for one version of the generator: findings worth keeping are saved
+//! as `.hir` files in `corpus/`.
+//! See `tests/differential_fuzz.rs` for the environment variables of a run.
+
+pub mod check;
+pub mod generate;
+pub mod program;
+pub mod rng;
+pub mod shrink;
