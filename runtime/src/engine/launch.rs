@@ -58,9 +58,12 @@ pub(crate) fn launch(
         )));
     }
 
-    // Argument checks on lengths and counts, before anything is allocated or read.
+    // Argument checks on lengths and counts, before anything is allocated or read. A count
+    // or length the checks read as a value may have been computed on the device: it is read
+    // back here (one element), counted like every other download.
+    let checked = hosted_check_inputs(device, kernel, inputs, cost)?;
     for check in &kernel.launch_checks {
-        check_arguments(kernel, check, inputs)?;
+        check_arguments(kernel, check, &checked)?;
     }
 
     // Requirements first: they may replace input values (re-coded strings).
@@ -263,7 +266,7 @@ pub(crate) fn launch(
             };
             if word & (1 << check.bit) != 0 {
                 let message = match &check.report {
-                    Some(report) => index_message(kernel, report, &values)?
+                    Some(report) => index_message(device, kernel, report, &values)?
                         .unwrap_or_else(|| check.message.clone()),
                     None => check.message.clone(),
                 };
@@ -437,6 +440,46 @@ fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
     error
 }
 
+/// `inputs` with the values that the launch checks read as numbers (counts, lengths given
+/// by a value) on the host.
+fn hosted_check_inputs(
+    device: &Device,
+    kernel: &KernelLaunch,
+    inputs: &HashMap<Slot, Value>,
+    cost: &mut LaunchCost,
+) -> Result<HashMap<Slot, Value>> {
+    let mut slots = Vec::new();
+    for check in &kernel.launch_checks {
+        match &check.rule {
+            LaunchRule::Broadcast(a, b) | LaunchRule::MaskLength(a, b) => {
+                length_value_slots(a, &mut slots);
+                length_value_slots(b, &mut slots);
+            }
+            LaunchRule::Count { count, .. } => slots.push(*count),
+        }
+    }
+    let mut hosted = inputs.clone();
+    for slot in slots {
+        let (value, moved) = location::host(device, input(inputs, slot, kernel)?)?;
+        cost.download_bytes += moved.bytes;
+        cost.download_time += moved.time;
+        hosted.insert(slot, value);
+    }
+    Ok(hosted)
+}
+
+/// The slots whose values give `length` (`Length::ValueOf`), appended to `slots`.
+fn length_value_slots(length: &Length, slots: &mut Vec<Slot>) {
+    match length {
+        Length::ValueOf(slot) => slots.push(*slot),
+        Length::Broadcast(a, b) | Length::Max(a, b) | Length::Sum(a, b) => {
+            length_value_slots(a, slots);
+            length_value_slots(b, slots);
+        }
+        Length::Constant(_) | Length::Of { .. } | Length::Compacted(_) => {}
+    }
+}
+
 /// The length of an input part, or a constant (the lengths launch checks compare).
 fn static_length(
     kernel: &KernelLaunch,
@@ -487,12 +530,20 @@ fn static_length(
 
 /// The CPU's message for the first index out of range (None when the host copy shows none).
 fn index_message(
+    device: &Device,
     kernel: &KernelLaunch,
     report: &IndexReport,
     values: &HashMap<Slot, Value>,
 ) -> Result<Option<String>> {
-    let length = static_length(kernel, &report.length, values)?;
-    let Value::Vector(index) = input(values, report.index, kernel)? else {
+    let mut slots = vec![report.index];
+    length_value_slots(&report.length, &mut slots);
+    let mut hosted = values.clone();
+    for slot in slots {
+        let (value, _) = location::host(device, input(values, slot, kernel)?)?;
+        hosted.insert(slot, value);
+    }
+    let length = static_length(kernel, &report.length, &hosted)?;
+    let Value::Vector(index) = input(&hosted, report.index, kernel)? else {
         return Ok(None);
     };
     Ok((0..index.len())
