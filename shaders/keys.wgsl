@@ -20,6 +20,7 @@
 //   widen         dst[2j] = src[j], dst[2j+1] = 0 (u32 to little-endian i64 words), at
 //                 element offset params.a
 //   pack_bools    dst byte j = (src[j] != params.a), four per word (bool vectors read back)
+//   flags         dst[j] = 1 where src[j] != params.a, else 0 (bool vectors on the device)
 //   fill          dst[i] = params.a
 //   iota          dst[i] = i
 //   clamp_to      dst[i] = min(src[i], params.a)
@@ -285,6 +286,17 @@ fn pack_bools(
             }
         }
         dst[k] = packed;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn flags(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j < params.n; j = j + stride) {
+        dst[j] = select(0u, 1u, src[j] != params.a);
     }
 }
 

@@ -43,12 +43,14 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
-/// Benchmarks `files` on `db`; writes a table to `out` as each query finishes.
+/// Benchmarks `files` on `db`: `runs` warm GPU runs and `cpu_runs` CPU runs per query (no CPU
+/// column when 0); writes a table to `out` as each query finishes.
 pub fn bench_queries(
     files: &[PathBuf],
     db: &Database,
     device: &Device,
     runs: usize,
+    cpu_runs: usize,
     out: &mut dyn Write,
 ) -> Result<Vec<QueryBench>, String> {
     let runs = runs.max(1);
@@ -126,8 +128,8 @@ pub fn bench_queries(
                 .map(|(n, _)| n.to_string())
                 .collect();
         }
-        let mut cpu = Vec::with_capacity(runs);
-        for _ in 0..runs {
+        let mut cpu = Vec::with_capacity(cpu_runs);
+        for _ in 0..cpu_runs {
             let mut sink = std::io::sink();
             let start = Instant::now();
             interp::run(&cpu_plan, db, &mut sink).map_err(|e| format!("{}:{e}", file.display()))?;
@@ -147,9 +149,21 @@ pub fn bench_queries(
             cpu_fallbacks: fallbacks,
         };
         let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+        // Without CPU runs the CPU columns say `-`.
+        let (cpu_ms, ratio) = if cpu_runs == 0 {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (
+                ms(result.cpu),
+                format!(
+                    "{:.2}",
+                    result.cpu.as_secs_f64() / result.gpu.as_secs_f64().max(1e-9)
+                ),
+            )
+        };
         let _ = writeln!(
             out,
-            "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8.2}  {}",
+            "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}  {}",
             result.name,
             ms(result.compile),
             ms(result.gpu_cold),
@@ -159,8 +173,8 @@ pub fn bench_queries(
             ms(result.transfer),
             ms(result.gpu_library),
             ms(result.cpu_steps),
-            ms(result.cpu),
-            result.cpu.as_secs_f64() / result.gpu.as_secs_f64().max(1e-9),
+            cpu_ms,
+            ratio,
             if result.cpu_fallbacks.is_empty() {
                 "none".to_string()
             } else {

@@ -146,6 +146,13 @@ struct BenchArgs {
     /// --reach: pairs (a prefix) given to plain @reachable on both backends; default: all.
     #[arg(long)]
     plain_pairs: Option<usize>,
+    /// Measure the device's copy bandwidth (buffer to buffer on the device) and print it as
+    /// `device copy bandwidth: X GB/s` (bytes read plus written per second).
+    #[arg(long)]
+    bandwidth: bool,
+    /// Time the query programs on the GPU only (no CPU backend runs).
+    #[arg(long)]
+    gpu_only: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -349,10 +356,46 @@ fn bench_files(args: &BenchArgs) -> bool {
     };
     eprintln!("data loaded in {:.1} s", start.elapsed().as_secs_f64());
     let stdout = std::io::stdout();
-    match crate::bench::bench_queries(&args.files, &db, &device, args.runs, &mut stdout.lock()) {
-        Ok(_) => true,
+    let cpu_runs = if args.gpu_only { 0 } else { args.runs };
+    let mut out = stdout.lock();
+    match crate::bench::bench_queries(&args.files, &db, &device, args.runs, cpu_runs, &mut out) {
+        Ok(_) => {
+            if let Err(e) = device.save_pipeline_cache() {
+                eprintln!("warning: {e}");
+            }
+            true
+        }
         Err(e) => {
             eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+/// `horsec bench --bandwidth`: the device's copy bandwidth, in a line scripts read.
+fn bench_bandwidth(args: &BenchArgs) -> bool {
+    use horsec_runtime::gpu::bandwidth::measure_copy_bandwidth;
+    let device = match open_device(args.adapter.as_deref()) {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("error: horsec bench --bandwidth needs a GPU: {e}");
+            return false;
+        }
+    };
+    // 1 GiB (or the device's buffer limit), ten copies per submission, best of five.
+    match measure_copy_bandwidth(&device, 1 << 30, 10, 5) {
+        Ok(b) => {
+            println!("device: {}", device.describe());
+            println!(
+                "device copy bandwidth: {:.1} GB/s ({} MiB copied {} times per submission, best of 5)",
+                b.bytes_per_second() / 1e9,
+                b.buffer_bytes >> 20,
+                b.copies
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("error: measuring the copy bandwidth: {e}");
             false
         }
     }
@@ -361,6 +404,9 @@ fn bench_files(args: &BenchArgs) -> bool {
 fn bench(args: &BenchArgs) -> bool {
     use horsec_runtime::graph::bench::{preset_named, run, GraphBench};
     use horsec_runtime::graph::gpu::GpuOptions;
+    if args.bandwidth && !bench_bandwidth(args) {
+        return false;
+    }
     if !args.files.is_empty() && !bench_files(args) {
         return false;
     }
@@ -368,10 +414,13 @@ fn bench(args: &BenchArgs) -> bool {
         return bench_reach(args, graph);
     }
     if args.graph.is_empty() {
-        if args.files.is_empty() {
-            eprintln!("error: nothing to benchmark: give query FILEs or --graph SF1,SF10,SF100");
+        if args.files.is_empty() && !args.bandwidth {
+            eprintln!(
+                "error: nothing to benchmark: give query FILEs, --bandwidth or --graph SF1,SF10,SF100"
+            );
+            return false;
         }
-        return !args.files.is_empty();
+        return true;
     }
     let mut presets = Vec::new();
     for name in &args.graph {
@@ -727,6 +776,13 @@ fn run(args: &RunArgs) -> bool {
         }
     }
     let output_time = start.elapsed();
+    if let Some(device) = &device {
+        // Compiled pipelines for the next process; a cache that cannot be written costs
+        // only time, so it is a warning.
+        if let Err(e) = device.save_pipeline_cache() {
+            eprintln!("warning: {e}");
+        }
+    }
 
     if args.time {
         let mut report = String::from("time:\n");
@@ -736,7 +792,13 @@ fn run(args: &RunArgs) -> bool {
         report += &format!("  compile total      {}\n", ms(compile_time));
         report += &format!("  load data          {}\n", ms(load_time));
         if let Some(device) = &device {
+            let (built, build_time) = device.pipelines_built();
             report += &format!("  pipelines cached   {:>10}\n", device.cached_pipelines());
+            report += &format!(
+                "  pipelines built    {} ({built} pipelines)\n",
+                ms(build_time)
+            );
+            report += &format!("  pipeline cache     {}\n", device.pipeline_cache_status());
         }
         report += &format!("  execute            {}\n", ms(exec_time));
         report += &format!("  output             {}\n", ms(output_time));
@@ -745,6 +807,14 @@ fn run(args: &RunArgs) -> bool {
             None => "  backend: CPU\n".to_string(),
         };
         report += &profile.report();
+        // Every byte of the run either way (columns, kernels, library kernels, counts,
+        // results), in a fixed form that scripts read.
+        let traffic = device.as_ref().map(|d| d.traffic()).unwrap_or_default();
+        if let Some(peak) = device.as_ref().and_then(|d| d.peak_memory()) {
+            report += &format!("  peak device memory {peak} bytes (after each GPU step)\n");
+        }
+        report += &format!("bytes uploaded: {}\n", traffic.uploaded);
+        report += &format!("bytes downloaded: {}\n", traffic.downloaded);
         eprint!("{report}");
     }
     true

@@ -383,3 +383,52 @@ fn a_csv_value_that_does_not_parse_in_a_typed_column_names_file_line_and_column(
         "prices.csv:3: column 2 `price`: expected f64, found `cheap`",
     );
 }
+
+/// `horsec run --time` on the GPU ends with every byte moved either way, in the form scripts
+/// read (q6's answer is one f64: what comes back is its 8 bytes and a few words of counts),
+/// and a second run in a new process finds the pipelines the first one put in the cache.
+#[test]
+fn time_reports_the_bytes_moved_and_a_second_run_loads_cached_pipelines() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let cache = tempfile::tempdir().expect("a temporary directory");
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_horsec"))
+            .args(["run", "queries/tpch/q6.hir", "--backend", "gpu", "--time"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("HORSEC_CACHE_DIR", cache.path())
+            .output()
+            .expect("the horsec binary runs");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let first = run();
+    let bytes = |report: &str, what: &str| -> u64 {
+        let line = report
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("bytes {what}: ")))
+            .unwrap_or_else(|| panic!("no `bytes {what}:` line in\n{report}"));
+        line.parse()
+            .unwrap_or_else(|_| panic!("`bytes {what}: {line}` is not an integer"))
+    };
+    assert!(bytes(&first, "uploaded") > 0, "{first}");
+    assert!(bytes(&first, "downloaded") <= 1024, "{first}");
+    let cache_line = |report: &str| {
+        report
+            .lines()
+            .find(|l| l.trim_start().starts_with("pipeline cache"))
+            .unwrap_or_else(|| panic!("no pipeline cache line in\n{report}"))
+            .to_string()
+    };
+    if cache_line(&first).contains("off") {
+        eprintln!("SKIPPED the second run: this adapter keeps no pipeline cache");
+        return;
+    }
+    assert!(cache_line(&first).contains("empty"), "{first}");
+    let second = run();
+    assert!(
+        cache_line(&second).contains("bytes loaded from"),
+        "{second}"
+    );
+}

@@ -127,6 +127,7 @@ impl<'a> Grid<'a> {
             Value::Vector(_) | Value::Enum(_) | Value::List(_) => {
                 (vec![value.ty().to_string()], vec![value], true)
             }
+            Value::Device(_) | Value::DeviceList(_) => return Err(on_device()),
         };
         if names.len() != columns.len() {
             return Err(invalid(format!(
@@ -318,9 +319,20 @@ fn run_text(vector: &Vector, range: Range<usize>) -> io::Result<String> {
     Ok(format!("({})", items.join(", ")))
 }
 
+/// Printing reads host elements: the interpreter reads device values back before any host
+/// step (and for the result), so one here is a bug of the caller.
+fn on_device() -> io::Error {
+    invalid("a device value must be read back before it is printed".to_string())
+}
+
 fn value_text(value: &Value) -> io::Result<String> {
     match value {
         Value::Vector(vector) => run_text(vector, 0..vector.len()),
+        Value::Device(d) => match d.host() {
+            Some(vector) => run_text(vector, 0..vector.len()),
+            None => Err(on_device()),
+        },
+        Value::DeviceList(_) => Err(on_device()),
         Value::Enum(_) | Value::List(_) => {
             let items = (0..value.len())
                 .map(|i| cell_text(&cell(value, i)?))

@@ -31,7 +31,17 @@ pub const MAX_CALL_DEPTH: usize = 2_000;
 /// A backend that runs some builtins itself (the GPU engine); the rest run on the CPU.
 pub trait Accelerator {
     /// Runs `b` on `args` and says where it ran, or None to leave it to the CPU.
-    fn builtin(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Option<Result<(Value, Placement)>>;
+    fn builtin(
+        &mut self,
+        b: Builtin,
+        args: &[ArgValue<'_>],
+        profile: &mut Profile,
+    ) -> Option<Result<(Value, Placement)>>;
+
+    /// `value` with its elements on the host, for `step` (a host step, a condition, the
+    /// result): a device vector is read back (recorded in `profile`), anything else is
+    /// returned as it is.
+    fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value>;
 
     /// Runs a generated kernel on `inputs`; returns the values of its output slots.
     fn launch(
@@ -46,8 +56,22 @@ pub trait Accelerator {
 pub struct CpuOnly;
 
 impl Accelerator for CpuOnly {
-    fn builtin(&mut self, _: Builtin, _: &[ArgValue<'_>]) -> Option<Result<(Value, Placement)>> {
+    fn builtin(
+        &mut self,
+        _: Builtin,
+        _: &[ArgValue<'_>],
+        _: &mut Profile,
+    ) -> Option<Result<(Value, Placement)>> {
         None
+    }
+
+    fn host(&mut self, value: &Value, _: &str, _: &mut Profile) -> Result<Value> {
+        match value {
+            Value::Device(_) => Err(RuntimeError::new(
+                "a device value reached the CPU backend (it runs no GPU step)",
+            )),
+            other => Ok(other.clone()),
+        }
     }
 
     fn launch(
@@ -85,7 +109,12 @@ pub fn run_with(
         accelerator,
         profile,
     };
-    interpreter.call_function(plan.entry, Vec::new())
+    let values = interpreter.call_function(plan.entry, Vec::new())?;
+    // The query's result is the one value that always comes to the host.
+    values
+        .iter()
+        .map(|v| interpreter.host(v, "result"))
+        .collect()
 }
 
 struct Interpreter<'a> {
@@ -194,14 +223,15 @@ impl Interpreter<'_> {
                 else_body,
                 ..
             } => {
-                if truth(self.operand(cond, frame)?, "if")? {
+                let cond = self.host(self.operand(cond, frame)?, "if")?;
+                if truth(&cond, "if")? {
                     self.run_steps(then_body, frame)
                 } else {
                     self.run_steps(else_body, frame)
                 }
             }
             Step::While { cond, body, .. } => {
-                while truth(self.operand(cond, frame)?, "while")? {
+                while truth(&self.host(self.operand(cond, frame)?, "while")?, "while")? {
                     match self.run_steps(body, frame)? {
                         Flow::Break => break,
                         Flow::Next | Flow::Continue => {}
@@ -211,7 +241,7 @@ impl Interpreter<'_> {
                 Ok(Flow::Next)
             }
             Step::Repeat { count, body, .. } => {
-                let n = count_of(self.operand(count, frame)?)?;
+                let n = count_of(&self.host(self.operand(count, frame)?, "repeat")?)?;
                 for _ in 0..n {
                     match self.run_steps(body, frame)? {
                         Flow::Break => break,
@@ -314,12 +344,36 @@ impl Interpreter<'_> {
 }
 
 impl Interpreter<'_> {
+    /// `value` on the host for `step` (see [`Accelerator::host`]).
+    fn host(&mut self, value: &Value, step: &str) -> Result<Value> {
+        if value.on_device() {
+            self.accelerator.host(value, step, self.profile)
+        } else {
+            Ok(value.clone())
+        }
+    }
+
     /// A builtin call of the program: on the accelerator when it takes it, else on the CPU.
     fn builtin(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Result<Value> {
         let start = Instant::now();
-        let (value, placement) = match self.accelerator.builtin(b, args) {
+        let (value, placement) = match self.accelerator.builtin(b, args, self.profile) {
             Some(result) => result?,
             None => {
+                // A CPU step: device arguments are read back (recorded under the step).
+                let step = format!("@{}", b.name());
+                let mut hosted = Vec::with_capacity(args.len());
+                for arg in args {
+                    hosted.push(match arg {
+                        ArgValue::Value(v) if v.on_device() => Some(self.host(v, &step)?),
+                        _ => None,
+                    });
+                }
+                let args: Vec<ArgValue<'_>> = args
+                    .iter()
+                    .zip(&hosted)
+                    .map(|(a, h)| h.as_ref().map_or(*a, ArgValue::Value))
+                    .collect();
+                let args = args.as_slice();
                 let value = cpu::call_builtin(b, args, self)?;
                 // Taking a cell of a list (`@index(list, k)`) picks a container apart.
                 let list_cell = b == Builtin::Index
@@ -349,7 +403,16 @@ impl Env for Interpreter<'_> {
                 let args: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
                 Ok(vec![cpu::call_builtin(b, &args, self)?])
             }
-            Callee::Function(id) => self.call_function(id, args.to_vec()),
+            Callee::Function(id) => {
+                // A builtin on the CPU called this function: it needs host values back.
+                let step = self
+                    .plan
+                    .functions
+                    .get(id.0)
+                    .map_or_else(|| "a function".to_string(), |f| f.name.clone());
+                let values = self.call_function(id, args.to_vec())?;
+                values.iter().map(|v| self.host(v, &step)).collect()
+            }
         }
     }
 

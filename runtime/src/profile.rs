@@ -80,6 +80,12 @@ pub struct Profile {
     /// GPU time of generated kernels measured by timestamp queries (zero where the device
     /// has none): the part of the kernels' wall time the GPU was actually computing.
     pub gpu_busy: Duration,
+    /// Device values read back because a host step needed their elements: per step
+    /// (`@raze`, `if`, `result`, …), reads and bytes.
+    read_backs: BTreeMap<String, (u32, u64)>,
+    /// Bytes GPU steps read back while they ran (compaction counts, status words, list
+    /// results, library kernels' own reads): per step, steps that read and bytes.
+    step_reads: BTreeMap<String, (u32, u64)>,
 }
 
 impl Profile {
@@ -92,6 +98,40 @@ impl Profile {
         let totals = self.steps.entry((placement, name.to_string())).or_default();
         totals.count += 1;
         totals.time += time;
+    }
+
+    /// Records that `step` (a host step) needed a device value's elements: `bytes` read back
+    /// in `time`.
+    pub fn read_back(&mut self, step: &str, bytes: u64, time: Duration) {
+        let entry = self.read_backs.entry(step.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 += bytes;
+        self.downloaded_bytes += bytes;
+        self.record(Placement::Transfer, &format!("read back for {step}"), time);
+    }
+
+    /// Records that GPU step `step` (a kernel, a library builtin) read `bytes` back while it
+    /// ran.
+    pub fn step_read(&mut self, step: &str, bytes: u64) {
+        if bytes > 0 {
+            let entry = self.step_reads.entry(step.to_string()).or_default();
+            entry.0 += 1;
+            entry.1 += bytes;
+        }
+    }
+
+    /// The GPU steps that read bytes back while they ran: (step, times, bytes).
+    pub fn step_reads(&self) -> impl Iterator<Item = (&str, u32, u64)> + '_ {
+        self.step_reads
+            .iter()
+            .map(|(step, &(n, bytes))| (step.as_str(), n, bytes))
+    }
+
+    /// The host steps that read device values back: (step, reads, bytes).
+    pub fn read_backs(&self) -> impl Iterator<Item = (&str, u32, u64)> + '_ {
+        self.read_backs
+            .iter()
+            .map(|(step, &(n, bytes))| (step.as_str(), n, bytes))
     }
 
     /// The total time at `placement`.
@@ -170,6 +210,20 @@ impl Profile {
                 .map(|((_, name), t)| format!("{name} {:.2} ms", t.time.as_secs_f64() * 1e3))
                 .collect();
             let _ = writeln!(out, "  slowest steps: {}", names.join(", "));
+        }
+        if !self.read_backs.is_empty() {
+            let steps: Vec<String> = self
+                .read_backs()
+                .map(|(step, n, bytes)| format!("{step} ×{n} {bytes} B"))
+                .collect();
+            let _ = writeln!(out, "  read back for host steps: {}", steps.join(", "));
+        }
+        if !self.step_reads.is_empty() {
+            let steps: Vec<String> = self
+                .step_reads()
+                .map(|(step, n, bytes)| format!("{step} ×{n} {bytes} B"))
+                .collect();
+            let _ = writeln!(out, "  read back inside GPU steps: {}", steps.join(", "));
         }
         let cpu = self.cpu_compute_steps();
         if cpu.is_empty() {

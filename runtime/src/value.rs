@@ -12,8 +12,9 @@
 //!   is string order.
 //! - `bool` as `bool`, `char` as a byte.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use crate::gpu::GpuBuffer;
 use crate::types::Type;
 
 /// A complex number (`complex`).
@@ -213,10 +214,109 @@ impl Table {
     }
 }
 
+/// A vector whose elements live in device memory, in the kernels' word layout
+/// (`crate::kernel::GpuElement`: bool/char/i8/i16 widened to 32-bit words, sym/str as codes
+/// into `dict`). Kernel outputs and library results are these: the next kernel binds the
+/// buffer as it is, and the host copy is made only when a host step needs the elements
+/// (the engine's `location` module decides, and counts the bytes). Once made, the host copy
+/// is kept with the value, so it lives in both places and is downloaded at most once.
+#[derive(Clone)]
+pub struct DeviceVector {
+    /// The element type (a basic type).
+    pub ty: Type,
+    pub len: usize,
+    /// The dictionary the codes of a sym/str vector index.
+    pub dict: Option<Arc<StrDict>>,
+    /// The elements: `len` elements of `ty`'s GPU element, as raw words.
+    pub buffer: Arc<GpuBuffer<u32>>,
+    /// The host copy, once some host step needed it.
+    host: Arc<OnceLock<Vector>>,
+}
+
+impl DeviceVector {
+    pub fn new(
+        ty: Type,
+        len: usize,
+        dict: Option<Arc<StrDict>>,
+        buffer: Arc<GpuBuffer<u32>>,
+    ) -> DeviceVector {
+        DeviceVector {
+            ty,
+            len,
+            dict,
+            buffer,
+            host: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The host copy, if one was made.
+    pub fn host(&self) -> Option<&Vector> {
+        self.host.get()
+    }
+
+    /// Records the host copy (made by the engine's download); returns it.
+    pub fn set_host(&self, vector: Vector) -> &Vector {
+        self.host.get_or_init(|| vector)
+    }
+
+    /// Bytes of the elements on the device.
+    pub fn byte_len(&self) -> u64 {
+        crate::kernel::GpuElement::of_type(&self.ty).map_or(0, |e| e.size()) * self.len as u64
+    }
+}
+
+impl std::fmt::Debug for DeviceVector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceVector({} × {}", self.len, self.ty)?;
+        if self.host().is_some() {
+            write!(f, ", also on the host")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// Two device vectors are the same value when they share their buffer; comparing elements
+/// needs the host copies (see the engine's `location` module).
+impl PartialEq for DeviceVector {
+    fn eq(&self, other: &DeviceVector) -> bool {
+        Arc::ptr_eq(&self.buffer, &other.buffer) && self.len == other.len && self.ty == other.ty
+    }
+}
+
+/// A flat list in device memory: `values` and `cells + 1` u32 offsets (CSR), as kernels
+/// bind a list. `@group`'s lists of rows and the lists kernels compute over them are these.
+#[derive(Clone)]
+pub struct DeviceList {
+    /// Every cell's elements, one after another (`offsets` starts at 0 and ends at their
+    /// number).
+    pub values: DeviceVector,
+    pub offsets: Arc<GpuBuffer<u32>>,
+    pub cells: usize,
+}
+
+impl std::fmt::Debug for DeviceList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceList({} cells of {:?})", self.cells, self.values)
+    }
+}
+
+impl PartialEq for DeviceList {
+    fn eq(&self, other: &DeviceList) -> bool {
+        self.values == other.values
+            && Arc::ptr_eq(&self.offsets, &other.offsets)
+            && self.cells == other.cells
+    }
+}
+
 /// Any HorseIR value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Vector(Vector),
+    /// A vector in device memory (GPU backend only; host steps never see one: the
+    /// interpreter hands them the host copy).
+    Device(DeviceVector),
+    /// A flat list in device memory (GPU backend only, like [`Value::Device`]).
+    DeviceList(DeviceList),
     List(List),
     Dict(Dict),
     Enum(Enumeration),
@@ -231,6 +331,8 @@ impl Value {
     pub fn len(&self) -> usize {
         match self {
             Value::Vector(v) => v.len(),
+            Value::Device(d) => d.len,
+            Value::DeviceList(l) => l.cells,
             Value::List(List::Flat { offsets, .. }) => offsets.len().saturating_sub(1),
             Value::List(List::Mixed(cells)) => cells.len(),
             Value::Dict(d) => d.keys.len(),
@@ -244,11 +346,24 @@ impl Value {
         self.len() == 0
     }
 
+    /// Whether some elements of this value are on the device only: a device vector, or a
+    /// list or dictionary holding one. Host steps get such a value read back first.
+    pub fn on_device(&self) -> bool {
+        match self {
+            Value::Device(_) | Value::DeviceList(_) => true,
+            Value::List(List::Mixed(cells)) => cells.iter().any(Value::on_device),
+            Value::Dict(d) => d.keys.on_device() || d.values.on_device(),
+            _ => false,
+        }
+    }
+
     /// The HorseIR type of this value, as `check_cast` tests it. A list whose cells have
     /// different types is `list<?>`.
     pub fn ty(&self) -> Type {
         match self {
             Value::Vector(v) => v.ty(),
+            Value::Device(d) => d.ty.clone(),
+            Value::DeviceList(l) => Type::List(Box::new(l.values.ty.clone())),
             Value::List(List::Flat { values, .. }) => Type::List(Box::new(values.ty())),
             Value::List(List::Mixed(cells)) => {
                 let mut types = cells.iter().map(Value::ty);

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use horsec_runtime::builtin::Builtin as B;
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
+use horsec_runtime::engine::read_back;
 use horsec_runtime::error::Result;
 use horsec_runtime::gpu::hash::GroupStrategy;
 use horsec_runtime::gpu::library::{each_library, each_unique, run_group, run_library};
@@ -54,7 +55,7 @@ fn arg_list<'a>(functions: &[B], values: &'a [Value]) -> Vec<ArgValue<'a>> {
 fn same(device: &Device, b: B, functions: &[B], values: &[Value]) -> Option<Value> {
     let args = arg_list(functions, values);
     let cpu = call_builtin(b, &args, &mut NoEnv);
-    let gpu = run_library(device, b, &args);
+    let gpu = run_library(device, b, &args).and_then(|v| read_back(device, &v));
     match (&cpu, &gpu) {
         (Ok(c), Ok(g)) => {
             // NaN != NaN under PartialEq: values with NaNs compare by their printed form.
@@ -273,7 +274,9 @@ fn group_and_unique_match_the_cpu_with_both_strategies() {
             for k in cases {
                 let expected = ok(device, B::Group, &[], std::slice::from_ref(&k));
                 for strategy in [GroupStrategy::Hash, GroupStrategy::Sort] {
-                    let got = run_group(device, &k, strategy).expect("group runs");
+                    let got = run_group(device, &k, strategy)
+                        .and_then(|v| read_back(device, &v))
+                        .expect("group runs");
                     assert_eq!(Some(got), expected, "{strategy:?} on {k:?}");
                 }
                 ok(device, B::Unique, &[], &[k]);
@@ -472,7 +475,9 @@ fn unsupported_arguments_are_errors_that_name_the_builtin() {
     // accept every pair): i64 against f64 is compared as f64.
     let args = [i64s(vec![1, 2]), f64s(vec![1.0])];
     let list = arg_list(&[], &args);
-    let mixed = run_library(device, B::Member, &list).expect("i64 vs f64");
+    let mixed = run_library(device, B::Member, &list)
+        .and_then(|v| read_back(device, &v))
+        .expect("i64 vs f64");
     assert_eq!(mixed, bools(vec![true, false]));
     let text_and_number = [syms(&["a".to_string()]), f64s(vec![1.0])];
     let error =

@@ -45,16 +45,27 @@ impl Check {
 /// The checked arguments of `@join_index`: one comparison per key column pair, the key
 /// columns of both sides, and their row counts. Shared by the CPU builtin and the GPU
 /// library kernel, so both accept and reject exactly the same calls.
-pub(crate) struct JoinArguments<'v> {
+pub(crate) struct JoinArguments<C> {
     pub ops: Vec<Builtin>,
-    pub a: Vec<Cow<'v, Vector>>,
-    pub b: Vec<Cow<'v, Vector>>,
+    pub a: Vec<C>,
+    pub b: Vec<C>,
     pub rows_a: usize,
     pub rows_b: usize,
 }
 
-/// Parses and checks `@join_index`'s arguments.
-pub(crate) fn join_arguments<'v>(args: &Args<'_, 'v>) -> Result<JoinArguments<'v>> {
+/// Parses and checks `@join_index`'s arguments, with the key columns of host vectors.
+pub(crate) fn join_arguments<'v>(args: &Args<'_, 'v>) -> Result<JoinArguments<Cow<'v, Vector>>> {
+    join_arguments_with(args, key_columns, |columns| common_rows(columns))
+}
+
+/// Parses and checks `@join_index`'s arguments; `columns` takes a side apart into key
+/// columns (the GPU's also takes columns that are on the device) and `rows` checks that a
+/// side's columns have one length and returns it.
+pub(crate) fn join_arguments_with<'v, C>(
+    args: &Args<'_, 'v>,
+    columns: impl Fn(&'v Value) -> Result<Vec<C>>,
+    rows: impl Fn(&[C]) -> Result<usize>,
+) -> Result<JoinArguments<C>> {
     let k = args.leading_functions();
     if k == 0 {
         bail!("expected one or more comparison function literals first");
@@ -77,10 +88,7 @@ pub(crate) fn join_arguments<'v>(args: &Args<'_, 'v>) -> Result<JoinArguments<'v
             Callee::Function(_) => bail!("user functions are not supported as join predicates"),
         }
     }
-    let (ca, cb) = (
-        key_columns(args.value(k)?)?,
-        key_columns(args.value(k + 1)?)?,
-    );
+    let (ca, cb) = (columns(args.value(k)?)?, columns(args.value(k + 1)?)?);
     // One predicate over lists of several columns applies to every column pair (rNdN's
     // multi-column equi-join form `@join_index(@eq, (a1, a2), (b1, b2))`).
     if k == 1 && ca.len() == cb.len() && ca.len() > 1 {
@@ -93,7 +101,7 @@ pub(crate) fn join_arguments<'v>(args: &Args<'_, 'v>) -> Result<JoinArguments<'v
             cb.len()
         );
     }
-    let (rows_a, rows_b) = (common_rows(&ca)?, common_rows(&cb)?);
+    let (rows_a, rows_b) = (rows(&ca)?, rows(&cb)?);
     Ok(JoinArguments {
         ops,
         a: ca,

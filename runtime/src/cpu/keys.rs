@@ -49,12 +49,16 @@ pub(crate) enum Domain {
 }
 
 pub(crate) fn domain(v: &Vector) -> Domain {
-    match v {
-        Vector::Bool(_) | Vector::I8(_) | Vector::I16(_) | Vector::I32(_) | Vector::I64(_) => {
-            Domain::Integer
-        }
-        Vector::F32(_) | Vector::F64(_) => Domain::Float,
-        Vector::Sym(_) | Vector::Str(_) => Domain::Strings,
+    domain_of_type(&v.ty())
+}
+
+/// [`domain`] of a vector of type `ty` (a device vector has a type, not host elements).
+pub(crate) fn domain_of_type(ty: &crate::types::Type) -> Domain {
+    use crate::types::Type;
+    match ty {
+        Type::Bool | Type::I8 | Type::I16 | Type::I32 | Type::I64 => Domain::Integer,
+        Type::F32 | Type::F64 => Domain::Float,
+        Type::Sym | Type::Str => Domain::Strings,
         _ => Domain::Other,
     }
 }

@@ -43,6 +43,9 @@ pub(crate) fn words_of(value: &Value, part: ValuePart, element: GpuElement) -> R
 pub(crate) fn part_len(value: &Value, part: ValuePart) -> Result<u64> {
     let n = match (value, part) {
         (Value::Vector(v), ValuePart::Elements) => v.len(),
+        (Value::Device(d), ValuePart::Elements) => d.len,
+        (Value::DeviceList(l), ValuePart::ListValues) => l.values.len,
+        (Value::DeviceList(l), ValuePart::ListOffsets) => l.cells,
         (Value::List(List::Flat { values, .. }), ValuePart::ListValues) => values.len(),
         (Value::List(l @ List::Flat { .. }), ValuePart::ListOffsets) => l.len(),
         (Value::Enum(e), ValuePart::EnumKeys) => e.domain.len(),
@@ -197,6 +200,8 @@ pub(crate) fn dictionary_of(value: &Value) -> Option<Arc<StrDict>> {
     };
     match value {
         Value::Vector(v) => strings(v),
+        Value::Device(d) => d.dict.clone(),
+        Value::DeviceList(l) => l.values.dict.clone(),
         Value::List(List::Flat { values, .. }) => strings(values),
         Value::Enum(e) => strings(&e.domain),
         _ => None,
@@ -204,7 +209,7 @@ pub(crate) fn dictionary_of(value: &Value) -> Option<Arc<StrDict>> {
 }
 
 /// `value` with its strings re-coded by input `k` of `merge` (a vector, or a list or enum
-/// of strings; other values unchanged).
+/// of strings; other values unchanged). A device vector must be read back first.
 pub(crate) fn recode(value: &Value, merge: &DictMerge, k: usize) -> Result<Value> {
     let recode_vector = |v: &Vector| -> Result<Vector> {
         Ok(match v {
@@ -223,6 +228,11 @@ pub(crate) fn recode(value: &Value, merge: &DictMerge, k: usize) -> Result<Value
             domain: recode_vector(&e.domain)?,
             index: e.index.clone(),
         }),
+        Value::Device(d) if d.dict.is_some() => {
+            return Err(RuntimeError::new(
+                "re-coding strings needs them on the host (read the device vector back first)",
+            ))
+        }
         other => other.clone(),
     })
 }

@@ -1,7 +1,9 @@
 //! Runs one generated kernel from its launch description ([`KernelLaunch`]): resolves lengths
-//! and parameters, binds inputs (from the residency cache), outputs and scratch buffers, records
-//! the passes into as few submissions as the data allows, checks the status word, and reads
-//! the outputs back as values.
+//! and parameters, binds inputs (device vectors as they are, host values through `location`),
+//! outputs and scratch buffers, records the passes into as few submissions as the data
+//! allows, and checks the status word. Vector outputs stay on the device as
+//! [`Value::Device`]; list outputs (per-group results, a few elements per group) are read
+//! back.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use wgpu::util::DeviceExt;
 
 use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
-use super::residency::Residency;
+use super::location::{self, Location};
 use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
@@ -19,7 +21,7 @@ use crate::kernel::{
 };
 use crate::plan::Slot;
 use crate::types::Type;
-use crate::value::{List, StrDict, Value};
+use crate::value::{DeviceList, DeviceVector, List, StrDict, Value};
 
 /// What one launch cost, for the profile.
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,7 +39,7 @@ pub struct LaunchCost {
 /// Runs `kernel` on `inputs` (every slot the description names); returns its outputs.
 pub(crate) fn launch(
     device: &Device,
-    residency: &mut Residency,
+    location: &mut Location,
     kernel: &KernelLaunch,
     inputs: &HashMap<Slot, Value>,
     cost: &mut LaunchCost,
@@ -56,9 +58,12 @@ pub(crate) fn launch(
         )));
     }
 
-    // Argument checks on lengths and counts, before anything is allocated or read.
+    // Argument checks on lengths and counts, before anything is allocated or read. A count
+    // or length the checks read as a value may have been computed on the device: it is read
+    // back here (one element), counted like every other download.
+    let checked = hosted_check_inputs(device, kernel, inputs, cost)?;
     for check in &kernel.launch_checks {
-        check_arguments(kernel, check, inputs)?;
+        check_arguments(kernel, check, &checked)?;
     }
 
     // Requirements first: they may replace input values (re-coded strings).
@@ -70,7 +75,13 @@ pub(crate) fn launch(
                 if let (Some(da), Some(db)) = (dictionary_of(va), dictionary_of(vb)) {
                     if !Arc::ptr_eq(&da, &db) && da != db {
                         let merge = StrDict::merge(&[&da, &db]);
-                        let (ra, rb) = (recode(va, &merge, 0)?, recode(vb, &merge, 1)?);
+                        // Re-coding is per row: on the host (a device vector is read back,
+                        // which `--time` counts).
+                        let (va, moved_a) = location::host(device, va)?;
+                        let (vb, moved_b) = location::host(device, vb)?;
+                        cost.download_bytes += moved_a.bytes + moved_b.bytes;
+                        cost.download_time += moved_a.time + moved_b.time;
+                        let (ra, rb) = (recode(&va, &merge, 0)?, recode(&vb, &merge, 1)?);
                         values.insert(*a, ra);
                         values.insert(*b, rb);
                     }
@@ -127,7 +138,7 @@ pub(crate) fn launch(
         }
     }
 
-    // Inputs, uploaded once per value (the residency cache keeps them between launches).
+    // Inputs: device vectors bound as they are, host values uploaded once (see `location`).
     let mut input_buffers: Vec<Arc<GpuBuffer<u32>>> = Vec::new();
     let mut input_index: HashMap<(Slot, ValuePart), usize> = HashMap::new();
     for binding in &kernel.bindings {
@@ -136,10 +147,9 @@ pub(crate) fn launch(
                 continue;
             }
             let value = input(&values, *slot, kernel)?;
-            let start = std::time::Instant::now();
-            let (buffer, uploaded) = residency.buffer(device, value, *part, binding.element)?;
-            cost.upload_bytes += uploaded;
-            cost.upload_time += start.elapsed();
+            let (buffer, moved) = location.buffer(device, value, *part, binding.element)?;
+            cost.upload_bytes += moved.bytes;
+            cost.upload_time += moved.time;
             input_index.insert((*slot, *part), input_buffers.len());
             input_buffers.push(buffer);
         }
@@ -186,6 +196,7 @@ pub(crate) fn launch(
                     }
                 };
                 let params = run.params(&pass_workgroups)?;
+                device.count_upload(std::mem::size_of_val(params.as_slice()) as u64);
                 let uniform = device
                     .device
                     .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -255,7 +266,7 @@ pub(crate) fn launch(
             };
             if word & (1 << check.bit) != 0 {
                 let message = match &check.report {
-                    Some(report) => index_message(kernel, report, &values)?
+                    Some(report) => index_message(device, kernel, report, &values)?
                         .unwrap_or_else(|| check.message.clone()),
                     None => check.message.clone(),
                 };
@@ -264,7 +275,7 @@ pub(crate) fn launch(
         }
     }
 
-    // Outputs back to values.
+    // Outputs as values: vectors stay on the device, lists are read back.
     let mut produced = Vec::with_capacity(kernel.outputs.len());
     for output in &kernel.outputs {
         let dict: Option<Arc<StrDict>> = match &output.dictionary {
@@ -289,13 +300,48 @@ pub(crate) fn launch(
             OutputLayout::Vector { length, .. } => {
                 let n = run.resolve(length)? as usize;
                 let buffer = buffer_of(ValuePart::Elements)?;
-                let vector = download_vector(device, buffer, &output.ty, n, dict, cost)
-                    .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
-                let value = Value::Vector(vector);
-                if let Some(element) = crate::kernel::GpuElement::of_type(&output.ty) {
-                    residency.adopt(&value, ValuePart::Elements, element, buffer.clone());
+                if crate::kernel::GpuElement::of_type(&output.ty).is_none() {
+                    return Err(RuntimeError::new(format!(
+                        "{}: {} values have no GPU layout",
+                        kernel.name, output.ty
+                    )));
                 }
-                value
+                if matches!(output.ty, Type::Sym | Type::Str) && dict.is_none() {
+                    return Err(RuntimeError::new(format!(
+                        "{}: a {} output has no dictionary",
+                        kernel.name, output.ty
+                    )));
+                }
+                Value::Device(DeviceVector::new(
+                    output.ty.clone(),
+                    n,
+                    dict,
+                    buffer.clone(),
+                ))
+            }
+            OutputLayout::List {
+                offsets_of,
+                values: n,
+            } if matches!(input(&values, *offsets_of, kernel)?, Value::DeviceList(_)) => {
+                // Cells shaped as a device list's: the new values with its offsets, on the
+                // device.
+                let Value::DeviceList(shape) = input(&values, *offsets_of, kernel)? else {
+                    unreachable!("matched above");
+                };
+                let offsets = shape.offsets.clone();
+                let cells = shape.cells;
+                let n = run.resolve(n)? as usize;
+                let cell_type = list_cell_type(&output.ty);
+                Value::DeviceList(DeviceList {
+                    values: DeviceVector::new(
+                        cell_type,
+                        n,
+                        dict,
+                        buffer_of(ValuePart::ListValues)?.clone(),
+                    ),
+                    offsets,
+                    cells,
+                })
             }
             OutputLayout::List { .. } | OutputLayout::ListOfScalars { .. } => {
                 // A list kernel writes only the flat values; the offsets are an input's, or
@@ -394,6 +440,46 @@ fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
     error
 }
 
+/// `inputs` with the values that the launch checks read as numbers (counts, lengths given
+/// by a value) on the host.
+fn hosted_check_inputs(
+    device: &Device,
+    kernel: &KernelLaunch,
+    inputs: &HashMap<Slot, Value>,
+    cost: &mut LaunchCost,
+) -> Result<HashMap<Slot, Value>> {
+    let mut slots = Vec::new();
+    for check in &kernel.launch_checks {
+        match &check.rule {
+            LaunchRule::Broadcast(a, b) | LaunchRule::MaskLength(a, b) => {
+                length_value_slots(a, &mut slots);
+                length_value_slots(b, &mut slots);
+            }
+            LaunchRule::Count { count, .. } => slots.push(*count),
+        }
+    }
+    let mut hosted = inputs.clone();
+    for slot in slots {
+        let (value, moved) = location::host(device, input(inputs, slot, kernel)?)?;
+        cost.download_bytes += moved.bytes;
+        cost.download_time += moved.time;
+        hosted.insert(slot, value);
+    }
+    Ok(hosted)
+}
+
+/// The slots whose values give `length` (`Length::ValueOf`), appended to `slots`.
+fn length_value_slots(length: &Length, slots: &mut Vec<Slot>) {
+    match length {
+        Length::ValueOf(slot) => slots.push(*slot),
+        Length::Broadcast(a, b) | Length::Max(a, b) | Length::Sum(a, b) => {
+            length_value_slots(a, slots);
+            length_value_slots(b, slots);
+        }
+        Length::Constant(_) | Length::Of { .. } | Length::Compacted(_) => {}
+    }
+}
+
 /// The length of an input part, or a constant (the lengths launch checks compare).
 fn static_length(
     kernel: &KernelLaunch,
@@ -444,12 +530,20 @@ fn static_length(
 
 /// The CPU's message for the first index out of range (None when the host copy shows none).
 fn index_message(
+    device: &Device,
     kernel: &KernelLaunch,
     report: &IndexReport,
     values: &HashMap<Slot, Value>,
 ) -> Result<Option<String>> {
-    let length = static_length(kernel, &report.length, values)?;
-    let Value::Vector(index) = input(values, report.index, kernel)? else {
+    let mut slots = vec![report.index];
+    length_value_slots(&report.length, &mut slots);
+    let mut hosted = values.clone();
+    for slot in slots {
+        let (value, _) = location::host(device, input(values, slot, kernel)?)?;
+        hosted.insert(slot, value);
+    }
+    let length = static_length(kernel, &report.length, &hosted)?;
+    let Value::Vector(index) = input(&hosted, report.index, kernel)? else {
         return Ok(None);
     };
     Ok((0..index.len())
@@ -605,8 +699,9 @@ impl<'a> Run<'a> {
             },
             Length::Max(a, b) => self.resolve(a)?.max(self.resolve(b)?),
             Length::ValueOf(slot) => {
-                let value = input(self.values, *slot, kernel)?;
-                let n = match value {
+                // A scalar computed on the device is read back (one element).
+                let (value, _) = location::host(self.device, input(self.values, *slot, kernel)?)?;
+                let n = match &value {
                     Value::Vector(v) if v.len() == 1 => v.integer_at(0),
                     _ => None,
                 };

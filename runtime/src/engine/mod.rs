@@ -5,10 +5,15 @@
 //! builtins (tables, columns, lists) stay on the host; any other builtin left outside a
 //! kernel runs on the CPU and is recorded as a CPU compute step in the [`Profile`], so a
 //! fallback is always visible in `--time`.
+//!
+//! Kernel outputs stay on the device ([`Value::Device`]); `location` decides where each
+//! value lives and moves data, and the engine reads a device vector back only when a host
+//! step needs its elements ([`Accelerator::host`]), recording the read in the profile under
+//! the step that needed it.
 
 mod encode;
 mod launch;
-mod residency;
+mod location;
 
 use std::collections::HashMap;
 
@@ -26,15 +31,22 @@ use crate::interp::Accelerator;
 use crate::kernel::KernelLaunch;
 use crate::plan::Slot;
 use crate::profile::{Placement, Profile};
-use crate::value::{Value, Vector};
+use crate::value::{List, Value, Vector};
+use std::sync::Arc;
 
 pub use launch::LaunchCost;
 
-/// Runs kernels and library builtins on one device, keeping device copies of the values it
-/// has seen (see `residency`).
+/// `value` with every element on the host (device vectors and lists read back): for callers
+/// of the library kernels outside the interpreter, such as tests comparing with the CPU.
+pub fn read_back(device: &Device, value: &Value) -> Result<Value> {
+    location::host(device, value).map(|(v, _)| v)
+}
+
+/// Runs kernels and library builtins on one device, keeping device copies of the host
+/// values it has uploaded (see `location`).
 pub struct GpuEngine<'d> {
     device: &'d Device,
-    residency: residency::Residency,
+    location: location::Location,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -44,7 +56,7 @@ impl<'d> GpuEngine<'d> {
     pub fn new(device: &'d Device) -> GpuEngine<'d> {
         GpuEngine {
             device,
-            residency: residency::Residency::default(),
+            location: location::Location::default(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -54,9 +66,20 @@ impl<'d> GpuEngine<'d> {
         self.device
     }
 
-    /// Bytes of device copies the engine holds.
+    /// Bytes of device copies of host values the engine holds.
     pub fn resident_bytes(&self) -> u64 {
-        self.residency.resident_bytes()
+        self.location.uploaded_bytes()
+    }
+
+    /// `value` on the host, read back when it is on the device; the read is recorded under
+    /// `step`, the host step that needs it.
+    fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
+        let (host, moved) = location::host(self.device, value)?;
+        if moved.bytes > 0 {
+            self.downloaded_bytes += moved.bytes;
+            profile.read_back(step, moved.bytes, moved.time);
+        }
+        Ok(host)
     }
 }
 
@@ -108,24 +131,101 @@ impl GpuEngine<'_> {
     }
 }
 
+/// Container builtins over values with device parts, done without reading anything back:
+/// `@list` of device vectors, `@keys`/`@values` of a dictionary, a cell of a list. None
+/// where the CPU's own builtin is to run (on host values, with its checks and errors).
+fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<Value> {
+    let values: Vec<&Value> = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Value(v) => Some(*v),
+            ArgValue::Function(_) => None,
+        })
+        .collect::<Option<_>>()?;
+    if !values.iter().any(|v| v.on_device()) {
+        return None;
+    }
+    match (b, values.as_slice()) {
+        (Builtin::List, cells) => Some(Value::List(List::Mixed(Arc::new(
+            cells.iter().map(|v| (*v).clone()).collect(),
+        )))),
+        (Builtin::Keys, [Value::Dict(d)]) => Some((*d.keys).clone()),
+        (Builtin::Values, [Value::Dict(d)]) => Some((*d.values).clone()),
+        // A flat list's cells one after another are its values.
+        (Builtin::Raze, [Value::DeviceList(l)]) => Some(Value::Device(l.values.clone())),
+        (Builtin::Index, [Value::List(List::Mixed(cells)), Value::Vector(k)]) if k.len() == 1 => {
+            let k = usize::try_from(k.integer_at(0)?).ok()?;
+            cells.get(k).cloned()
+        }
+        _ => None,
+    }
+}
+
 impl Accelerator for GpuEngine<'_> {
-    fn builtin(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Option<Result<(Value, Placement)>> {
-        if matches!(
+    fn builtin(
+        &mut self,
+        b: Builtin,
+        args: &[ArgValue<'_>],
+        profile: &mut Profile,
+    ) -> Option<Result<(Value, Placement)>> {
+        if let Some(value) = container_on_device(b, args) {
+            return Some(Ok((value, Placement::Host)));
+        }
+        let gpu = matches!(
+            b,
+            Builtin::ShortestPathLength | Builtin::Reachable | Builtin::ReachIndex
+        ) || LIBRARY_BUILTINS.contains(&b)
+            || (b == Builtin::Each && each_runs_on_gpu(args));
+        if !gpu {
+            return None;
+        }
+        // The sorting, grouping, membership and join kernels encode device key columns where
+        // they are; the others take host arguments (read back here, recorded under the
+        // builtin).
+        let takes_device = |i: usize, v: &Value| match b {
+            Builtin::Order | Builtin::Group | Builtin::Unique => {
+                i == 0 && matches!(v, Value::Device(_) | Value::List(_))
+            }
+            Builtin::Member | Builtin::IndexOf | Builtin::IndexA => matches!(v, Value::Device(_)),
+            Builtin::JoinIndex => matches!(v, Value::Device(_) | Value::List(_)),
+            _ => false,
+        };
+        let step = format!("@{}", b.name());
+        let mut hosted = Vec::with_capacity(args.len());
+        for (i, arg) in args.iter().enumerate() {
+            hosted.push(match arg {
+                ArgValue::Value(v) if v.on_device() && !takes_device(i, v) => {
+                    match self.host_value(v, &step, profile) {
+                        Ok(h) => Some(h),
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+                _ => None,
+            });
+        }
+        let args: Vec<ArgValue<'_>> = args
+            .iter()
+            .zip(&hosted)
+            .map(|(a, h)| match h {
+                Some(v) => ArgValue::Value(v),
+                None => *a,
+            })
+            .collect();
+        let args = args.as_slice();
+        let before = self.device.traffic();
+        let result = if matches!(
             b,
             Builtin::ShortestPathLength | Builtin::Reachable | Builtin::ReachIndex
         ) {
-            return Some(
-                self.graph_search(b, args)
-                    .map(|v| (v, Placement::GpuLibrary)),
-            );
-        }
-        if b == Builtin::Each && each_runs_on_gpu(args) {
-            return Some(each_library(self.device, args).map(|v| (v, Placement::GpuLibrary)));
-        }
-        if !LIBRARY_BUILTINS.contains(&b) {
-            return None;
-        }
-        Some(run_library(self.device, b, args).map(|v| (v, Placement::GpuLibrary)))
+            self.graph_search(b, args)
+        } else if b == Builtin::Each && each_runs_on_gpu(args) {
+            each_library(self.device, args)
+        } else {
+            run_library(self.device, b, args)
+        };
+        profile.step_read(&step, (self.device.traffic() - before).downloaded);
+        self.device.sample_memory();
+        Some(result.map(|v| (v, Placement::GpuLibrary)))
     }
 
     fn launch(
@@ -135,7 +235,8 @@ impl Accelerator for GpuEngine<'_> {
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
         let mut cost = LaunchCost::default();
-        let outputs = launch::launch(self.device, &mut self.residency, kernel, inputs, &mut cost)?;
+        let before = self.device.traffic();
+        let outputs = launch::launch(self.device, &mut self.location, kernel, inputs, &mut cost)?;
         self.uploaded_bytes += cost.upload_bytes;
         self.downloaded_bytes += cost.download_bytes;
         // The launch's time is recorded by the interpreter; the bytes it moved go here.
@@ -146,6 +247,12 @@ impl Accelerator for GpuEngine<'_> {
         }
         profile.record(Placement::Transfer, "download", cost.download_time);
         profile.gpu_busy += cost.device_time;
+        profile.step_read(&kernel.name, (self.device.traffic() - before).downloaded);
+        self.device.sample_memory();
         Ok(outputs)
+    }
+
+    fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
+        self.host_value(value, step, profile)
     }
 }

@@ -72,6 +72,7 @@ impl Device {
     /// Copies `data` into a new storage buffer.
     pub fn upload<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> Result<GpuBuffer<T>> {
         let bytes = checked_bytes::<T>(self, label, data.len())?;
+        self.count_upload(std::mem::size_of_val(data) as u64);
         let make_error = |label, message| GpuError::Command { label, message };
         let buffer = self.capture_errors(label, make_error, || {
             if data.is_empty() {
@@ -118,6 +119,7 @@ impl Device {
 
     /// A small uniform buffer holding `value` (kernel parameters).
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.count_upload(std::mem::size_of::<T>() as u64);
         self.device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
@@ -151,6 +153,7 @@ impl Device {
         }
         let size = std::mem::size_of::<T>() as u64;
         let bytes = count as u64 * size;
+        self.count_download(bytes);
         let make_error = |label, message| GpuError::Command { label, message };
         // Reuse the last staging buffer when it is large enough (taken out of the slot, so a
         // concurrent download on another thread makes its own).

@@ -1,7 +1,7 @@
 //! Adapter selection and the logical device the GPU layer runs on.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::error::{GpuError, Result};
@@ -22,7 +22,8 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::SHADER_INT64_ATOMIC_MIN_MAX)
     .union(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS)
-    .union(wgpu::Features::TIMESTAMP_QUERY);
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::PIPELINE_CACHE);
 
 /// A GPU device with its queue, the features and limits it was created with, and the cache
 /// of compute pipelines built on it.
@@ -45,6 +46,35 @@ pub struct Device {
     /// String dictionaries already on the device (packed bytes and offsets), keyed by the
     /// dictionary's address; each entry holds the dictionary, so the address stays its own.
     pub(crate) dictionaries: Mutex<Vec<CachedDictionary>>,
+    /// Bytes copied host → device and device → host over the device's life, every copy
+    /// included (columns, kernel parameters, library kernels' inputs, read-backs).
+    uploaded: AtomicU64,
+    downloaded: AtomicU64,
+    /// Pipelines compiled by this process, and the time that took (a second process finds
+    /// them in the pipeline cache and takes less).
+    pub(crate) pipelines_built: AtomicU32,
+    pub(crate) pipeline_build_nanos: AtomicU64,
+    /// Compiled pipelines across processes (see `pipeline_cache`).
+    pub(crate) pipeline_cache: Option<super::pipeline_cache::DiskCache>,
+    /// The most device memory the allocator held at any [`Device::sample_memory`].
+    peak_memory: AtomicU64,
+}
+
+/// Bytes moved between host and device, as counted by [`Device::traffic`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub uploaded: u64,
+    pub downloaded: u64,
+}
+
+impl std::ops::Sub for Traffic {
+    type Output = Traffic;
+    fn sub(self, earlier: Traffic) -> Traffic {
+        Traffic {
+            uploaded: self.uploaded.saturating_sub(earlier.uploaded),
+            downloaded: self.downloaded.saturating_sub(earlier.downloaded),
+        }
+    }
 }
 
 /// A string dictionary on the device: its UTF-8 bytes packed into u32 words, and the
@@ -87,6 +117,7 @@ impl Device {
                     } else {
                         GPU_ITEMS_PER_THREAD
                     };
+                    let pipeline_cache = super::pipeline_cache::open(&device, &info, features);
                     return Ok(Device {
                         _instance: instance,
                         device,
@@ -99,6 +130,12 @@ impl Device {
                         items_per_thread: AtomicU32::new(items_per_thread),
                         staging: Mutex::new(None),
                         dictionaries: Mutex::new(Vec::new()),
+                        uploaded: AtomicU64::new(0),
+                        downloaded: AtomicU64::new(0),
+                        pipelines_built: AtomicU32::new(0),
+                        pipeline_build_nanos: AtomicU64::new(0),
+                        pipeline_cache,
+                        peak_memory: AtomicU64::new(0),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -203,6 +240,42 @@ impl Device {
         }
         self.items_per_thread.store(items, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Every byte copied between host and device so far.
+    pub fn traffic(&self) -> Traffic {
+        Traffic {
+            uploaded: self.uploaded.load(Ordering::Relaxed),
+            downloaded: self.downloaded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Device memory held by live allocations now, from the backend's allocator (Vulkan,
+    /// DX12; None elsewhere); also raises the peak [`Device::peak_memory`] reports.
+    pub fn sample_memory(&self) -> Option<u64> {
+        let bytes = self
+            .device
+            .generate_allocator_report()?
+            .total_allocated_bytes;
+        self.peak_memory.fetch_max(bytes, Ordering::Relaxed);
+        Some(bytes)
+    }
+
+    /// The most device memory seen by [`Device::sample_memory`] (the engine samples after
+    /// every GPU step); None when the backend reports none.
+    pub fn peak_memory(&self) -> Option<u64> {
+        self.sample_memory()?;
+        Some(self.peak_memory.load(Ordering::Relaxed))
+    }
+
+    /// Counts `bytes` written from the host into device memory (every upload path calls it).
+    pub(crate) fn count_upload(&self, bytes: u64) {
+        self.uploaded.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` read from device memory back to the host (every read-back calls it).
+    pub(crate) fn count_download(&self, bytes: u64) {
+        self.downloaded.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Blocks until all submitted work has finished.

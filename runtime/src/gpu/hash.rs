@@ -480,6 +480,7 @@ fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
     let mut commands = Commands::new(device, "group offsets");
     commands.copy(&starts, offsets.raw());
     commands.submit()?;
+    device.count_upload(4);
     device.queue.write_buffer(
         offsets.raw(),
         (groups * 4) as u64,

@@ -23,9 +23,9 @@ use super::device::Device;
 use super::error::{GpuError, Result};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::template::{render, workgroup_size_text};
-use crate::cpu::keys::{domain, Domain};
+use crate::cpu::keys::{domain_of_type, Domain};
 use crate::types::Type;
-use crate::value::{StrDict, Vector};
+use crate::value::{DeviceVector, StrDict, Value, Vector};
 
 /// `shaders/keys.wgsl`: key encoding and element-wise helpers.
 pub const KEYS_WGSL: &str = include_str!("../../../shaders/keys.wgsl");
@@ -130,6 +130,29 @@ pub fn gather(
     Ok(out)
 }
 
+/// `flags[j] != not_value` as 0/1 words: a bool vector in the kernels' layout.
+pub fn flag_words(
+    device: &Device,
+    flags: &GpuBuffer<u32>,
+    not_value: u32,
+) -> Result<GpuBuffer<u32>> {
+    let n = flags.len();
+    let out = device.zeroed::<u32>("flags", n)?;
+    let aux = unused(device)?;
+    let mut commands = Commands::new(device, "flags");
+    record_keys(
+        &mut commands,
+        "flags",
+        [u32_len("flags", n)?, 0, not_value, 0, 0, 0, 0, 0],
+        flags.raw(),
+        aux.raw(),
+        out.raw(),
+        n,
+    )?;
+    commands.submit()?;
+    Ok(out)
+}
+
 /// `0, 1, …, n - 1`.
 pub fn iota(device: &Device, n: usize) -> Result<GpuBuffer<u32>> {
     let out = device.zeroed::<u32>("iota", n)?;
@@ -171,6 +194,13 @@ pub fn filled(device: &Device, n: usize, value: u32) -> Result<GpuBuffer<u32>> {
 /// Downloads u32 index buffers as one vector of i64, widened on the GPU (no 64-bit shader
 /// feature needed: each i64 is written as two little-endian words).
 pub fn download_as_i64(device: &Device, parts: &[&GpuBuffer<u32>]) -> Result<Vec<i64>> {
+    let out = widen_to_i64(device, parts)?;
+    device.download(&out)
+}
+
+/// The u32 `parts` (row indexes, positions) one after another, widened to i64 on the GPU:
+/// the layout of an i64 vector, ready for the next kernel.
+pub fn widen_to_i64(device: &Device, parts: &[&GpuBuffer<u32>]) -> Result<GpuBuffer<i64>> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let out = device.zeroed::<i64>("widened", total)?;
     let aux = unused(device)?;
@@ -199,7 +229,7 @@ pub fn download_as_i64(device: &Device, parts: &[&GpuBuffer<u32>]) -> Result<Vec
         at += part.len();
     }
     commands.submit()?;
-    device.download(&out)
+    Ok(out)
 }
 
 /// Downloads `flags[i] != not_value` as bools, packed to bytes on the GPU first.
@@ -307,7 +337,10 @@ impl Encoding {
 
 /// One column ready to upload: its stored words and how to encode them.
 pub struct ColumnSource<'a> {
+    /// The stored words on the host, uploaded by [`encode_keys`]; unused with `resident`.
     pub data: Cow<'a, [u32]>,
+    /// The stored words already on the device (a kernel's output): encoded from there.
+    pub resident: Option<Arc<GpuBuffer<u32>>>,
     pub rows: usize,
     pub encoding: Encoding,
     /// The code map for [`Encoding::Remap`].
@@ -366,7 +399,34 @@ pub fn own_column<'a>(what: &str, v: &'a Vector) -> Result<ColumnSource<'a>> {
     };
     Ok(ColumnSource {
         data,
+        resident: None,
         rows,
+        encoding,
+        remap: None,
+    })
+}
+
+/// The encoding of a device vector's own keys: its words are in the kernels' layout, which
+/// is the layout [`own_column`] uploads, so they are encoded where they are.
+pub fn device_column(what: &str, v: &DeviceVector) -> Result<ColumnSource<'static>> {
+    let encoding = match v.ty {
+        Type::Bool | Type::Char | Type::Sym | Type::Str => Encoding::U32,
+        Type::I8 | Type::I16 | Type::I32 => Encoding::I32,
+        Type::Month | Type::Date | Type::Minute | Type::Second | Type::Time => Encoding::I32,
+        Type::I64 | Type::Dt => Encoding::I64,
+        Type::F32 => Encoding::F32,
+        Type::F64 => Encoding::F64,
+        ref other => {
+            return Err(unsupported(
+                what,
+                format!("cannot use {other} values as keys"),
+            ))
+        }
+    };
+    Ok(ColumnSource {
+        data: Cow::Borrowed(&[]),
+        resident: Some(v.buffer.clone()),
+        rows: v.len,
         encoding,
         remap: None,
     })
@@ -382,15 +442,72 @@ fn widened(column: ColumnSource<'_>) -> ColumnSource<'_> {
     ColumnSource { encoding, ..column }
 }
 
+/// A key column as the pairing rules see it: its type, its dictionary (sym/str) and its
+/// words, on the host or already on the device. Built by [`host_key`] or [`device_key`].
+pub struct KeyColumn<'a> {
+    pub ty: Type,
+    pub dict: Option<Arc<StrDict>>,
+    /// Where the elements are (for conversions that need them on the host).
+    origin: Origin<'a>,
+    /// None for a type that cannot be a key (complex): pairing says so.
+    source: Option<ColumnSource<'a>>,
+}
+
+impl KeyColumn<'_> {
+    pub fn rows(&self) -> usize {
+        self.source.as_ref().map_or(0, |s| s.rows)
+    }
+
+    /// The column owning its host words (for a vector that does not outlive the call).
+    pub fn into_owned(self) -> KeyColumn<'static> {
+        KeyColumn {
+            ty: self.ty,
+            dict: self.dict,
+            origin: match self.origin {
+                Origin::Host(v) => Origin::Host(Cow::Owned(v.into_owned())),
+                Origin::Device(d) => Origin::Device(d),
+            },
+            source: self.source.map(|s| ColumnSource {
+                data: Cow::Owned(s.data.into_owned()),
+                resident: s.resident,
+                rows: s.rows,
+                encoding: s.encoding,
+                remap: s.remap,
+            }),
+        }
+    }
+}
+
+/// Where a key column's elements are.
+enum Origin<'a> {
+    Host(Cow<'a, Vector>),
+    Device(DeviceVector),
+}
+
+/// A host vector as a key column.
+pub fn host_key<'a>(what: &str, v: &'a Vector) -> KeyColumn<'a> {
+    KeyColumn {
+        ty: v.ty(),
+        dict: v.as_strings().map(|s| s.dict.clone()),
+        origin: Origin::Host(Cow::Borrowed(v)),
+        source: own_column(what, v).ok(),
+    }
+}
+
+/// A device vector as a key column (its words are encoded where they are).
+pub fn device_key(what: &str, v: &DeviceVector) -> KeyColumn<'static> {
+    KeyColumn {
+        ty: v.ty.clone(),
+        dict: v.dict.clone(),
+        origin: Origin::Device(v.clone()),
+        source: device_column(what, v).ok(),
+    }
+}
+
 /// True when one of `a`, `b` is f64 and the other a 32-bit (or narrower) integer.
-fn narrow_integer_against_f64(a: &Vector, b: &Vector) -> bool {
-    let narrow_integer = |v: &Vector| {
-        matches!(
-            v,
-            Vector::Bool(_) | Vector::I8(_) | Vector::I16(_) | Vector::I32(_)
-        )
-    };
-    let f64s = |v: &Vector| matches!(v, Vector::F64(_));
+fn narrow_integer_against_f64(a: &Type, b: &Type) -> bool {
+    let narrow_integer = |t: &Type| matches!(t, Type::Bool | Type::I8 | Type::I16 | Type::I32);
+    let f64s = |t: &Type| matches!(t, Type::F64);
     (narrow_integer(a) && f64s(b)) || (f64s(a) && narrow_integer(b))
 }
 
@@ -415,56 +532,89 @@ pub fn paired_columns_merging_dictionaries_on_cpu<'a>(
     a: &'a Vector,
     b: &'a Vector,
 ) -> Result<(ColumnSource<'a>, ColumnSource<'a>)> {
-    let cannot = || unsupported(what, format!("cannot compare {} with {}", a.ty(), b.ty()));
-    match (domain(a), domain(b)) {
+    paired_keys_merging_dictionaries_on_cpu(None, what, host_key(what, a), host_key(what, b))
+}
+
+/// [`paired_columns_merging_dictionaries_on_cpu`] of key columns on the host or the device:
+/// the codes of strings are re-coded by the encode kernel, on the device.
+pub fn paired_keys_merging_dictionaries_on_cpu<'a>(
+    device: Option<&Device>,
+    what: &str,
+    a: KeyColumn<'a>,
+    b: KeyColumn<'a>,
+) -> Result<(ColumnSource<'a>, ColumnSource<'a>)> {
+    let cannot = || unsupported(what, format!("cannot compare {} with {}", a.ty, b.ty));
+    let sources = |a: Option<ColumnSource<'a>>,
+                   b: Option<ColumnSource<'a>>,
+                   ta: &Type,
+                   tb: &Type| {
+        let a = a.ok_or_else(|| unsupported(what, format!("cannot use {ta} values as keys")))?;
+        let b = b.ok_or_else(|| unsupported(what, format!("cannot use {tb} values as keys")))?;
+        Ok::<_, GpuError>((a, b))
+    };
+    let (ta, tb) = (a.ty.clone(), b.ty.clone());
+    match (domain_of_type(&ta), domain_of_type(&tb)) {
         (Domain::Integer, Domain::Integer) => {
-            let (ca, cb) = (own_column(what, a)?, own_column(what, b)?);
+            let (ca, cb) = sources(a.source, b.source, &ta, &tb)?;
             if ca.encoding == cb.encoding {
                 Ok((ca, cb))
             } else {
                 Ok((widened(ca), widened(cb)))
             }
         }
-        (Domain::Other, Domain::Other) if a.ty() == b.ty() => {
-            Ok((own_column(what, a)?, own_column(what, b)?))
-        }
-        (Domain::Float, Domain::Float) if a.ty() == b.ty() => {
-            Ok((own_column(what, a)?, own_column(what, b)?))
-        }
+        (Domain::Other, Domain::Other) if ta == tb => sources(a.source, b.source, &ta, &tb),
+        (Domain::Float, Domain::Float) if ta == tb => sources(a.source, b.source, &ta, &tb),
         // A 32-bit integer against an f64: the integer side is keyed as the f64 it equals
         // (exact), converted by the encode kernel on the GPU.
         (Domain::Integer, Domain::Float) | (Domain::Float, Domain::Integer)
-            if narrow_integer_against_f64(a, b) =>
+            if narrow_integer_against_f64(&ta, &tb) =>
         {
-            let (ca, cb) = (own_column(what, a)?, own_column(what, b)?);
+            let (ca, cb) = sources(a.source, b.source, &ta, &tb)?;
             Ok((integer_as_f64(ca), integer_as_f64(cb)))
         }
         // Other pairs of reals (bool or an integer against an f32, i64 against f64, f32
         // against f64): both sides converted to the promoted type before upload, as the CPU
-        // backend compares them (the type rules accept every pair of reals).
+        // backend compares them (the type rules accept every pair of reals). The conversion
+        // is per row on the host: a device column is read back for it.
         (Domain::Integer | Domain::Float, Domain::Integer | Domain::Float) => {
-            let common = Type::promote(&a.ty(), &b.ty()).ok_or_else(cannot)?;
-            let promoted = |v: &Vector| -> Result<ColumnSource<'static>> {
+            let common = Type::promote(&ta, &tb).ok_or_else(cannot)?;
+            let promoted = |origin: &Origin<'_>| -> Result<ColumnSource<'static>> {
+                let host;
+                let v: &Vector = match origin {
+                    Origin::Host(v) => v,
+                    Origin::Device(d) => {
+                        let device = device.ok_or_else(|| {
+                            unsupported(what, "a device column without its device".to_string())
+                        })?;
+                        host = match crate::engine::read_back(device, &Value::Device(d.clone())) {
+                            Ok(Value::Vector(v)) => v,
+                            Ok(_) => return Err(cannot()),
+                            Err(e) => return Err(unsupported(what, e.message)),
+                        };
+                        &host
+                    }
+                };
                 let cast = v
                     .cast_real(&common)
                     .map_err(|e| unsupported(what, e.message))?;
                 let column = own_column(what, &cast)?;
                 Ok(ColumnSource {
                     data: Cow::Owned(column.data.into_owned()),
+                    resident: None,
                     rows: column.rows,
                     encoding: column.encoding,
                     remap: column.remap,
                 })
             };
-            Ok((promoted(a)?, promoted(b)?))
+            Ok((promoted(&a.origin)?, promoted(&b.origin)?))
         }
         (Domain::Strings, Domain::Strings) => {
-            let (Some(sa), Some(sb)) = (a.as_strings(), b.as_strings()) else {
+            let (Some(da), Some(db)) = (a.dict.clone(), b.dict.clone()) else {
                 return Err(cannot());
             };
-            let (mut ca, mut cb) = (own_column(what, a)?, own_column(what, b)?);
-            if !Arc::ptr_eq(&sa.dict, &sb.dict) && sa.dict != sb.dict {
-                let merge = StrDict::merge(&[&sa.dict, &sb.dict]);
+            let (mut ca, mut cb) = sources(a.source, b.source, &ta, &tb)?;
+            if !Arc::ptr_eq(&da, &db) && da != db {
+                let merge = StrDict::merge(&[&da, &db]);
                 let mut maps = merge.maps.into_iter();
                 ca.encoding = Encoding::Remap;
                 ca.remap = maps.next();
@@ -515,7 +665,10 @@ pub fn encode_keys(
     let rows32 = u32_len(what, rows)?;
     let mut uploads = Vec::with_capacity(2 * columns.len());
     for c in columns {
-        let data = device.upload("key column", &c.data)?;
+        let data = match &c.resident {
+            Some(buffer) => buffer.clone(),
+            None => Arc::new(device.upload("key column", &c.data)?),
+        };
         let remap = match &c.remap {
             Some(map) => device.upload("key remap", map)?,
             None => unused(device)?,

@@ -8,7 +8,7 @@
 //! naming the builtin (`@member: comparing i32 with f64 needs …`), never a CPU fallback.
 //!
 //! Work on the CPU, all of it per distinct string or per argument, never per row:
-//! merging two string dictionaries (`keys::paired_columns_merging_dictionaries_on_cpu`), and
+//! merging two string dictionaries (`keys::paired_keys_merging_dictionaries_on_cpu`), and
 //! building `@sub_string`'s new dictionary ([`sub_string_dictionary_on_cpu`]). Uploads widen
 //! `bool`/`char`/`i8`/`i16` to u32 words and downloads narrow them back (WGSL has no 8- or
 //! 16-bit storage); offsets of `@group`'s list become `usize`.
@@ -25,19 +25,21 @@ use super::hash::{
 };
 use super::join::{join_index, JoinKeys};
 use super::keys::{
-    check_len, download_as_bools, download_as_i64, encode_keys, gather, own_column,
-    paired_columns_merging_dictionaries_on_cpu, params, ColumnSource, Encoding, NONE,
+    check_len, device_column, device_key, download_as_i64, encode_keys, flag_words, gather,
+    host_key, own_column, paired_keys_merging_dictionaries_on_cpu, params, widen_to_i64,
+    ColumnSource, Encoding, KeyColumn, NONE,
 };
 use super::order::order_permutation;
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::template::{render, workgroup_size_text};
 use crate::builtin::Builtin;
-use crate::cpu::join::{join_arguments, JoinArguments};
+use crate::cpu::join::{join_arguments_with, JoinArguments};
 use crate::cpu::keys::{common_rows, key_columns};
 use crate::cpu::{ArgValue, Args};
 use crate::error::{Result, RuntimeError};
 use crate::plan::Callee;
-use crate::value::{Dict, List, StrDict, Strings, Value, Vector};
+use crate::types::Type;
+use crate::value::{DeviceList, DeviceVector, Dict, List, StrDict, Strings, Value, Vector};
 
 /// `shaders/index_assign.wgsl`.
 pub const INDEX_ASSIGN_WGSL: &str = include_str!("../../../shaders/index_assign.wgsl");
@@ -182,77 +184,179 @@ fn own_matrix(
     Ok(encode_keys(device, what, rows, &sources)?)
 }
 
+/// The key matrix of a key argument (a vector, or a list of key columns) and its number of
+/// key columns. Columns on the device (kernel outputs) are encoded where they are; host
+/// columns are uploaded.
+fn key_matrix(device: &Device, what: &str, keys: &Value) -> Out<(super::keys::KeyMatrix, usize)> {
+    let cells: Vec<&Value> = match keys {
+        Value::Device(_) => vec![keys],
+        Value::List(List::Mixed(cells)) if keys.on_device() => cells.iter().collect(),
+        _ => {
+            let columns = key_columns(keys)?;
+            return Ok((own_matrix(device, what, &columns)?, columns.len()));
+        }
+    };
+    let mut sources = Vec::with_capacity(cells.len());
+    for cell in &cells {
+        sources.push(match cell {
+            Value::Device(d) => device_column(what, d)?,
+            Value::Vector(v) => own_column(what, v)?,
+            other => fail!("expected a vector, got a {}", other.ty()),
+        });
+    }
+    if sources.is_empty() {
+        fail!("no key columns");
+    }
+    let rows = sources[0].rows;
+    if let Some(c) = sources.iter().find(|c| c.rows != rows) {
+        fail!("key columns have different lengths ({rows} vs {})", c.rows);
+    }
+    Ok((encode_keys(device, what, rows, &sources)?, sources.len()))
+}
+
+/// Row indexes or positions computed on the device, as an i64 vector that stays there.
+fn resident_i64(device: &Device, parts: &[&GpuBuffer<u32>]) -> Out<Value> {
+    let wide = widen_to_i64(device, parts)?;
+    let n = wide.len();
+    let words = GpuBuffer::<u32>::wrap(wide.raw().clone(), 2 * n);
+    Ok(Value::Device(DeviceVector::new(
+        Type::I64,
+        n,
+        None,
+        Arc::new(words),
+    )))
+}
+
+/// Flags computed on the device (`!= not_value`), as a bool vector that stays there.
+fn resident_bools(device: &Device, flags: &GpuBuffer<u32>, not_value: u32) -> Out<Value> {
+    let words = flag_words(device, flags, not_value)?;
+    Ok(Value::Device(DeviceVector::new(
+        Type::Bool,
+        flags.len(),
+        None,
+        Arc::new(words),
+    )))
+}
+
+/// Argument `i` as one key column, on the host or the device.
+fn key_operand<'v>(what: &str, args: &[ArgValue<'v>], i: usize) -> Out<KeyColumn<'v>> {
+    match value(args, i)? {
+        Value::Device(d) => Ok(device_key(what, d)),
+        other => Ok(host_key(what, as_vector(other)?)),
+    }
+}
+
+/// The key columns of one side of `@join_index`: a vector or a list of vectors, each on the
+/// host or the device.
+fn join_side(value: &Value) -> Result<Vec<KeyColumn<'_>>> {
+    const WHAT: &str = "@join_index";
+    match value {
+        Value::Device(d) => Ok(vec![device_key(WHAT, d)]),
+        Value::List(List::Mixed(cells)) if value.on_device() => cells
+            .iter()
+            .map(|c| match c {
+                Value::Device(d) => Ok(device_key(WHAT, d)),
+                Value::Vector(v) => Ok(host_key(WHAT, v)),
+                other => Err(RuntimeError::new(format!(
+                    "expected a vector, got a {}",
+                    other.ty()
+                ))),
+            })
+            .collect(),
+        _ => Ok(key_columns(value)?
+            .into_iter()
+            .map(|c| match c {
+                Cow::Borrowed(v) => host_key(WHAT, v),
+                Cow::Owned(v) => host_key(WHAT, &v).into_owned(),
+            })
+            .collect()),
+    }
+}
+
+/// The common length of key columns (an error when they differ).
+fn key_rows(columns: &[KeyColumn<'_>]) -> Result<usize> {
+    let rows = columns.first().map_or(0, KeyColumn::rows);
+    if let Some(c) = columns.iter().find(|c| c.rows() != rows) {
+        return Err(RuntimeError::new(format!(
+            "key columns have different lengths ({rows} vs {})",
+            c.rows()
+        )));
+    }
+    Ok(rows)
+}
+
 fn order(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     exactly(args, 2)?;
-    let columns = key_columns(value(args, 0)?)?;
     let dirs = vector(args, 1)?;
     let Some(dirs) = dirs.as_bools() else {
         fail!("the directions must be bool, got {}", dirs.ty());
     };
-    if columns.is_empty() {
+    let (keys, columns) = key_matrix(device, "@order", value(args, 0)?)?;
+    if columns == 0 {
         fail!("no key columns to sort by");
     }
-    if dirs.len() != columns.len() && dirs.len() != 1 {
-        fail!(
-            "{} direction(s) for {} key column(s)",
-            dirs.len(),
-            columns.len()
-        );
+    if dirs.len() != columns && dirs.len() != 1 {
+        fail!("{} direction(s) for {} key column(s)", dirs.len(), columns);
     }
-    let keys = own_matrix(device, "@order", &columns)?;
     let permutation = order_permutation(device, &keys, dirs)?;
-    Ok(Value::from_i64s(download_as_i64(device, &[&permutation])?))
+    resident_i64(device, &[&permutation])
 }
 
 fn group_value(device: &Device, args: &[ArgValue<'_>], strategy: GroupStrategy) -> Out<Value> {
     exactly(args, 1)?;
-    let columns = key_columns(value(args, 0)?)?;
-    let keys = own_matrix(device, "@group", &columns)?;
+    let (keys, _) = key_matrix(device, "@group", value(args, 0)?)?;
     let groups = group(device, &keys, strategy)?;
-    let mut both = download_as_i64(device, &[&groups.keys, &groups.rows])?;
-    let rows = both.split_off(groups.keys.len());
-    let offsets: Vec<usize> = device
-        .download(&groups.offsets)?
-        .into_iter()
-        .map(|o| o as usize)
-        .collect();
+    // The group keys (one row index per group) and the lists of rows stay on the device.
+    let group_keys = resident_i64(device, &[&groups.keys])?;
+    let cells = groups.keys.len();
+    let Value::Device(rows) = resident_i64(device, &[&groups.rows])? else {
+        fail!("the rows of the groups are not on the device");
+    };
     Ok(Value::Dict(Dict {
-        keys: Box::new(Value::from_i64s(both)),
-        values: Box::new(Value::List(List::Flat {
-            values: Vector::I64(Arc::new(rows)),
-            offsets: Arc::new(offsets),
+        keys: Box::new(group_keys),
+        values: Box::new(Value::DeviceList(DeviceList {
+            values: rows,
+            offsets: Arc::new(groups.offsets),
+            cells,
         })),
     }))
 }
 
 fn unique(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     exactly(args, 1)?;
-    let columns = key_columns(value(args, 0)?)?;
-    let keys = own_matrix(device, "@unique", &columns)?;
+    let (keys, _) = key_matrix(device, "@unique", value(args, 0)?)?;
     let rows = unique_rows(device, &keys)?;
-    Ok(Value::from_i64s(download_as_i64(device, &[&rows])?))
+    resident_i64(device, &[&rows])
 }
 
 fn member(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     exactly(args, 2)?;
-    let (x, y) = (vector(args, 0)?, vector(args, 1)?);
-    let (cx, cy) = paired_columns_merging_dictionaries_on_cpu("@member", x, y)?;
-    let kx = encode_keys(device, "@member", x.len(), &[cx])?;
-    let ky = encode_keys(device, "@member", y.len(), &[cy])?;
+    let (x, y) = (
+        key_operand("@member", args, 0)?,
+        key_operand("@member", args, 1)?,
+    );
+    let (nx, ny) = (x.rows(), y.rows());
+    let (cx, cy) = paired_keys_merging_dictionaries_on_cpu(Some(device), "@member", x, y)?;
+    let kx = encode_keys(device, "@member", nx, &[cx])?;
+    let ky = encode_keys(device, "@member", ny, &[cy])?;
     let slots = member_slots(device, &kx, &ky)?;
-    Ok(Value::from_bools(download_as_bools(device, &slots, NONE)?))
+    resident_bools(device, &slots, NONE)
 }
 
 /// `@index_of(x, y)`: for each element of `y`, the position of its first occurrence in `x`,
 /// or `len(x)` when absent. The table is built on `x`; keys paired as for `@member`.
 fn index_of(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     exactly(args, 2)?;
-    let (x, y) = (vector(args, 0)?, vector(args, 1)?);
-    let (cx, cy) = paired_columns_merging_dictionaries_on_cpu("@index_of", x, y)?;
-    let kx = encode_keys(device, "@index_of", x.len(), &[cx])?;
-    let ky = encode_keys(device, "@index_of", y.len(), &[cy])?;
+    let (x, y) = (
+        key_operand("@index_of", args, 0)?,
+        key_operand("@index_of", args, 1)?,
+    );
+    let (nx, ny) = (x.rows(), y.rows());
+    let (cx, cy) = paired_keys_merging_dictionaries_on_cpu(Some(device), "@index_of", x, y)?;
+    let kx = encode_keys(device, "@index_of", nx, &[cx])?;
+    let ky = encode_keys(device, "@index_of", ny, &[cy])?;
     let rows = index_of_rows(device, &kx, &ky)?;
-    Ok(Value::from_i64s(download_as_i64(device, &[&rows])?))
+    resident_i64(device, &[&rows])
 }
 
 fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
@@ -262,12 +366,12 @@ fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         b: cb,
         rows_a,
         rows_b,
-    } = join_arguments(&Args { list: args })?;
+    } = join_arguments_with(&Args { list: args }, join_side, key_rows)?;
     let (mut equal_a, mut equal_b, mut check_a, mut check_b) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut check_ops = Vec::new();
-    for ((op, a), b) in ops.iter().zip(&ca).zip(&cb) {
-        let (sa, sb) = paired_columns_merging_dictionaries_on_cpu("@join_index", a, b)?;
+    for ((op, a), b) in ops.iter().zip(ca).zip(cb) {
+        let (sa, sb) = paired_keys_merging_dictionaries_on_cpu(Some(device), "@join_index", a, b)?;
         if *op == Builtin::Eq {
             equal_a.push(sa);
             equal_b.push(sb);
@@ -294,12 +398,11 @@ fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         rows_b,
     };
     let pairs = join_index(device, &keys)?;
-    let n = pairs.a.len();
-    let both = download_as_i64(device, &[&pairs.a, &pairs.b])?;
-    Ok(Value::List(List::Flat {
-        values: Vector::I64(Arc::new(both)),
-        offsets: Arc::new(vec![0, n, 2 * n]),
-    }))
+    // Two cells of row indexes, each an i64 vector on the device.
+    Ok(Value::List(List::Mixed(Arc::new(vec![
+        resident_i64(device, &[&pairs.a])?,
+        resident_i64(device, &[&pairs.b])?,
+    ]))))
 }
 
 /// The relation builtins (`gpu/relation.rs`); arguments checked as by the CPU builtins.
@@ -351,45 +454,11 @@ fn element_words(v: &Vector) -> Out<(Cow<'_, [u32]>, u32)> {
     })
 }
 
-/// Rebuilds a vector of `like`'s type from downloaded words.
-fn from_words(like: &Vector, words: Vec<u32>, strings: Option<&Arc<StrDict>>) -> Out<Vector> {
-    Ok(match like {
-        Vector::Bool(_) => Vector::Bool(Arc::new(words.iter().map(|&w| w != 0).collect())),
-        Vector::Char(_) => Vector::Char(Arc::new(words.iter().map(|&w| w as u8).collect())),
-        Vector::I8(_) => Vector::I8(Arc::new(words.iter().map(|&w| w as i32 as i8).collect())),
-        Vector::I16(_) => Vector::I16(Arc::new(words.iter().map(|&w| w as i32 as i16).collect())),
-        Vector::I32(_) => Vector::I32(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::Month(_) => Vector::Month(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::Date(_) => Vector::Date(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::Minute(_) => Vector::Minute(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::Second(_) => Vector::Second(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::Time(_) => Vector::Time(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::I64(_) => Vector::I64(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::Dt(_) => Vector::Dt(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::F32(_) => Vector::F32(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::F64(_) => Vector::F64(Arc::new(bytemuck::pod_collect_to_vec(&words))),
-        Vector::Sym(_) | Vector::Str(_) => {
-            let Some(dict) = strings else {
-                fail!("string result without a dictionary");
-            };
-            let s = Strings {
-                dict: dict.clone(),
-                codes: Arc::new(words),
-            };
-            if matches!(like, Vector::Sym(_)) {
-                Vector::Sym(s)
-            } else {
-                Vector::Str(s)
-            }
-        }
-        Vector::Complex(_) => fail!("cannot assign complex values on the GPU"),
-    })
-}
-
 /// String codes of `s` re-coded by `map` on the GPU (the `Remap` key encoding).
 fn remapped_codes(device: &Device, s: &Strings, map: Vec<u32>) -> Out<GpuBuffer<u32>> {
     let source = ColumnSource {
         data: Cow::Borrowed(s.codes.as_slice()),
+        resident: None,
         rows: s.len(),
         encoding: Encoding::Remap,
         remap: Some(map),
@@ -400,16 +469,126 @@ fn remapped_codes(device: &Device, s: &Strings, map: Vec<u32>) -> Out<GpuBuffer<
 /// `@index_a(x, i, v)`: a copy of `x` with `x[i[j]] = v[j]`; where several j name one
 /// position the last (largest j) wins, as in the CPU's sequential loop. `v` must have
 /// `x`'s type (the CPU's real-to-real conversion is not done on the GPU).
+/// An operand of `@index_a`: a vector on the host, or one on the device whose words are
+/// bound as they are.
+#[derive(Clone, Copy)]
+enum Operand<'v> {
+    Host(&'v Vector),
+    Device(&'v DeviceVector),
+}
+
+impl Operand<'_> {
+    fn of<'v>(args: &[ArgValue<'v>], i: usize) -> Out<Operand<'v>> {
+        match value(args, i)? {
+            Value::Device(d) => Ok(Operand::Device(d)),
+            other => Ok(Operand::Host(as_vector(other)?)),
+        }
+    }
+
+    fn ty(&self) -> Type {
+        match self {
+            Operand::Host(v) => v.ty(),
+            Operand::Device(d) => d.ty.clone(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Operand::Host(v) => v.len(),
+            Operand::Device(d) => d.len,
+        }
+    }
+
+    fn dict(&self) -> Option<Arc<StrDict>> {
+        match self {
+            Operand::Host(v) => v.as_strings().map(|s| s.dict.clone()),
+            Operand::Device(d) => d.dict.clone(),
+        }
+    }
+
+    /// The elements in the kernels' layout on the device, and words per element.
+    fn words(&self, device: &Device, label: &str) -> Out<(Arc<GpuBuffer<u32>>, u32)> {
+        match self {
+            Operand::Host(v) => {
+                let (words, elem) = element_words(v)?;
+                Ok((Arc::new(device.upload(label, &words)?), elem))
+            }
+            Operand::Device(d) => {
+                if d.ty == Type::Complex {
+                    fail!("cannot assign complex values on the GPU");
+                }
+                let elem = crate::kernel::GpuElement::of_type(&d.ty).map_or(1, |e| e.size() / 4);
+                // Exactly the elements (a kernel's output buffer may have room for more).
+                let exact = GpuBuffer::<u32>::wrap(d.buffer.raw().clone(), d.len * elem as usize);
+                Ok((Arc::new(exact), elem as u32))
+            }
+        }
+    }
+
+    /// String codes re-coded by `map` on the GPU.
+    fn remapped(&self, device: &Device, map: Vec<u32>) -> Out<GpuBuffer<u32>> {
+        match self {
+            Operand::Host(v) => match v.as_strings() {
+                Some(s) => remapped_codes(device, s, map),
+                None => fail!("expected strings, got {}", v.ty()),
+            },
+            Operand::Device(d) => {
+                let source = ColumnSource {
+                    data: Cow::Borrowed(&[]),
+                    resident: Some(d.buffer.clone()),
+                    rows: d.len,
+                    encoding: Encoding::Remap,
+                    remap: Some(map),
+                };
+                Ok(encode_keys(device, "@index_a", d.len, &[source])?.words)
+            }
+        }
+    }
+
+    /// Element `j` as an integer (reads one element of a device vector back).
+    fn integer_at(&self, device: &Device, j: usize) -> Option<i64> {
+        match self {
+            Operand::Host(v) => v.integer_at(j),
+            Operand::Device(d) if j < d.len => {
+                let wide = d.ty == Type::I64;
+                let w = if wide { 2 } else { 1 };
+                let words = device.download_range(&d.buffer, j * w, w).ok()?;
+                Some(if wide {
+                    i64::from(words[0]) | (i64::from(words[1]) << 32)
+                } else {
+                    i64::from(words[0] as i32)
+                })
+            }
+            Operand::Device(_) => None,
+        }
+    }
+}
+
 fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     exactly(args, 3)?;
-    let (x, i, v) = (vector(args, 0)?, vector(args, 1)?, vector(args, 2)?);
-    let (index_words, wide_index): (Cow<'_, [u32]>, bool) = match i {
-        Vector::I64(e) => (Cow::Borrowed(bytemuck::cast_slice(e.as_slice())), true),
-        Vector::I32(e) => (Cow::Borrowed(bytemuck::cast_slice(e.as_slice())), false),
-        Vector::I16(e) => (e.iter().map(|&k| i32::from(k) as u32).collect(), false),
-        Vector::I8(e) => (e.iter().map(|&k| i32::from(k) as u32).collect(), false),
-        Vector::Bool(e) => (e.iter().map(|&k| u32::from(k)).collect(), false),
-        other => fail!("expected integer indices, got {}", other.ty()),
+    let (x, i, v) = (
+        Operand::of(args, 0)?,
+        Operand::of(args, 1)?,
+        Operand::of(args, 2)?,
+    );
+    let (index_buffer, wide_index): (Arc<GpuBuffer<u32>>, bool) = match i {
+        Operand::Host(i) => {
+            let (words, wide): (Cow<'_, [u32]>, bool) = match i {
+                Vector::I64(e) => (Cow::Borrowed(bytemuck::cast_slice(e.as_slice())), true),
+                Vector::I32(e) => (Cow::Borrowed(bytemuck::cast_slice(e.as_slice())), false),
+                Vector::I16(e) => (e.iter().map(|&k| i32::from(k) as u32).collect(), false),
+                Vector::I8(e) => (e.iter().map(|&k| i32::from(k) as u32).collect(), false),
+                Vector::Bool(e) => (e.iter().map(|&k| u32::from(k)).collect(), false),
+                other => fail!("expected integer indices, got {}", other.ty()),
+            };
+            (Arc::new(device.upload("index_a index", &words)?), wide)
+        }
+        // Narrow integers are one i32 (bool: u32) word each on the device already.
+        Operand::Device(d) => match d.ty {
+            Type::I64 => (d.buffer.clone(), true),
+            Type::I32 | Type::I16 | Type::I8 | Type::Bool => (d.buffer.clone(), false),
+            ref other => fail!("expected integer indices, got {other}"),
+        },
     };
     let n = i.len();
     if v.len() != 1 && v.len() != n {
@@ -417,8 +596,8 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     }
     let same = x.ty() == v.ty()
         || matches!(
-            (x, v),
-            (Vector::Sym(_), Vector::Sym(_)) | (Vector::Str(_), Vector::Str(_))
+            (x.ty(), v.ty()),
+            (Type::Sym, Type::Sym) | (Type::Str, Type::Str)
         );
     if !same {
         fail!(
@@ -429,33 +608,27 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     }
     // Strings: both sides re-coded into the merged dictionary (merged on the CPU, per
     // distinct string; the codes re-coded on the GPU).
-    let (x_words, v_words, elem_words, dict) = match (x.as_strings(), v.as_strings()) {
-        (Some(sx), Some(sv)) if !Arc::ptr_eq(&sx.dict, &sv.dict) && sx.dict != sv.dict => {
-            let merge = StrDict::merge(&[&sx.dict, &sv.dict]);
+    let (x_words, v_words, elem_words, dict) = match (x.dict(), v.dict()) {
+        (Some(dx), Some(dv)) if !Arc::ptr_eq(&dx, &dv) && dx != dv => {
+            let merge = StrDict::merge(&[&dx, &dv]);
             let mut maps = merge.maps.into_iter();
             let (Some(mx), Some(mv)) = (maps.next(), maps.next()) else {
                 fail!("dictionary merge lost an input");
             };
-            let xb = remapped_codes(device, sx, mx)?;
-            let vb = remapped_codes(device, sv, mv)?;
+            let xb = Arc::new(x.remapped(device, mx)?);
+            let vb = Arc::new(v.remapped(device, mv)?);
             (xb, vb, 1u32, Some(merge.dict))
         }
-        (sx, _) => {
-            let (xw, elem) = element_words(x)?;
-            let (vw, _) = element_words(v)?;
-            (
-                device.upload("index_a x", &xw)?,
-                device.upload("index_a v", &vw)?,
-                elem,
-                sx.map(|s| s.dict.clone()),
-            )
+        (dx, _) => {
+            let (xw, elem) = x.words(device, "index_a x")?;
+            let (vw, _) = v.words(device, "index_a v")?;
+            (xw, vw, elem, dx)
         }
     };
     let len_x = x.len();
     let out = device.zeroed::<u32>("index_a out", len_x * elem_words as usize)?;
     let winner = device.zeroed::<u32>("index_a winner", len_x)?;
     let error = device.zeroed::<u32>("index_a error", 1)?;
-    let index = device.upload("index_a index", &index_words)?;
     let source = render(
         "index_assign.wgsl",
         INDEX_ASSIGN_WGSL,
@@ -495,7 +668,7 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
             &pipeline,
             &[
                 &uniform,
-                index.raw(),
+                index_buffer.raw(),
                 v_words.raw(),
                 winner.raw(),
                 out.raw(),
@@ -508,11 +681,16 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     let bad = device.download(&error)?.first().copied().unwrap_or(0);
     if bad != 0 {
         let j = (u32::MAX - bad) as usize;
-        let k = i.integer_at(j).unwrap_or(-1);
+        let k = i.integer_at(device, j).unwrap_or(-1);
         fail!("index {k} out of range for length {len_x}");
     }
-    let words = device.download(&out)?;
-    Ok(Value::Vector(from_words(x, words, dict.as_ref())?))
+    // The result stays on the device: its words are in the kernels' layout.
+    Ok(Value::Device(DeviceVector::new(
+        x.ty(),
+        len_x,
+        dict,
+        Arc::new(out),
+    )))
 }
 
 fn strings_arg<'v>(v: &'v Vector, what: &str) -> Out<&'v Strings> {
@@ -628,7 +806,7 @@ fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     commands.submit()?;
     let codes = device.upload("like codes", strings.codes.as_slice())?;
     let per_row = gather(device, &matched, &codes)?;
-    Ok(Value::from_bools(download_as_bools(device, &per_row, 0)?))
+    resident_bools(device, &per_row, 0)
 }
 
 /// `@sub_string`'s per-distinct-string step, on the CPU: the substring of each dictionary

@@ -8,6 +8,7 @@
 //! Everything here runs on the GPU adapter and reads results back; there is no CPU fallback.
 //! The CPU backend (`crate::cpu`) is the oracle tests compare against.
 
+pub mod bandwidth;
 mod buffer;
 pub mod compact;
 mod device;
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod library;
 pub mod order;
 mod pipeline;
+mod pipeline_cache;
 pub mod reduce;
 pub mod relation;
 pub mod scan;
@@ -25,7 +27,10 @@ pub mod sort;
 pub mod template;
 
 pub use buffer::{GpuBuffer, MAX_ELEMENTS};
-pub use device::{require_gpu_or_skip, Device, ADAPTER_ENV, OPTIONAL_FEATURES, REQUIRE_GPU_ENV};
+pub use device::{
+    require_gpu_or_skip, Device, Traffic, ADAPTER_ENV, OPTIONAL_FEATURES, REQUIRE_GPU_ENV,
+};
 pub use error::{GpuError, Result};
 pub use pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
+pub use pipeline_cache::{cache_dir, CACHE_DIR_ENV};
 pub use wgpu;

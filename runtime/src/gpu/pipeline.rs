@@ -1,5 +1,6 @@
 //! Compute pipelines (cached by WGSL text and entry point) and the recording of dispatches.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
@@ -48,9 +49,23 @@ impl Device {
             }
         }
         // Compile outside the lock: compiling can take a while on a software driver.
+        let start = std::time::Instant::now();
         let pipeline = Arc::new(self.compile(spec)?);
+        self.pipelines_built.fetch_add(1, Ordering::Relaxed);
+        self.pipeline_build_nanos.fetch_add(
+            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         let mut cache = self.pipelines.lock().map_err(|_| poisoned(spec.label))?;
         Ok(Arc::clone(cache.entry(key).or_insert(pipeline)))
+    }
+
+    /// Pipelines this process compiled, and the time that took.
+    pub fn pipelines_built(&self) -> (u32, std::time::Duration) {
+        (
+            self.pipelines_built.load(Ordering::Relaxed),
+            std::time::Duration::from_nanos(self.pipeline_build_nanos.load(Ordering::Relaxed)),
+        )
     }
 
     /// Number of cached pipelines.
@@ -111,7 +126,7 @@ impl Device {
                     module: &module,
                     entry_point: Some(spec.entry_point),
                     compilation_options: Default::default(),
-                    cache: None,
+                    cache: self.wgpu_pipeline_cache(),
                 });
             Pipeline {
                 label: spec.label.to_string(),

@@ -583,6 +583,7 @@ impl<'d> GpuGraph<'d> {
                 label_stride: n as u32,
             };
             // Queue-ordered: runs after the work already submitted for the previous batch.
+            device.count_upload(std::mem::size_of_val(&params) as u64);
             device
                 .queue
                 .write_buffer(&buffers.scratch.params, 0, bytemuck::bytes_of(&params));
@@ -844,6 +845,7 @@ pub(crate) fn storage<T: bytemuck::Pod>(
         return buffer(device, label, 4, STORAGE_USAGE);
     }
     check_size(device, label, bytes.len() as u64)?;
+    device.count_upload(bytes.len() as u64);
     device
         .capture_errors(label, command_error, || {
             device
@@ -938,6 +940,7 @@ pub(crate) fn map_read(
         .recv()
         .map_err(|e| readback_error(e.to_string()))?
         .map_err(|e| readback_error(e.to_string()))?;
+    device.count_download(staging.size());
     let bytes = {
         let view = staging
             .slice(..)

@@ -1,0 +1,251 @@
+//! Where each value lives, and the only place data crosses between host and device.
+//!
+//! A value is on the host ([`Value::Vector`] and the containers), on the device
+//! ([`Value::Device`]: kernel outputs and library results), or both (a device vector whose
+//! host copy was made, kept inside the value; a host column with a device copy here).
+//!
+//! - [`Location::buffer`] gives a kernel the device words of a value: a device vector's own
+//!   buffer, or the upload of a host value. Host values are uploaded once per allocation:
+//!   a table's columns are `Arc`s shared by every `@column_value` that reads them, so the
+//!   address identifies the data, and the copy is kept (with a clone of the value, so the
+//!   address cannot be reused) for every later kernel and run that reads the same column.
+//! - [`Location::host`] gives a host step the elements of a value: a host value as it is, a
+//!   device vector's host copy, downloading it the first time.
+//!
+//! Every byte either way is counted by the device (`Device::traffic`), which `--time` prints.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::encode::{vector_from_download, words_of, Downloaded};
+use crate::error::{Result, RuntimeError};
+use crate::gpu::{Device, GpuBuffer};
+use crate::kernel::{GpuElement, ValuePart};
+use crate::value::{DeviceVector, List, Value, Vector};
+
+/// Identity of one part of one host value's data.
+type Key = (usize, ValuePart, GpuElement);
+
+#[derive(Default)]
+pub(crate) struct Location {
+    /// Device copies of host values.
+    uploaded: HashMap<Key, (Arc<GpuBuffer<u32>>, Value)>,
+    /// Bytes of those copies.
+    uploaded_bytes: u64,
+}
+
+/// What one move between host and device cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Moved {
+    pub bytes: u64,
+    pub time: Duration,
+}
+
+impl Location {
+    /// The device words of `part` of `value` as a kernel binds them (`element` checked), and
+    /// the bytes uploaded to get them (none for a device vector or a host value already
+    /// uploaded).
+    pub(crate) fn buffer(
+        &mut self,
+        device: &Device,
+        value: &Value,
+        part: ValuePart,
+        element: GpuElement,
+    ) -> Result<(Arc<GpuBuffer<u32>>, Moved)> {
+        match (value, part) {
+            (Value::Device(d), _) => {
+                return device_buffer(d, part, element).map(|b| (b, Moved::default()))
+            }
+            (Value::DeviceList(l), ValuePart::ListValues) => {
+                let values = device_buffer(&l.values, ValuePart::Elements, element)?;
+                return Ok((values, Moved::default()));
+            }
+            (Value::DeviceList(l), ValuePart::ListOffsets) => {
+                return Ok((l.offsets.clone(), Moved::default()))
+            }
+            (Value::DeviceList(_), part) => {
+                return Err(RuntimeError::new(format!(
+                    "a kernel reads the {part:?} of a list"
+                )))
+            }
+            _ => {}
+        }
+        let key = key_of(value, part, element);
+        if let Some(k) = key {
+            if let Some((buffer, _)) = self.uploaded.get(&k) {
+                return Ok((buffer.clone(), Moved::default()));
+            }
+        }
+        let start = Instant::now();
+        let mut words = words_of(value, part, element)?;
+        // A binding of 8-byte elements needs 8 bytes even when empty.
+        if words.len() < 2 {
+            words.resize(2, 0);
+        }
+        let buffer = Arc::new(
+            device
+                .upload("input", &words)
+                .map_err(|e| RuntimeError::new(format!("uploading an input: {e}")))?,
+        );
+        let bytes = (words.len() * 4) as u64;
+        if let Some(k) = key {
+            self.uploaded_bytes += bytes;
+            self.uploaded.insert(k, (buffer.clone(), value.clone()));
+        }
+        let time = start.elapsed();
+        Ok((buffer, Moved { bytes, time }))
+    }
+
+    /// Bytes of the device copies of host values held.
+    pub(crate) fn uploaded_bytes(&self) -> u64 {
+        self.uploaded_bytes
+    }
+}
+
+/// `value` with its elements on the host: itself, or a device vector's host copy
+/// (downloaded the first time and kept with the value), or a list or dictionary with such
+/// copies. Also returns what the downloads moved (nothing when all was on the host).
+pub(crate) fn host(device: &Device, value: &Value) -> Result<(Value, Moved)> {
+    if !value.on_device() {
+        return Ok((value.clone(), Moved::default()));
+    }
+    let mut moved = Moved::default();
+    let mut add = |m: Moved| {
+        moved.bytes += m.bytes;
+        moved.time += m.time;
+    };
+    let hosted = match value {
+        Value::Device(d) => {
+            let (v, m) = host_vector(device, d)?;
+            add(m);
+            Value::Vector(v)
+        }
+        Value::List(List::Mixed(cells)) => {
+            let mut hosted = Vec::with_capacity(cells.len());
+            for cell in cells.iter() {
+                let (v, m) = host(device, cell)?;
+                add(m);
+                hosted.push(v);
+            }
+            // As the CPU builds it: vectors of one type become a flat list.
+            Value::List(List::from_cells(hosted))
+        }
+        Value::DeviceList(l) => {
+            let (values, mv) = host_vector(device, &l.values)?;
+            add(mv);
+            let start = Instant::now();
+            let offsets = device
+                .download_range(&l.offsets, 0, l.cells + 1)
+                .map_err(|e| RuntimeError::new(format!("downloading a list: {e}")))?;
+            add(Moved {
+                bytes: 4 * (l.cells as u64 + 1),
+                time: start.elapsed(),
+            });
+            let offsets = offsets.into_iter().map(|o| o as usize).collect();
+            Value::List(List::flat(values, offsets)?)
+        }
+        Value::Dict(d) => {
+            let (keys, mk) = host(device, &d.keys)?;
+            let (values, mv) = host(device, &d.values)?;
+            add(mk);
+            add(mv);
+            Value::Dict(crate::value::Dict {
+                keys: Box::new(keys),
+                values: Box::new(values),
+            })
+        }
+        other => other.clone(),
+    };
+    Ok((hosted, moved))
+}
+
+/// A device vector's host copy, downloaded the first time.
+fn host_vector(device: &Device, d: &DeviceVector) -> Result<(Vector, Moved)> {
+    if let Some(v) = d.host() {
+        return Ok((v.clone(), Moved::default()));
+    }
+    let start = Instant::now();
+    let vector = download(device, d)?;
+    let moved = Moved {
+        bytes: d.byte_len(),
+        time: start.elapsed(),
+    };
+    Ok((d.set_host(vector).clone(), moved))
+}
+
+/// Reads the elements of a device vector.
+fn download(device: &Device, d: &DeviceVector) -> Result<Vector> {
+    let element = GpuElement::of_type(&d.ty)
+        .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
+    let failed = |e: crate::gpu::GpuError| RuntimeError::new(format!("downloading a value: {e}"));
+    let data = if element.size() == 8 {
+        // The same device buffer seen as 8-byte words: one copy from the staging memory
+        // straight into the vector's allocation.
+        let wide = GpuBuffer::<u64>::wrap(d.buffer.raw().clone(), d.buffer.len() / 2);
+        Downloaded::Wide(device.download_range(&wide, 0, d.len).map_err(failed)?)
+    } else {
+        Downloaded::Words(device.download_range(&d.buffer, 0, d.len).map_err(failed)?)
+    };
+    vector_from_download(&d.ty, data, d.dict.clone())
+}
+
+/// The buffer of a device vector, bound as `part` with elements `element`.
+fn device_buffer(
+    d: &DeviceVector,
+    part: ValuePart,
+    element: GpuElement,
+) -> Result<Arc<GpuBuffer<u32>>> {
+    if part != ValuePart::Elements {
+        return Err(RuntimeError::new(format!(
+            "a kernel reads the {part:?} of a {} vector",
+            d.ty
+        )));
+    }
+    let want = GpuElement::of_type(&d.ty)
+        .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
+    if want != element {
+        return Err(RuntimeError::new(format!(
+            "a kernel binds a {} vector as {}, but it is {} on the GPU",
+            d.ty,
+            element.wgsl(),
+            want.wgsl()
+        )));
+    }
+    Ok(d.buffer.clone())
+}
+
+/// The address of the data behind `part` of host `value` (None for values without one).
+fn key_of(value: &Value, part: ValuePart, element: GpuElement) -> Option<Key> {
+    let address = match (value, part) {
+        (Value::Vector(v), ValuePart::Elements) => vector_address(v),
+        (Value::List(List::Flat { values, .. }), ValuePart::ListValues) => vector_address(values),
+        (Value::List(List::Flat { offsets, .. }), ValuePart::ListOffsets) => {
+            Arc::as_ptr(offsets) as usize
+        }
+        (Value::Enum(e), ValuePart::EnumKeys) => vector_address(&e.domain),
+        (Value::Enum(e), ValuePart::EnumIndex) => Arc::as_ptr(&e.index) as usize,
+        _ => return None,
+    };
+    Some((address, part, element))
+}
+
+fn vector_address(v: &Vector) -> usize {
+    match v {
+        Vector::Bool(x) => Arc::as_ptr(x) as usize,
+        Vector::Char(x) => Arc::as_ptr(x) as usize,
+        Vector::I8(x) => Arc::as_ptr(x) as usize,
+        Vector::I16(x) => Arc::as_ptr(x) as usize,
+        Vector::I32(x)
+        | Vector::Month(x)
+        | Vector::Date(x)
+        | Vector::Minute(x)
+        | Vector::Second(x)
+        | Vector::Time(x) => Arc::as_ptr(x) as usize,
+        Vector::I64(x) | Vector::Dt(x) => Arc::as_ptr(x) as usize,
+        Vector::F32(x) => Arc::as_ptr(x) as usize,
+        Vector::F64(x) => Arc::as_ptr(x) as usize,
+        Vector::Complex(x) => Arc::as_ptr(x) as usize,
+        Vector::Sym(s) | Vector::Str(s) => Arc::as_ptr(&s.codes) as usize,
+    }
+}
