@@ -276,7 +276,7 @@ fn build_dag(
     let reverse_offsets = scratch(device, "grail dag reverse offsets", c + 1)?;
     let cursor = scratch(device, "grail dag cursor", c)?;
     let reverse_cursor = scratch(device, "grail dag reverse cursor", c)?;
-    let placeholder = scratch(device, "grail dag placeholder", 1)?;
+    let unused_binding = scratch(device, "grail dag binding a pass does not use", 1)?;
     let count_group = kernels.dag.bind(
         device,
         &[
@@ -286,9 +286,9 @@ fn build_dag(
             comp,
             new_id,
             &offsets,
-            &placeholder,
+            &unused_binding,
             &reverse_offsets,
-            &placeholder,
+            &unused_binding,
             &cursor,
             &reverse_cursor,
         ],
@@ -437,7 +437,7 @@ impl<'d> GpuReachIndex<'d> {
             }
             // Renumber the components 0..c in the order of their naming vertices.
             let params = uniform(device, "grail renumber params", &[n as u32, 0, 0, 0])?;
-            let placeholder = scratch(device, "grail placeholder", 1)?;
+            let unused_binding = scratch(device, "grail binding a pass does not use", 1)?;
             let group = kernels.dag.bind(
                 device,
                 &[
@@ -446,12 +446,12 @@ impl<'d> GpuReachIndex<'d> {
                     &targets,
                     &scc.comp,
                     &new_id,
-                    &placeholder,
-                    &placeholder,
-                    &placeholder,
-                    &placeholder,
-                    &placeholder,
-                    &placeholder,
+                    &unused_binding,
+                    &unused_binding,
+                    &unused_binding,
+                    &unused_binding,
+                    &unused_binding,
+                    &unused_binding,
                 ],
             )?;
             let mut keep = Vec::new();
