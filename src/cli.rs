@@ -6,14 +6,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use horsec_runtime::data::Database;
-use horsec_runtime::engine::GpuEngine;
-use horsec_runtime::format::{write_value, OutputFormat};
+use horsec_runtime::data::{ArrowFileFormat, Database};
+use horsec_runtime::format::OutputFormat;
 use horsec_runtime::gpu::{Device, GpuError};
-use horsec_runtime::interp;
-use horsec_runtime::profile::Profile;
 
-use crate::diag::Diagnostic;
+use crate::api::{Engine, Output, Query};
 use crate::driver::{compile_for, Compilation, Stage, Target};
 
 #[derive(Parser, Debug)]
@@ -45,14 +42,19 @@ enum Command {
     },
     /// Run a program and print the table it returns.
     Run(RunArgs),
-    /// Write TPC-H at a scale factor as dbgen `.tbl` files (the data `run --data DIR` reads).
+    /// Write TPC-H at a scale factor as dbgen `.tbl`, Parquet or Arrow IPC files (the data
+    /// `run --data DIR` reads).
     GenTpch {
         /// Scale factor (1 = 6 million lineitems).
         #[arg(long, value_name = "SF")]
         sf: f64,
-        /// Directory to write `<table>.tbl` into (created when missing).
+        /// Directory to write `<table>.tbl` (or `.parquet`, `.arrow`) into (created when
+        /// missing).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// File format: dbgen text, Parquet (Snappy) or an Arrow IPC file.
+        #[arg(long, value_enum, default_value_t = TableFormat::Tbl)]
+        format: TableFormat,
     },
     /// Write seeded Datalog inputs: a power-law or grid (road-like) graph as CSV
     /// (`src,dst`), or CSPA-like `assign.facts` and `dereference.facts` into a directory.
@@ -61,6 +63,13 @@ enum Command {
     /// beside the multi-threaded CPU MS-BFS (checking they agree); `--reach dag` times the
     /// reachability index (`@reach_index`) build and queries on both backends.
     Bench(BenchArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum TableFormat {
+    Tbl,
+    Parquet,
+    Arrow,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -153,6 +162,11 @@ struct BenchArgs {
     /// Time the query programs on the GPU only (no CPU backend runs).
     #[arg(long)]
     gpu_only: bool,
+    /// Time loading these TPC-H tables (comma-separated), every column, each from its file
+    /// in --data DIR (`.tbl`, `.parquet`, …; foreign keys as plain keys); prints
+    /// `load TABLE (FILE): best S s of RUNS (ROWS rows)`.
+    #[arg(long, value_delimiter = ',', value_name = "TABLE", requires = "data")]
+    load: Vec<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -165,22 +179,33 @@ struct RunArgs {
     /// Use the adapter whose name contains this text (also `HORSEC_ADAPTER`).
     #[arg(long, value_name = "NAME")]
     adapter: Option<String>,
-    /// Generate TPC-H data in process at this scale factor (the default data: SF 0.01).
+    /// Generate TPC-H data in process at this scale factor. Without --tpch, --data or
+    /// --table, the default data is TPC-H SF 0.01, generated once into the cache directory
+    /// (`$HORSEC_CACHE_DIR`, else `$XDG_CACHE_HOME/horsec`, else `~/.cache/horsec`) as Parquet
+    /// and read from there on later runs.
     #[arg(long, value_name = "SF", conflicts_with = "data")]
     tpch: Option<f64>,
-    /// Load TPC-H from a directory of dbgen `.tbl` files.
+    /// Load TPC-H from a directory holding each table as `<table>.tbl` (dbgen), `.parquet`,
+    /// `.arrow`/`.feather` (Arrow IPC) or `.csv`. Only the tables and columns the program
+    /// reads are loaded.
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
-    /// Output format.
+    /// Output format; parquet and arrow write a file and need --out.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Write the result to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Print where the time went (to stderr).
     #[arg(long)]
     time: bool,
-    /// Load a CSV file as table NAME; repeatable. The header names the columns, with an
-    /// optional type (`price:f64`: i32, i64, f64, date, sym or str; a value that does not
-    /// parse is an error naming file, line and column); other column types are inferred
-    /// (i64, f64, date, else sym). Without --tpch or --data, only these tables are loaded.
+    /// Load a file as table NAME, its format by extension; repeatable. `.parquet` and
+    /// `.arrow`/`.feather` columns keep their types (decimals become f64, strings sym,
+    /// timestamps dt; a type horsec cannot hold is an error naming the column). A `.csv`
+    /// header names the columns, with an optional type (`price:f64`: i32, i64, f64, date,
+    /// sym or str; a value that does not parse is an error naming file, line and column);
+    /// other CSV column types are inferred (i64, f64, date, else sym). Every column the
+    /// program reads must be there. Without --tpch or --data, only these tables are loaded.
     #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg)]
     tables: Vec<(String, PathBuf)>,
 }
@@ -230,15 +255,22 @@ enum Format {
     Tsv,
     Csv,
     Json,
+    /// A Parquet file (Snappy); needs --out.
+    Parquet,
+    /// An Arrow IPC file; needs --out.
+    Arrow,
 }
 
-impl From<Format> for OutputFormat {
-    fn from(f: Format) -> OutputFormat {
-        match f {
-            Format::Table => OutputFormat::Table,
-            Format::Tsv => OutputFormat::Tsv,
-            Format::Csv => OutputFormat::Csv,
-            Format::Json => OutputFormat::Json,
+impl Format {
+    /// The text format, or the Arrow file format.
+    fn output(self) -> Result<OutputFormat, ArrowFileFormat> {
+        match self {
+            Format::Table => Ok(OutputFormat::Table),
+            Format::Tsv => Ok(OutputFormat::Tsv),
+            Format::Csv => Ok(OutputFormat::Csv),
+            Format::Json => Ok(OutputFormat::Json),
+            Format::Parquet => Err(ArrowFileFormat::Parquet),
+            Format::Arrow => Err(ArrowFileFormat::ArrowIpc),
         }
     }
 }
@@ -259,7 +291,7 @@ pub fn main() -> ExitCode {
                 backend,
             } => compile_command(&file, emit, out.as_deref(), backend),
             Command::Run(args) => run(&args),
-            Command::GenTpch { sf, out } => gen_tpch(sf, &out),
+            Command::GenTpch { sf, out, format } => gen_tpch(sf, &out, format),
             Command::Bench(args) => bench(&args),
             Command::GenGraph(args) => gen_graph(&args),
         });
@@ -372,6 +404,38 @@ fn bench_files(args: &BenchArgs) -> bool {
     }
 }
 
+/// `horsec bench --load TABLES --data DIR`: the best of `--runs` loads of each table's file.
+fn bench_load(args: &BenchArgs) -> bool {
+    use horsec_runtime::data::FileFormat;
+    let Some(dir) = &args.data else {
+        return false;
+    };
+    for table in &args.load {
+        let Some(path) = FileFormat::find_table(dir, table) else {
+            eprintln!("error: no file of table `{table}` in `{}`", dir.display());
+            return false;
+        };
+        let mut best = f64::INFINITY;
+        let mut rows = 0;
+        for _ in 0..args.runs.max(1) {
+            let start = Instant::now();
+            let mut db = Database::new();
+            if let Err(e) = db.load_file(table, &path) {
+                eprintln!("error: {e}");
+                return false;
+            }
+            best = best.min(start.elapsed().as_secs_f64());
+            rows = db.table(table).map_or(0, |t| t.rows());
+        }
+        println!(
+            "load {table} ({}): best {best:.3} s of {} ({rows} rows)",
+            path.display(),
+            args.runs.max(1)
+        );
+    }
+    true
+}
+
 /// `horsec bench --bandwidth`: the device's copy bandwidth, in a line scripts read.
 fn bench_bandwidth(args: &BenchArgs) -> bool {
     use horsec_runtime::gpu::bandwidth::measure_copy_bandwidth;
@@ -406,6 +470,14 @@ fn bench(args: &BenchArgs) -> bool {
     use horsec_runtime::graph::gpu::GpuOptions;
     if args.bandwidth && !bench_bandwidth(args) {
         return false;
+    }
+    if !args.load.is_empty() {
+        if !bench_load(args) {
+            return false;
+        }
+        if args.files.is_empty() && args.graph.is_empty() && args.reach.is_none() {
+            return true;
+        }
     }
     if !args.files.is_empty() && !bench_files(args) {
         return false;
@@ -520,9 +592,15 @@ fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
     }
 }
 
-fn gen_tpch(sf: f64, out: &Path) -> bool {
+fn gen_tpch(sf: f64, out: &Path, format: TableFormat) -> bool {
+    use horsec_runtime::data::{write_tpch_files, write_tpch_tbl, ArrowFileFormat};
     let start = std::time::Instant::now();
-    match horsec_runtime::data::write_tpch_tbl(sf, out, true) {
+    let written = match format {
+        TableFormat::Tbl => write_tpch_tbl(sf, out, true),
+        TableFormat::Parquet => write_tpch_files(sf, out, ArrowFileFormat::Parquet, true),
+        TableFormat::Arrow => write_tpch_files(sf, out, ArrowFileFormat::ArrowIpc, true),
+    };
+    match written {
         Ok(()) => {
             eprintln!(
                 "wrote TPC-H SF {sf} to {} in {:.1} s",
@@ -695,11 +773,19 @@ fn write_output(file: &Path, out: Option<&Path>, ext: &str, text: &str) -> bool 
 }
 
 fn run(args: &RunArgs) -> bool {
+    if let (Err(file_format), None) = (args.format.output(), &args.out) {
+        let name = match file_format {
+            ArrowFileFormat::Parquet => "parquet",
+            ArrowFileFormat::ArrowIpc => "arrow",
+        };
+        eprintln!("error: --format {name} writes a file: give --out FILE");
+        return false;
+    }
     // The device first: which backend runs decides what to compile.
-    let device = match args.backend {
-        Some(Backend::Cpu) => None,
+    let engine = match args.backend {
+        Some(Backend::Cpu) => Engine::cpu(),
         wanted => match open_device(args.adapter.as_deref()) {
-            Ok(device) => Some(device),
+            Ok(device) => Engine::with_device(device),
             // Without a GPU the CPU runs, unless the user named an adapter: then a name
             // that matches none is an error listing the adapters there are.
             Err(e) if wanted.is_none() && e.is_no_adapter() && !adapter_named(args) => {
@@ -707,7 +793,7 @@ fn run(args: &RunArgs) -> bool {
                     "warning: {e}; running on the CPU backend \
                      (install a Vulkan driver, e.g. mesa-vulkan-drivers, for the GPU)"
                 );
-                None
+                Engine::cpu()
             }
             Err(e) => {
                 let flag = if adapter_named(args) {
@@ -720,126 +806,174 @@ fn run(args: &RunArgs) -> bool {
             }
         },
     };
-    let backend = if device.is_some() {
-        Backend::Gpu
-    } else {
-        Backend::Cpu
+
+    let Some(text) = read_source(&args.file) else {
+        return false;
+    };
+    let query = match engine.compile(&args.file.display().to_string(), &text) {
+        Ok(query) => {
+            eprint!("{}", query.warnings());
+            query
+        }
+        Err(e) => {
+            eprint!("{}", e.message);
+            return false;
+        }
     };
 
     let start = Instant::now();
-    let Some(c) = compile_file(&args.file, Stage::Plan, backend) else {
-        return false;
-    };
-    let compile_time = start.elapsed();
-    let Some(plan) = c.plan.as_ref() else {
-        return false;
-    };
-
-    let start = Instant::now();
-    let db = match &c.datalog {
+    let db = match &query.compilation().datalog {
         Some(lowered) => datalog_database(&lowered.inputs, &args.tables, args.data.as_deref()),
-        None => database(args, &c),
+        None => database(args, &query),
     };
     let Some(db) = db else {
         return false;
     };
     let load_time = start.elapsed();
 
-    let start = Instant::now();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut profile = Profile::new();
-    let result = match &device {
-        Some(device) => {
-            let mut engine = GpuEngine::new(device);
-            interp::run_with(plan, &db, &mut out, &mut engine, &mut profile)
-        }
-        None => interp::run_with(plan, &db, &mut out, &mut interp::CpuOnly, &mut profile),
-    };
-    let exec_time = start.elapsed();
-    let values = match result {
-        Ok(values) => values,
+    let output = match engine.run(&query, &db) {
+        Ok(output) => output,
         Err(e) => {
-            eprint!("{}", render_runtime_error(&c, &e));
+            eprint!("{}", e.message);
             return false;
         }
     };
     let start = Instant::now();
-    for value in &values {
-        if let Err(e) = write_value(value, args.format.into(), &mut out).and_then(|_| out.flush()) {
-            // The reader went away (`horsec run … | head`): what it wanted, it has.
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return true;
-            }
-            eprintln!("error: writing the result: {e}");
-            return false;
-        }
+    if !write_result(args, &output) {
+        return false;
     }
     let output_time = start.elapsed();
-    if let Some(device) = &device {
+    if let Some(device) = engine.device() {
         // Compiled pipelines for the next process; a cache that cannot be written costs
         // only time, so it is a warning.
         if let Err(e) = device.save_pipeline_cache() {
             eprintln!("warning: {e}");
         }
     }
-
     if args.time {
-        let mut report = String::from("time:\n");
-        for (stage, t) in &c.stage_times {
-            report += &format!("  compile/{stage:<10} {}\n", ms(*t));
-        }
-        report += &format!("  compile total      {}\n", ms(compile_time));
-        report += &format!("  load data          {}\n", ms(load_time));
-        if let Some(device) = &device {
-            let (built, build_time) = device.pipelines_built();
-            report += &format!("  pipelines cached   {:>10}\n", device.cached_pipelines());
-            report += &format!(
-                "  pipelines built    {} ({built} pipelines)\n",
-                ms(build_time)
-            );
-            report += &format!("  pipeline cache     {}\n", device.pipeline_cache_status());
-        }
-        report += &format!("  execute            {}\n", ms(exec_time));
-        report += &format!("  output             {}\n", ms(output_time));
-        report += &match &device {
-            Some(device) => format!("  backend: GPU ({})\n", device.describe()),
-            None => "  backend: CPU\n".to_string(),
-        };
-        report += &profile.report();
-        // Every byte of the run either way (columns, kernels, library kernels, counts,
-        // results), in a fixed form that scripts read.
-        let traffic = device.as_ref().map(|d| d.traffic()).unwrap_or_default();
-        if let Some(peak) = device.as_ref().and_then(|d| d.peak_memory()) {
-            report += &format!("  peak device memory {peak} bytes (after each GPU step)\n");
-        }
-        report += &format!("bytes uploaded: {}\n", traffic.uploaded);
-        report += &format!("bytes downloaded: {}\n", traffic.downloaded);
-        eprint!("{report}");
+        eprint!(
+            "{}",
+            time_report(&query, engine.device(), &output, load_time, output_time)
+        );
     }
     true
 }
 
-/// The data of a HorseIR program: TPC-H (generated or `.tbl` files) and `--table` CSVs.
-fn database(args: &RunArgs, c: &Compilation) -> Option<Database> {
+/// Writes what the program printed and the values it returned, to stdout or `--out`.
+fn write_result(args: &RunArgs, output: &Output) -> bool {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if let Err(e) = out.write_all(&output.printed) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return true;
+        }
+        eprintln!("error: writing to stdout: {e}");
+        return false;
+    }
+    match (args.format.output(), &args.out) {
+        (Err(file_format), Some(path)) => {
+            let written = output
+                .record_batches()
+                .map_err(|e| e.message)
+                .and_then(|batches| {
+                    horsec_runtime::data::write_batches(path, &batches, file_format)
+                        .map_err(|e| e.message)
+                });
+            if let Err(e) = written {
+                eprintln!("error: writing the result: {e}");
+                return false;
+            }
+            true
+        }
+        (Ok(format), Some(path)) => {
+            let mut text = Vec::new();
+            let written = output
+                .write_text(format, &mut text)
+                .and_then(|_| std::fs::write(path, text));
+            if let Err(e) = written {
+                eprintln!("{}: error: writing the result: {e}", path.display());
+                return false;
+            }
+            true
+        }
+        (Ok(format), None) => {
+            match output.write_text(format, &mut out).and_then(|_| out.flush()) {
+                Ok(()) => true,
+                // The reader went away (`horsec run … | head`): what it wanted, it has.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
+                Err(e) => {
+                    eprintln!("error: writing the result: {e}");
+                    false
+                }
+            }
+        }
+        (Err(_), None) => false,
+    }
+}
+
+/// The `--time` report: compile stages, loading, pipelines, execution, the profile, and
+/// the bytes moved.
+fn time_report(
+    query: &Query,
+    device: Option<&Device>,
+    output: &Output,
+    load_time: Duration,
+    output_time: Duration,
+) -> String {
+    let mut report = String::from("time:\n");
+    for (stage, t) in &query.compilation().stage_times {
+        report += &format!("  compile/{stage:<10} {}\n", ms(*t));
+    }
+    report += &format!("  compile total      {}\n", ms(query.compile_time()));
+    report += &format!("  load data          {}\n", ms(load_time));
+    if let Some(device) = device {
+        let (built, build_time) = device.pipelines_built();
+        report += &format!("  pipelines cached   {:>10}\n", device.cached_pipelines());
+        report += &format!(
+            "  pipelines built    {} ({built} pipelines)\n",
+            ms(build_time)
+        );
+        report += &format!("  pipeline cache     {}\n", device.pipeline_cache_status());
+    }
+    report += &format!("  execute            {}\n", ms(output.execute_time));
+    report += &format!("  output             {}\n", ms(output_time));
+    report += &match device {
+        Some(device) => format!("  backend: GPU ({})\n", device.describe()),
+        None => "  backend: CPU\n".to_string(),
+    };
+    report += &output.profile.report();
+    // Every byte of the run either way (columns, kernels, library kernels, counts,
+    // results), in a fixed form that scripts read.
+    let traffic = device.map(|d| d.traffic()).unwrap_or_default();
+    if let Some(peak) = device.and_then(|d| d.peak_memory()) {
+        report += &format!("  peak device memory {peak} bytes (after each GPU step)\n");
+    }
+    report += &format!("bytes uploaded: {}\n", traffic.uploaded);
+    report += &format!("bytes downloaded: {}\n", traffic.downloaded);
+    report
+}
+
+/// The data of a HorseIR program: TPC-H (cached, generated or read from `--data DIR`) and
+/// `--table` files. Only the tables and columns the program reads are loaded.
+fn database(args: &RunArgs, query: &Query) -> Option<Database> {
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    // Only the TPC-H tables the program loads are generated or read (none for a program
-    // that loads no table); `--table` files stand in for TPC-H tables of the same name.
-    let wanted: Option<Vec<String>> =
-        c.typed
-            .as_ref()
-            .and_then(crate::driver::loaded_tables)
-            .map(|names| {
-                names
-                    .into_iter()
-                    .filter(|name| !args.tables.iter().any(|(table, _)| table == name))
-                    .collect()
-            });
+    // `--table` files stand in for TPC-H tables of the same name.
+    let wanted: Option<Vec<String>> = query.tables().map(|names| {
+        names
+            .into_iter()
+            .filter(|name| !args.tables.iter().any(|(table, _)| table == name))
+            .collect()
+    });
+    let used = query.columns();
+    let columns: Option<Vec<String>> = used
+        .as_ref()
+        .map(|used| used.values().flatten().cloned().collect());
     let loaded = match (&args.data, args.tpch) {
-        (Some(dir), _) => Database::from_tbl_dir_tables(dir, progress, wanted.as_deref()),
+        (Some(dir), _) => Database::from_dir(dir, progress, wanted.as_deref(), columns.as_deref()),
         // `--table` alone: the program's own tables instead of TPC-H.
         (None, None) if !args.tables.is_empty() => Ok(Database::new()),
-        (None, sf) => Database::tpch_tables(sf.unwrap_or(0.01), progress, wanted.as_deref()),
+        (None, None) => default_tpch(progress, wanted.as_deref(), columns.as_deref()),
+        (None, Some(sf)) => Database::tpch_tables(sf, progress, wanted.as_deref()),
     };
     let mut db = match loaded {
         Ok(db) => db,
@@ -849,12 +983,50 @@ fn database(args: &RunArgs, c: &Compilation) -> Option<Database> {
         }
     };
     for (name, path) in &args.tables {
-        if let Err(e) = db.load_csv(name, path) {
+        if let Err(e) = db.load_file(name, path) {
             eprintln!("error: loading table `{name}`: {e}");
             return None;
         }
+        // A file without a column the program reads fails here, naming it, rather than at
+        // the `@column_value` that would find it missing.
+        let read = used.as_ref().and_then(|used| used.get(name));
+        if let (Some(read), Ok(table)) = (read, db.table(name)) {
+            if let Some(missing) = read
+                .iter()
+                .find(|column| !table.names.iter().any(|n| n.as_ref() == column.as_str()))
+            {
+                let has: Vec<&str> = table.names.iter().map(|n| n.as_ref()).collect();
+                eprintln!(
+                    "error: {}: table `{name}` has no column `{missing}`, which the program reads (its columns: {})",
+                    path.display(),
+                    has.join(", ")
+                );
+                return None;
+            }
+        }
     }
     Some(db)
+}
+
+/// The default data, TPC-H SF 0.01: read from the cache directory, generated into it the
+/// first time (with a note), or generated in process when there is no cache directory.
+fn default_tpch(
+    progress: bool,
+    tables: Option<&[String]>,
+    columns: Option<&[String]>,
+) -> horsec_runtime::error::Result<Database> {
+    const SF: f64 = 0.01;
+    if tables.is_some_and(|t| t.is_empty()) {
+        return Ok(Database::new());
+    }
+    let Some(cache) = horsec_runtime::gpu::cache_dir() else {
+        return Database::tpch_tables(SF, progress, tables);
+    };
+    let (db, notice) = Database::tpch_cached(SF, &cache, progress, tables, columns)?;
+    if let Some(notice) = notice {
+        eprintln!("note: {notice}");
+    }
+    Ok(db)
 }
 
 /// The `.input` relations of a Datalog program: `--table NAME=FILE.csv` (header naming the
@@ -927,26 +1099,6 @@ fn open_device(adapter: Option<&str>) -> Result<Device, GpuError> {
     match adapter {
         Some(name) => Device::with_adapter_filter(Some(name)),
         None => Device::new(),
-    }
-}
-
-/// A runtime error as `file:line:col: error: message` with the source line and a marker
-/// under the failing statement, like a compile error.
-fn render_runtime_error(c: &Compilation, e: &horsec_runtime::error::RuntimeError) -> String {
-    match e
-        .location
-        .and_then(|(line, col)| c.file.offset_of(line as usize, col as usize))
-    {
-        Some(start) => {
-            let text = c.file.text();
-            let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
-            let span = crate::syntax::ast::Span {
-                start,
-                end: end.max(start + 1),
-            };
-            c.file.render(&Diagnostic::error(span, e.message.clone()))
-        }
-        None => format!("{}: error: {}\n", c.file.name(), e.message),
     }
 }
 

@@ -308,3 +308,213 @@ pub fn loaded_tables(program: &sema::typed::TypedProgram) -> Option<Vec<String>>
     }
     Some(names)
 }
+
+/// The columns `program` reads from each table it loads, by table name, when every loaded
+/// table is named by a literal and used only through `@column_value(table, `name)` with a
+/// literal column name. `None` when a table is used any other way (passed on, returned,
+/// its keys listed, a column named by a variable): then every column may be read. The CLI
+/// reads only these columns, and checks that `--table` files have them.
+pub fn used_columns(
+    program: &sema::typed::TypedProgram,
+) -> Option<std::collections::BTreeMap<String, Vec<String>>> {
+    use crate::syntax::ast::LiteralValue;
+    use horsec_runtime::builtin::Builtin;
+    use sema::typed::{Arg, Callee, Expr, ExprKind, LocalId, Operand, Stmt, StmtKind};
+    use std::collections::{BTreeMap, HashMap};
+
+    type Tables = HashMap<LocalId, String>;
+
+    /// The expression under any `check_cast`s.
+    fn uncast(mut expr: &Expr) -> &Expr {
+        while let ExprKind::CheckCast { expr: inner, .. } = &expr.kind {
+            expr = inner;
+        }
+        expr
+    }
+
+    fn table_of<'t>(tables: &'t Tables, operand: &Operand) -> Option<&'t String> {
+        match operand {
+            Operand::Local(local, _) => tables.get(local),
+            _ => None,
+        }
+    }
+
+    fn uses_table(tables: &Tables, args: &[Arg]) -> bool {
+        args.iter()
+            .any(|a| matches!(a, Arg::Operand(o) if table_of(tables, o).is_some()))
+    }
+
+    /// Locals assigned a table loaded by literal name anywhere in `body`; `None` when a
+    /// table is loaded by a name that is not a single literal.
+    fn table_locals(body: &[Stmt], tables: &mut Tables) -> Option<()> {
+        for stmt in body {
+            match &stmt.kind {
+                StmtKind::Assign { targets, expr, .. } => {
+                    if let ExprKind::Call {
+                        callee: Callee::Builtin(Builtin::LoadTable),
+                        args,
+                    } = &uncast(expr).kind
+                    {
+                        let [Arg::Operand(Operand::Literal(literal))] = args.as_slice() else {
+                            return None;
+                        };
+                        let [LiteralValue::Text(name)] = literal.values.as_slice() else {
+                            return None;
+                        };
+                        for target in targets {
+                            if let sema::typed::Target::Local(local) = target {
+                                tables.insert(*local, name.clone());
+                            }
+                        }
+                    }
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    table_locals(then_body, tables)?;
+                    table_locals(else_body.as_deref().unwrap_or_default(), tables)?;
+                }
+                StmtKind::While { body, .. } | StmtKind::Repeat { body, .. } => {
+                    table_locals(body, tables)?
+                }
+                _ => {}
+            }
+        }
+        Some(())
+    }
+
+    /// Records the columns read; `None` at the first other use of a table local.
+    fn visit(
+        body: &[Stmt],
+        tables: &Tables,
+        columns: &mut BTreeMap<String, Vec<String>>,
+    ) -> Option<()> {
+        for stmt in body {
+            match &stmt.kind {
+                StmtKind::Assign { expr, .. } | StmtKind::Expr(expr) => match &uncast(expr).kind {
+                    ExprKind::Call {
+                        callee: Callee::Builtin(Builtin::ColumnValue),
+                        args,
+                    } => {
+                        let [Arg::Operand(table), Arg::Operand(Operand::Literal(name))] =
+                            args.as_slice()
+                        else {
+                            return (!uses_table(tables, args)).then_some(());
+                        };
+                        let Some(table) = table_of(tables, table) else {
+                            continue;
+                        };
+                        let read = columns.entry(table.clone()).or_default();
+                        for value in &name.values {
+                            let LiteralValue::Text(name) = value else {
+                                return None;
+                            };
+                            if !read.contains(name) {
+                                read.push(name.clone());
+                            }
+                        }
+                    }
+                    ExprKind::Call { args, .. } => {
+                        if uses_table(tables, args) {
+                            return None;
+                        }
+                    }
+                    ExprKind::Operand(operand) => {
+                        if table_of(tables, operand).is_some() {
+                            return None;
+                        }
+                    }
+                    ExprKind::CheckCast { .. } => {}
+                },
+                StmtKind::Return(operands) => {
+                    if operands.iter().any(|o| table_of(tables, o).is_some()) {
+                        return None;
+                    }
+                }
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    if table_of(tables, cond).is_some() {
+                        return None;
+                    }
+                    visit(then_body, tables, columns)?;
+                    visit(else_body.as_deref().unwrap_or_default(), tables, columns)?;
+                }
+                StmtKind::While { cond: test, body } | StmtKind::Repeat { count: test, body } => {
+                    if table_of(tables, test).is_some() {
+                        return None;
+                    }
+                    visit(body, tables, columns)?;
+                }
+                _ => {}
+            }
+        }
+        Some(())
+    }
+
+    let mut columns = BTreeMap::new();
+    for function in &program.functions {
+        let mut tables = Tables::new();
+        table_locals(&function.body, &mut tables)?;
+        for name in tables.values() {
+            columns.entry(name.clone()).or_default();
+        }
+        visit(&function.body, &tables, &mut columns)?;
+    }
+    Some(columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns_of(source: &str) -> Option<Vec<(String, Vec<String>)>> {
+        let c = compile("p.hir", source, Stage::Analyze);
+        assert!(!c.failed(), "{}", c.render_diagnostics());
+        used_columns(c.typed.as_ref()?).map(|m| m.into_iter().collect())
+    }
+
+    #[test]
+    fn the_columns_read_by_literal_name_are_the_columns_used() {
+        let used = columns_of(
+            "module m { import Builtin.*; def main() : f64 {
+                t:table = @load_table(`lineitem:sym);
+                p:f64 = check_cast(@column_value(t, `l_extendedprice:sym), f64);
+                d:f64 = check_cast(@column_value(t, `l_discount:sym), f64);
+                s:f64 = @sum(p);
+                n:table = @load_table(`nation:sym);
+                return s; } }",
+        );
+        assert_eq!(
+            used,
+            Some(vec![
+                (
+                    "lineitem".to_string(),
+                    vec!["l_extendedprice".to_string(), "l_discount".to_string()]
+                ),
+                ("nation".to_string(), vec![]),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_table_used_whole_may_have_any_column_read() {
+        let keys = columns_of(
+            "module m { import Builtin.*; def main() : sym {
+                t:table = @load_table(`region:sym);
+                k:sym = @keys(t);
+                return k; } }",
+        );
+        assert_eq!(keys, None);
+        let returned = columns_of(
+            "module m { import Builtin.*; def main() : table {
+                t:table = @load_table(`region:sym);
+                return t; } }",
+        );
+        assert_eq!(returned, None);
+    }
+}

@@ -90,43 +90,57 @@ fn sort_prefix(text: &str) -> u64 {
 }
 
 /// Joins string columns with sorted dictionaries into one column with one sorted dictionary,
-/// by merging the dictionaries (no hashing, no string copies) and renumbering each part.
+/// by merging the dictionaries (a k-way merge through a heap: no hashing, no string copies)
+/// and renumbering each part in parallel.
 pub(crate) fn concat_strings(parts: Vec<Strings>) -> Strings {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
     if parts.len() == 1 {
         if let Some(only) = parts.into_iter().next() {
             return only;
         }
         return Strings::from_strs::<&str>(&[]);
     }
-    let mut heads = vec![0usize; parts.len()];
     let mut merged_code: Vec<Vec<u32>> = parts
         .iter()
         .map(|part| vec![0u32; part.dict.strings.len()])
         .collect();
-    let mut merged: Vec<Arc<str>> = Vec::new();
-    loop {
-        let smallest = parts
+    let mut merged: Vec<Arc<str>> = Vec::with_capacity(
+        parts
             .iter()
-            .zip(&heads)
-            .filter_map(|(part, &head)| part.dict.strings.get(head))
-            .min();
-        let Some(smallest) = smallest.cloned() else {
-            break;
-        };
-        let code = merged.len() as u32;
-        for (part_index, part) in parts.iter().enumerate() {
-            let head = heads[part_index];
-            if part.dict.strings.get(head) == Some(&smallest) {
-                merged_code[part_index][head] = code;
-                heads[part_index] += 1;
-            }
+            .map(|part| part.dict.strings.len())
+            .max()
+            .unwrap_or(0),
+    );
+    // The head of each part's dictionary; ties pop in part order, all with one code.
+    let mut heads: BinaryHeap<Reverse<(&str, usize, usize)>> = parts
+        .iter()
+        .enumerate()
+        .filter_map(|(part, p)| p.dict.strings.first().map(|s| Reverse((s.as_ref(), part, 0))))
+        .collect();
+    while let Some(Reverse((text, part, position))) = heads.pop() {
+        if merged.last().is_none_or(|last| last.as_ref() != text) {
+            merged.push(Arc::clone(&parts[part].dict.strings[position]));
         }
-        merged.push(smallest);
+        merged_code[part][position] = (merged.len() - 1) as u32;
+        if let Some(next) = parts[part].dict.strings.get(position + 1) {
+            heads.push(Reverse((next.as_ref(), part, position + 1)));
+        }
     }
-    let total: usize = parts.iter().map(Strings::len).sum();
+    let renumbered: Vec<Vec<u32>> = parts
+        .par_iter()
+        .zip(&merged_code)
+        .map(|(part, renumber)| {
+            part.codes
+                .iter()
+                .map(|&code| renumber[code as usize])
+                .collect()
+        })
+        .collect();
+    let total: usize = renumbered.iter().map(Vec::len).sum();
     let mut codes = Vec::with_capacity(total);
-    for (part, renumber) in parts.iter().zip(&merged_code) {
-        codes.extend(part.codes.iter().map(|&code| renumber[code as usize]));
+    for part in renumbered {
+        codes.extend_from_slice(&part);
     }
     Strings {
         dict: Arc::new(StrDict { strings: merged }),

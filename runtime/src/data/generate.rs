@@ -495,6 +495,89 @@ pub fn write_tpch_tbl(scale_factor: f64, dir: &std::path::Path, progress: bool) 
     })
 }
 
+/// Writes the eight TPC-H tables at `scale_factor` into `dir` (created when missing) as
+/// `<table>.parquet` or `<table>.arrow`: one table at a time, each generated in parallel
+/// parts, foreign keys as their key values, the types as `--data DIR` reads them back.
+pub fn write_tpch_files(
+    scale_factor: f64,
+    dir: &std::path::Path,
+    format: crate::data::ArrowFileFormat,
+    progress: bool,
+) -> Result<()> {
+    use crate::data::arrow_convert::vector_to_arrow;
+    if !(scale_factor.is_finite() && scale_factor > 0.0) {
+        bail!("the TPC-H scale factor must be a positive number, not {scale_factor}");
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RuntimeError::new(format!("cannot create `{}`: {e}", dir.display())))?;
+    // Compressed columns take about a third of the text; the largest table is generated in
+    // memory at once.
+    let text: f64 = TPCH_SCHEMA
+        .iter()
+        .map(|spec| tpch::tbl_bytes(spec.name, scale_factor))
+        .sum();
+    if let Some(free) = crate::sizes::free_disk_space(dir) {
+        if text / 2.0 > free as f64 {
+            bail!(
+                "TPC-H at scale factor {scale_factor} needs about {} of disk; `{}` has {} free",
+                crate::sizes::human_bytes((text / 2.0) as u128),
+                dir.display(),
+                crate::sizes::human_bytes(u128::from(free))
+            );
+        }
+    }
+    // Up to SF 1 the tables are generated side by side (small tables are one part each, so
+    // that is where the parallelism is); beyond, one at a time, to bound the memory.
+    let side_by_side = scale_factor <= 1.0;
+    let at_once = if side_by_side {
+        [true; 8]
+    } else {
+        [false, false, false, false, false, false, false, true]
+    };
+    check_tpch_memory(scale_factor, &at_once)?;
+    let extension = match format {
+        crate::data::ArrowFileFormat::Parquet => "parquet",
+        crate::data::ArrowFileFormat::ArrowIpc => "arrow",
+    };
+    let progress = Progress::new(progress);
+    let workers = rayon::current_num_threads().max(1) as i64;
+    let write_table = |spec: &crate::data::TableSpec| -> Result<()> {
+        let rows = driving_rows(spec.name, scale_factor);
+        let parts = match spec.name {
+            "region" | "nation" => 1,
+            _ => (rows / ROWS_PER_PART).clamp(1, workers) as i32,
+        };
+        let bar = progress.bar(spec.name, rows.max(0) as u64, false);
+        let generated: Vec<Result<Vec<Vector>>> = (1..=parts)
+            .into_par_iter()
+            .map(|part| generate_part(spec.name, scale_factor, part, parts, &bar))
+            .collect();
+        let columns = join_parts(generated.into_iter().collect::<Result<Vec<_>>>()?)?;
+        let mut fields = Vec::with_capacity(columns.len());
+        let mut arrays = Vec::with_capacity(columns.len());
+        for (column, vector) in spec.columns.iter().zip(&columns) {
+            let (field, array) = vector_to_arrow(column.name, vector)?;
+            fields.push(field);
+            arrays.push(array);
+        }
+        let batch = arrow_array::RecordBatch::try_new(
+            Arc::new(arrow_schema::Schema::new(fields)),
+            arrays,
+        )
+        .map_err(|e| RuntimeError::new(format!("table `{}`: {e}", spec.name)))?;
+        let path = dir.join(format!("{}.{extension}", spec.name));
+        crate::data::files::write_batches(&path, &[batch], format)?;
+        bar.finish_and_clear();
+        Ok(())
+    };
+    if side_by_side {
+        TPCH_SCHEMA.par_iter().try_for_each(write_table)?;
+    } else {
+        TPCH_SCHEMA.iter().try_for_each(write_table)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

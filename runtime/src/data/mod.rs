@@ -1,11 +1,18 @@
 //! The data registry: the tables a program can `@load_table`, and the sources they come
-//! from — TPC-H generated in process ([`Database::tpch`]), dbgen `.tbl` files
-//! ([`Database::from_tbl_dir`]) and plain CSV files ([`Database::load_csv`]).
+//! from — TPC-H generated in process ([`Database::tpch`]) or cached as Parquet
+//! ([`Database::tpch_cached`]), directories of TPC-H tables in `.tbl`, Parquet, Arrow IPC or
+//! CSV files ([`Database::from_dir`]), single files of any of those formats
+//! ([`Database::load_file`]) and Arrow record batches ([`Database::insert_batches`]).
+//! How Arrow types map to HorseIR types is documented in [`arrow_convert`].
 
+pub mod arrow_convert;
+mod cache;
 mod columns;
 mod csv;
 mod facts;
+mod files;
 mod generate;
+mod sources;
 mod tbl;
 pub mod tpch;
 
@@ -19,8 +26,11 @@ use crate::bail;
 use crate::error::Result;
 use crate::value::Table;
 
+pub use self::cache::{tpch_cache_dir, CacheNotice, TPCH_CACHE_GENERATOR};
 pub use self::facts::{FactFormat, FactType};
-pub use self::generate::write_tpch_tbl;
+pub use self::files::{write_batches, ArrowFileFormat};
+pub use self::generate::{write_tpch_files, write_tpch_tbl};
+pub use self::sources::FileFormat;
 pub use self::tpch::{tpch_table, ColumnKind, ColumnSpec, TableSpec, TPCH_SCHEMA};
 
 /// Tables by name.
@@ -70,18 +80,78 @@ impl Database {
     pub fn is_empty(&self) -> bool {
         self.tables.is_empty()
     }
+
+    /// Adds (or replaces) the table `name` made of Arrow record batches of one schema, their
+    /// rows one after another; types are mapped as [`arrow_convert`] documents.
+    pub fn insert_batches(&mut self, name: &str, batches: &[arrow_array::RecordBatch]) -> Result<()> {
+        use rayon::prelude::*;
+        let Some(first) = batches.first() else {
+            bail!("table `{name}`: no record batches");
+        };
+        let schema = first.schema();
+        if let Some(other) = batches.iter().find(|b| b.schema() != schema) {
+            bail!(
+                "table `{name}`: record batches of different schemas ({} and {})",
+                schema,
+                other.schema()
+            );
+        }
+        let mut first_rows = Vec::with_capacity(batches.len());
+        let mut rows = 0;
+        for batch in batches {
+            first_rows.push(rows);
+            rows += batch.num_rows();
+        }
+        let parts = batches
+            .par_iter()
+            .zip(first_rows)
+            .map(|(batch, first_row)| arrow_convert::vectors_from_batch(batch, first_row))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| crate::error::RuntimeError::new(format!("table `{name}`: {}", e.message)))?;
+        let columns = columns::join_parts(parts)?;
+        let table = Table {
+            names: schema.fields().iter().map(|f| Arc::from(f.name().as_str())).collect(),
+            columns: columns.into_iter().map(crate::value::Value::Vector).collect(),
+        };
+        self.insert(name, table);
+        Ok(())
+    }
 }
 
-/// One progress bar per table, drawn on stderr only when asked for and stderr is a terminal.
+/// One progress bar per table, drawn on stderr only when asked for, stderr is a terminal,
+/// and the work has taken more than [`Progress::DELAY`]: a quick load draws nothing.
 pub(crate) struct Progress {
     bars: Option<MultiProgress>,
+    /// Dropped when the work ends, which stops the timer that would show the bars.
+    _done: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl Progress {
+    const DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
     pub(crate) fn new(wanted: bool) -> Progress {
-        let bars = (wanted && std::io::stderr().is_terminal())
-            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
-        Progress { bars }
+        if !(wanted && std::io::stderr().is_terminal()) {
+            return Progress {
+                bars: None,
+                _done: None,
+            };
+        }
+        let bars = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let shown = bars.clone();
+        let timer = std::thread::Builder::new()
+            .name("progress".to_string())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    finished.recv_timeout(Self::DELAY)
+                {
+                    shown.set_draw_target(ProgressDrawTarget::stderr());
+                }
+            });
+        Progress {
+            bars: timer.is_ok().then_some(bars),
+            _done: Some(done),
+        }
     }
 
     /// A bar for `table` of `length` units (rows, or bytes when `bytes`).

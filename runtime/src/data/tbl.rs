@@ -9,7 +9,7 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::data::columns::{join_parts, parse_iso_date, SymBuilder};
-use crate::data::tpch::{self, ColumnKind, TableSpec, TPCH_SCHEMA};
+use crate::data::tpch::{ColumnKind, TableSpec};
 use crate::data::{Database, Progress, Ticker};
 use crate::error::{Result, RuntimeError};
 use crate::value::Vector;
@@ -19,73 +19,39 @@ const BYTES_PER_PIECE: usize = 4 << 20;
 
 impl Database {
     /// Loads the eight TPC-H tables from `dir/<table>.tbl` (as `dbgen` or `tpchgen-cli tbl`
-    /// write them). With `progress`, draws a bar per table on stderr when it is a terminal.
+    /// write them), or from `<table>.parquet`, `.arrow`, `.feather` or `.csv` files there
+    /// (see [`Database::from_dir`]). With `progress`, draws a bar per table on stderr when it
+    /// is a terminal.
     pub fn from_tbl_dir(dir: &Path, progress: bool) -> Result<Database> {
-        Database::from_tbl_dir_tables(dir, progress, None)
+        Database::from_dir(dir, progress, None, None)
     }
 
     /// Loads only the TPC-H tables `tables` names (and those their foreign keys reference)
-    /// from `dir`; `None` loads all eight. Only their files need to exist. Fails before
-    /// reading when they would not fit in the available memory.
+    /// from `dir`; `None` loads all eight. Only their files need to exist.
     pub fn from_tbl_dir_tables(
         dir: &Path,
         progress: bool,
         tables: Option<&[String]>,
     ) -> Result<Database> {
-        if !dir.is_dir() {
-            return Err(RuntimeError::new(format!(
-                "`{}` is not a directory of TPC-H .tbl files",
-                dir.display()
-            )));
-        }
-        let needed = tpch::tables_needed(tables);
-        let files: Vec<_> = TPCH_SCHEMA
-            .iter()
-            .map(|spec| dir.join(format!("{}.tbl", spec.name)))
-            .collect();
-        let wanted = || {
-            files
-                .iter()
-                .zip(&needed)
-                .filter(|(_, n)| **n)
-                .map(|(f, _)| f)
-        };
-        if let Some(missing) = wanted().find(|file| !file.is_file()) {
-            return Err(RuntimeError::new(format!(
-                "missing TPC-H file `{}`",
-                missing.display()
-            )));
-        }
-        let bytes: u64 = wanted()
-            .map(|file| std::fs::metadata(file).map_or(0, |m| m.len()))
-            .sum();
-        let limit = crate::sizes::memory_limit();
-        // Loading holds the file and its columns (about as large again) at once.
-        if bytes.saturating_mul(2) > limit {
-            return Err(RuntimeError::new(format!(
-                "the .tbl files in `{}` ({}) need more memory than is available ({})",
-                dir.display(),
-                crate::sizes::human_bytes(u128::from(bytes)),
-                crate::sizes::human_bytes(u128::from(limit))
-            )));
-        }
-        let progress = Progress::new(progress);
-        let mut raw = Vec::with_capacity(files.len());
-        for ((spec, file), &needed) in TPCH_SCHEMA.iter().zip(&files).zip(&needed) {
-            if !needed {
-                raw.push(None);
-                continue;
-            }
-            let bytes = std::fs::read(file).map_err(|error| {
-                RuntimeError::new(format!("cannot read `{}`: {error}", file.display()))
-            })?;
-            let bar = progress.bar(spec.name, bytes.len() as u64, true);
-            raw.push(Some(parse_tbl(&bytes, spec, &bar).map_err(|error| {
-                RuntimeError::new(format!("{}:{error}", file.display()))
-            })?));
-        }
-        tpch::assemble(raw)
+        Database::from_dir(dir, progress, tables, None)
     }
+}
+
+/// Reads the columns `selected` flags of the TPC-H table `spec` from the `.tbl` file `path`
+/// (`None` for the others); the error names the file, line, column and field.
+pub(crate) fn read_tbl(
+    path: &Path,
+    spec: &TableSpec,
+    selected: &[bool],
+    progress: &Progress,
+) -> Result<Vec<Option<Vector>>> {
+    let bytes = std::fs::read(path)
+        .map_err(|error| RuntimeError::new(format!("cannot read `{}`: {error}", path.display())))?;
+    let bar = progress.bar(spec.name, bytes.len() as u64, true);
+    let columns = parse_tbl(&bytes, spec, selected, &bar)
+        .map_err(|error| RuntimeError::new(format!("{}:{error}", path.display())))?;
+    bar.finish_and_clear();
+    Ok(columns)
 }
 
 /// A parse error at a byte offset of the file; rendered as `line:column: message`.
@@ -97,11 +63,16 @@ struct ErrorAt {
 
 /// Parses a whole `.tbl` file into raw columns of `spec`. The error text starts with
 /// `line:column:` (1-based, column in bytes).
-fn parse_tbl(bytes: &[u8], spec: &TableSpec, bar: &ProgressBar) -> Result<Vec<Vector>> {
+fn parse_tbl(
+    bytes: &[u8],
+    spec: &TableSpec,
+    selected: &[bool],
+    bar: &ProgressBar,
+) -> Result<Vec<Option<Vector>>> {
     let pieces = (bytes.len() / BYTES_PER_PIECE).clamp(1, rayon::current_num_threads().max(1));
     let parsed: Vec<std::result::Result<Vec<Vector>, ErrorAt>> = split_at_lines(bytes, pieces)
         .into_par_iter()
-        .map(|(start, piece)| parse_piece(piece, start, spec, bar))
+        .map(|(start, piece)| parse_piece(piece, start, spec, selected, bar))
         .collect();
     let mut parts = Vec::with_capacity(parsed.len());
     for part in parsed {
@@ -119,7 +90,11 @@ fn parse_tbl(bytes: &[u8], spec: &TableSpec, bar: &ProgressBar) -> Result<Vec<Ve
             }
         }
     }
-    join_parts(parts)
+    let mut joined = join_parts(parts)?.into_iter();
+    Ok(selected
+        .iter()
+        .map(|&wanted| if wanted { joined.next() } else { None })
+        .collect())
 }
 
 /// Cuts `bytes` into about `pieces` runs of whole lines, each with its starting offset.
@@ -149,6 +124,8 @@ enum ColumnReader<'s> {
     Date(Vec<i32>),
     Char(Vec<u8>),
     Sym(SymBuilder<'s>),
+    /// A column the program does not read: its fields are counted, not parsed.
+    Skip,
 }
 
 impl<'s> ColumnReader<'s> {
@@ -164,6 +141,24 @@ impl<'s> ColumnReader<'s> {
 
     /// Reads one field; the error says what was expected.
     fn push(&mut self, field: &'s [u8]) -> std::result::Result<(), String> {
+        // Numbers in the form dbgen writes them parse without UTF-8 checks; anything else
+        // takes the general path, which also words the error.
+        match self {
+            ColumnReader::Skip => return Ok(()),
+            ColumnReader::I32(values) => {
+                if let Some(value) = plain_i32(field) {
+                    values.push(value);
+                    return Ok(());
+                }
+            }
+            ColumnReader::F64(values) => {
+                if let Some(value) = plain_decimal(field) {
+                    values.push(value);
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
         let text = std::str::from_utf8(field).map_err(|_| "invalid UTF-8".to_string())?;
         match self {
             ColumnReader::I32(values) => values.push(
@@ -185,20 +180,75 @@ impl<'s> ColumnReader<'s> {
                 _ => return Err(format!("expected one character, found `{text}`")),
             },
             ColumnReader::Sym(values) => values.push(text),
+            ColumnReader::Skip => {}
         }
         Ok(())
     }
 
-    fn finish(self) -> Vector {
+    fn finish(self) -> Option<Vector> {
         use std::sync::Arc;
-        match self {
+        Some(match self {
             ColumnReader::I32(values) => Vector::I32(Arc::new(values)),
             ColumnReader::F64(values) => Vector::F64(Arc::new(values)),
             ColumnReader::Date(values) => Vector::Date(Arc::new(values)),
             ColumnReader::Char(values) => Vector::Char(Arc::new(values)),
             ColumnReader::Sym(values) => Vector::Sym(values.finish()),
+            ColumnReader::Skip => return None,
+        })
+    }
+}
+
+/// `[-]digits` (at most 9 digits: always within i32) as an i32.
+fn plain_i32(field: &[u8]) -> Option<i32> {
+    let (negative, digits) = match field {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, field),
+    };
+    if digits.is_empty() || digits.len() > 9 {
+        return None;
+    }
+    let mut value = 0i32;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + i32::from(digit - b'0');
+    }
+    Some(if negative { -value } else { value })
+}
+
+/// `[-]digits[.digits]` with at most 15 digits in all, as the nearest f64: the digits as an
+/// integer (exact below 2^53) divided by a power of ten (exact up to 10^22) rounds once, so
+/// the result is what parsing the text gives.
+fn plain_decimal(field: &[u8]) -> Option<f64> {
+    const POWERS: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (negative, text) = match field {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, field),
+    };
+    let mut mantissa = 0u64;
+    let mut digits = 0;
+    let mut fraction_digits = None;
+    for &byte in text {
+        match byte {
+            b'0'..=b'9' => {
+                mantissa = mantissa * 10 + u64::from(byte - b'0');
+                digits += 1;
+                if let Some(count) = &mut fraction_digits {
+                    *count += 1;
+                }
+            }
+            b'.' if fraction_digits.is_none() => fraction_digits = Some(0),
+            _ => return None,
         }
     }
+    if digits == 0 || digits > 15 || fraction_digits == Some(0) {
+        return None;
+    }
+    let value = mantissa as f64 / POWERS[fraction_digits.unwrap_or(0)];
+    Some(if negative { -value } else { value })
 }
 
 /// Parses the whole lines of `piece`, which starts at byte `base` of the file.
@@ -206,13 +256,21 @@ fn parse_piece<'s>(
     piece: &'s [u8],
     base: usize,
     spec: &TableSpec,
+    selected: &[bool],
     bar: &ProgressBar,
 ) -> std::result::Result<Vec<Vector>, ErrorAt> {
     let mut ticker = Ticker::new(bar);
     let mut readers: Vec<ColumnReader<'s>> = spec
         .columns
         .iter()
-        .map(|column| ColumnReader::new(column.kind))
+        .zip(selected)
+        .map(|(column, &wanted)| {
+            if wanted {
+                ColumnReader::new(column.kind)
+            } else {
+                ColumnReader::Skip
+            }
+        })
         .collect();
     for (line_offset, line) in lines(piece) {
         ticker.tick(line.len() as u64 + 1);
@@ -244,7 +302,7 @@ fn parse_piece<'s>(
             field_offset += field.len() + 1;
         }
     }
-    Ok(readers.into_iter().map(ColumnReader::finish).collect())
+    Ok(readers.into_iter().filter_map(ColumnReader::finish).collect())
 }
 
 /// The lines of `bytes` with their offsets, without `\n` or `\r\n`.
@@ -294,34 +352,69 @@ mod tests {
     #[test]
     fn parses_fields_with_or_without_the_trailing_bar() {
         let text = b"0|AFRICA| lar deposits. |\r\n1|AMERICA|hs use\n\n";
-        let columns = parse_tbl(text, region(), &ProgressBar::hidden()).expect("valid");
-        assert_eq!(columns[0], Vector::I32(Arc::new(vec![0, 1])));
+        let columns = parse_tbl(text, region(), &[true; 3], &ProgressBar::hidden()).expect("valid");
+        assert_eq!(columns[0], Some(Vector::I32(Arc::new(vec![0, 1]))));
         assert_eq!(
             columns[2],
-            Vector::Sym(Strings::from_strs(&[" lar deposits. ", "hs use"]))
+            Some(Vector::Sym(Strings::from_strs(&[" lar deposits. ", "hs use"])))
         );
     }
 
     #[test]
     fn errors_name_line_column_and_field() {
         let text = b"0|AFRICA|x|\n1x|AMERICA|y|\n";
-        let error = parse_tbl(text, region(), &ProgressBar::hidden()).unwrap_err();
+        let error = parse_tbl(text, region(), &[true; 3], &ProgressBar::hidden()).unwrap_err();
         assert_eq!(
             error.message,
             "2:1: column `r_regionkey`: expected an i32 integer, found `1x`"
         );
-        let error = parse_tbl(b"0|AFRICA|\n", region(), &ProgressBar::hidden()).unwrap_err();
+        let error = parse_tbl(b"0|AFRICA|\n", region(), &[true; 3], &ProgressBar::hidden()).unwrap_err();
         assert_eq!(
             error.message,
             "1:1: table `region` has 3 fields per line, found 2"
         );
         let orders = tpch_table("orders").expect("orders is a TPC-H table");
         let line = b"1|37|O|131251.81|1996-02-30|5-LOW|Clerk#000000951|0|c|\n";
-        let error = parse_tbl(line, orders, &ProgressBar::hidden()).unwrap_err();
+        let error = parse_tbl(line, orders, &[true; 9], &ProgressBar::hidden()).unwrap_err();
         assert_eq!(
             error.message,
             "1:18: column `o_orderdate`: expected a date YYYY-MM-DD, found `1996-02-30`"
         );
+    }
+
+    #[test]
+    fn plain_numbers_parse_as_the_general_parser_does() {
+        for text in [
+            "0", "-0", "7", "-123456789", "999999999", "1234567890", "1x", "", "-", "+5",
+        ] {
+            if let Some(value) = plain_i32(text.as_bytes()) {
+                assert_eq!(Ok(value), text.parse::<i32>(), "{text}");
+            }
+        }
+        assert_eq!(plain_i32(b"-123456789"), Some(-123_456_789));
+        assert_eq!(plain_i32(b"1234567890"), None, "ten digits take the general path");
+        for text in [
+            "0.07", "0.06", "901.07", "-4312.00", "104949.50", "1", "17.5", "0.1", "0.3",
+            "123456789012.345", "9999999.99",
+        ] {
+            assert_eq!(plain_decimal(text.as_bytes()), text.parse().ok(), "{text}");
+        }
+        for text in ["", ".", "1.", ".5", "1.2.3", "1e5", "1234567890123456", "nan", "-"] {
+            assert_eq!(plain_decimal(text.as_bytes()), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn unread_columns_are_skipped() {
+        let text = b"0|AFRICA|x|\n1|AMERICA|y|\n";
+        let columns =
+            parse_tbl(text, region(), &[false, true, false], &ProgressBar::hidden()).expect("valid");
+        assert_eq!(columns[0], None);
+        assert_eq!(
+            columns[1],
+            Some(Vector::Sym(Strings::from_strs(&["AFRICA", "AMERICA"])))
+        );
+        assert_eq!(columns[2], None);
     }
 
     #[test]
@@ -331,7 +424,10 @@ mod tests {
         let region = dir.path().join("region.tbl");
         assert_eq!(
             error.message,
-            format!("missing TPC-H file `{}`", region.display())
+            format!(
+                "missing TPC-H file `{}` (or .parquet, .arrow, .feather, .arrows, .csv)",
+                region.display()
+            )
         );
     }
 

@@ -261,10 +261,32 @@ pub fn tbl_bytes(table: &str, sf: f64) -> f64 {
     per_sf * sf
 }
 
+/// Which columns of `spec` to load: those `used` names (every column when `None`), and the
+/// primary key, which foreign keys into the table resolve through.
+pub fn columns_needed(spec: &TableSpec, used: Option<&[String]>) -> Vec<bool> {
+    spec.columns
+        .iter()
+        .map(|column| {
+            used.is_none_or(|used| used.iter().any(|name| name == column.name))
+                || spec.primary_key == Some(column.name)
+        })
+        .collect()
+}
+
 /// Builds the TPC-H database from raw columns (`raw[i]` holds the columns of
 /// `TPCH_SCHEMA[i]` in schema order, foreign keys as key values, or `None` for a table not
 /// loaded), resolving every foreign key through the referenced table's primary-key index.
 pub(crate) fn assemble(raw: Vec<Option<Vec<Vector>>>) -> Result<Database> {
+    assemble_columns(
+        raw.into_iter()
+            .map(|table| table.map(|columns| columns.into_iter().map(Some).collect()))
+            .collect(),
+    )
+}
+
+/// [`assemble`] of tables some of whose columns were not loaded (`None`): a table has the
+/// columns that were. Every loaded table must have its primary key.
+pub(crate) fn assemble_columns(raw: Vec<Option<Vec<Option<Vector>>>>) -> Result<Database> {
     if raw.len() != TPCH_SCHEMA.len() {
         bail!(
             "expected the {} TPC-H tables, got {}",
@@ -310,7 +332,7 @@ pub(crate) fn assemble(raw: Vec<Option<Vec<Vector>>>) -> Result<Database> {
 
 fn assemble_table(
     spec: &TableSpec,
-    columns: Vec<Vector>,
+    columns: Vec<Option<Vector>>,
     keys: &HashMap<&'static str, LoadedKey>,
 ) -> Result<Table> {
     if columns.len() != spec.columns.len() {
@@ -321,9 +343,13 @@ fn assemble_table(
             spec.columns.len()
         );
     }
-    let rows = columns.first().map_or(0, Vector::len);
+    let rows = columns.iter().flatten().next().map_or(0, Vector::len);
+    let mut names = Vec::with_capacity(columns.len());
     let mut values = Vec::with_capacity(columns.len());
     for (column_spec, column) in spec.columns.iter().zip(columns) {
+        let Some(column) = column else {
+            continue;
+        };
         let name = column_spec.name;
         if column.ty() != column_spec.kind.raw_type() {
             bail!(
@@ -366,10 +392,11 @@ fn assemble_table(
             }
             (_, column) => Value::Vector(column),
         };
+        names.push(Arc::from(name));
         values.push(value);
     }
     Ok(Table {
-        names: spec.columns.iter().map(|c| Arc::from(c.name)).collect(),
+        names,
         columns: values,
     })
 }

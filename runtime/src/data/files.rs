@@ -1,0 +1,337 @@
+//! Parquet and Arrow IPC files, read into HorseIR columns and written from results.
+//!
+//! A Parquet file is read row group by row group on every core, an Arrow IPC file batch by
+//! batch; only the columns asked for are decoded. Types are mapped as
+//! [`crate::data::arrow_convert`] documents. Results are written as one record batch, to
+//! Parquet with Snappy compression (what DuckDB and tpchgen write by default) or to an Arrow
+//! IPC file.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use indicatif::ProgressBar;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use rayon::prelude::*;
+
+use crate::bail;
+use crate::data::arrow_convert::vectors_from_batch;
+use crate::data::columns::join_parts;
+use crate::error::{Result, RuntimeError};
+use crate::value::Vector;
+
+/// Columns read from a file: names and vectors in file order.
+pub(crate) struct FileColumns {
+    pub names: Vec<Arc<str>>,
+    pub columns: Vec<Vector>,
+}
+
+/// The positions of the fields of `schema` that `wanted` names (all when `None`).
+fn projection(schema: &SchemaRef, wanted: Option<&[String]>) -> Vec<usize> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| wanted.is_none_or(|w| w.iter().any(|name| name == field.name())))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn in_file(path: &Path) -> impl Fn(String) -> RuntimeError + '_ {
+    move |message| RuntimeError::new(format!("{}: {message}", path.display()))
+}
+
+/// Reads the columns `wanted` names (all when `None`) of the Parquet file `path`, its row
+/// groups in parallel; `bar` counts rows.
+pub(crate) fn read_parquet(
+    path: &Path,
+    wanted: Option<&[String]>,
+    bar: &ProgressBar,
+) -> Result<FileColumns> {
+    let fail = in_file(path);
+    let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
+    let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+        .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
+    let schema = metadata.schema().clone();
+    let fields = projection(&schema, wanted);
+    let mask = ProjectionMask::roots(metadata.parquet_schema(), fields.iter().copied());
+    let projected = Arc::new(
+        schema
+            .project(&fields)
+            .map_err(|e| fail(format!("cannot select columns: {e}")))?,
+    );
+    let groups = metadata.metadata().row_groups();
+    bar.set_length(groups.iter().map(|g| g.num_rows().max(0) as u64).sum());
+    let mut first_rows = Vec::with_capacity(groups.len());
+    let mut rows = 0usize;
+    for group in groups {
+        first_rows.push(rows);
+        rows += usize::try_from(group.num_rows()).unwrap_or(0);
+    }
+    let parts: Vec<Result<Vec<Vector>>> = first_rows
+        .into_par_iter()
+        .enumerate()
+        .map(|(group, first_row)| {
+            let file = file
+                .try_clone()
+                .map_err(|e| fail(format!("cannot open: {e}")))?;
+            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
+                .with_row_groups(vec![group])
+                .with_projection(mask.clone())
+                .with_batch_size(64 * 1024)
+                .build()
+                .map_err(|e| fail(format!("row group {group}: {e}")))?;
+            let mut batches = Vec::new();
+            let mut row = first_row;
+            for batch in reader {
+                let batch = batch.map_err(|e| fail(format!("row group {group}: {e}")))?;
+                batches.push(vectors_from_batch(&batch, row).map_err(|e| fail(e.message))?);
+                row += batch.num_rows();
+                bar.inc(batch.num_rows() as u64);
+            }
+            join_or_empty(batches, &projected)
+        })
+        .collect();
+    let parts = parts.into_iter().collect::<Result<Vec<_>>>()?;
+    finish(parts, &projected).map_err(|e| fail(e.message))
+}
+
+/// Reads the columns `wanted` names of the Arrow IPC file (or stream) `path`.
+pub(crate) fn read_arrow_ipc(
+    path: &Path,
+    wanted: Option<&[String]>,
+    bar: &ProgressBar,
+) -> Result<FileColumns> {
+    let fail = in_file(path);
+    let open = || File::open(path).map_err(|e| fail(format!("cannot open: {e}")));
+    let (schema, batches): (SchemaRef, Vec<RecordBatch>) =
+        match arrow_ipc::reader::FileReader::try_new(open()?, None) {
+            Ok(reader) => {
+                let fields = projection(&reader.schema(), wanted);
+                let reader = arrow_ipc::reader::FileReader::try_new(open()?, Some(fields))
+                    .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
+                let schema = reader.schema();
+                let batches = reader
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
+                (schema, batches)
+            }
+            // Not the file format: maybe the stream format (`.arrows`, some writers' `.arrow`).
+            Err(file_error) => {
+                let reader = arrow_ipc::reader::StreamReader::try_new(
+                    std::io::BufReader::new(open()?),
+                    None,
+                )
+                .map_err(|_| fail(format!("not a readable Arrow IPC file: {file_error}")))?;
+                let full = reader.schema();
+                let fields = projection(&full, wanted);
+                let batches = reader
+                    .map(|batch| batch.and_then(|b| b.project(&fields)))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| fail(format!("not a readable Arrow IPC stream: {e}")))?;
+                let schema = Arc::new(
+                    full.project(&fields)
+                        .map_err(|e| fail(format!("cannot select columns: {e}")))?,
+                );
+                (schema, batches)
+            }
+        };
+    bar.set_length(batches.iter().map(|b| b.num_rows() as u64).sum());
+    let mut first_rows = Vec::with_capacity(batches.len());
+    let mut rows = 0;
+    for batch in &batches {
+        first_rows.push(rows);
+        rows += batch.num_rows();
+    }
+    let parts = batches
+        .par_iter()
+        .zip(first_rows)
+        .map(|(batch, first_row)| {
+            let columns = vectors_from_batch(batch, first_row);
+            bar.inc(batch.num_rows() as u64);
+            columns
+        })
+        .collect::<Result<Vec<_>>>()
+        .map_err(|e| fail(e.message))?;
+    finish(parts, &schema).map_err(|e| fail(e.message))
+}
+
+/// The parts joined, or the schema's columns empty when there are none.
+fn join_or_empty(parts: Vec<Vec<Vector>>, schema: &SchemaRef) -> Result<Vec<Vector>> {
+    if parts.is_empty() {
+        return vectors_from_batch(&RecordBatch::new_empty(schema.clone()), 0);
+    }
+    join_parts(parts)
+}
+
+fn finish(parts: Vec<Vec<Vector>>, schema: &SchemaRef) -> Result<FileColumns> {
+    let columns = join_or_empty(parts.into_iter().filter(|p| !p.is_empty()).collect(), schema)?;
+    if columns.len() != schema.fields().len() {
+        bail!(
+            "read {} columns, the schema has {}",
+            columns.len(),
+            schema.fields().len()
+        );
+    }
+    Ok(FileColumns {
+        names: schema
+            .fields()
+            .iter()
+            .map(|f| Arc::from(f.name().as_str()))
+            .collect(),
+        columns,
+    })
+}
+
+/// Rows of a Parquet row group as horsec writes them: DuckDB's size, small enough that a
+/// large table has a row group per core to read in parallel.
+const ROWS_PER_ROW_GROUP: usize = 122_880;
+
+/// The file formats results and tables are written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrowFileFormat {
+    /// Parquet, Snappy-compressed.
+    Parquet,
+    /// An Arrow IPC file (Feather v2).
+    ArrowIpc,
+}
+
+/// Writes `batches` (one schema) to `path` in `format`, through a temporary file beside it
+/// renamed into place, so a failed write leaves no partial file at `path`.
+pub fn write_batches(path: &Path, batches: &[RecordBatch], format: ArrowFileFormat) -> Result<()> {
+    let Some(first) = batches.first() else {
+        bail!("{}: nothing to write", path.display());
+    };
+    let fail = in_file(path);
+    let partial = path.with_extension(format!(
+        "{}.partial",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    let written = (|| -> std::result::Result<(), String> {
+        let file = File::create(&partial).map_err(|e| format!("cannot create: {e}"))?;
+        match format {
+            ArrowFileFormat::Parquet => {
+                let properties = WriterProperties::builder()
+                    .set_compression(Compression::SNAPPY)
+                    .set_max_row_group_size(ROWS_PER_ROW_GROUP)
+                    .build();
+                let mut writer = ArrowWriter::try_new(file, first.schema(), Some(properties))
+                    .map_err(|e| e.to_string())?;
+                for batch in batches {
+                    writer.write(batch).map_err(|e| e.to_string())?;
+                }
+                writer.close().map_err(|e| e.to_string())?;
+            }
+            ArrowFileFormat::ArrowIpc => {
+                let mut writer =
+                    arrow_ipc::writer::FileWriter::try_new(file, first.schema().as_ref())
+                        .map_err(|e| e.to_string())?;
+                for batch in batches {
+                    writer.write(batch).map_err(|e| e.to_string())?;
+                }
+                writer.finish().map_err(|e| e.to_string())?;
+            }
+        }
+        std::fs::rename(&partial, path).map_err(|e| format!("cannot rename into place: {e}"))
+    })();
+    if let Err(message) = written {
+        let _ = std::fs::remove_file(&partial);
+        return Err(fail(message));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Database;
+    use crate::value::{Table, Value};
+
+    fn every_type_batch() -> (Table, RecordBatch) {
+        let table = crate::data::arrow_convert::tests::every_type();
+        let batch = crate::data::arrow_convert::value_to_batch(&Value::Table(Arc::new(
+            table.clone(),
+        )))
+        .expect("writable");
+        (table, batch)
+    }
+
+    #[test]
+    fn parquet_and_arrow_files_read_back_the_table_written() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (table, batch) = every_type_batch();
+        for (file, format) in [
+            ("t.parquet", ArrowFileFormat::Parquet),
+            ("t.arrow", ArrowFileFormat::ArrowIpc),
+            ("t.feather", ArrowFileFormat::ArrowIpc),
+        ] {
+            let path = dir.path().join(file);
+            write_batches(&path, &[batch.clone(), batch.slice(1, 1)], format).expect("written");
+            let mut database = Database::new();
+            database.load_file("t", &path).expect("readable");
+            let read = database.table("t").expect("loaded");
+            assert_eq!(read.names, table.names, "{file}");
+            for (name, column) in table.names.iter().zip(&table.columns) {
+                let (Some(Value::Vector(read)), Value::Vector(written)) =
+                    (read.column(name), column)
+                else {
+                    panic!("{file}: `{name}` is not a vector");
+                };
+                // Both batches, one after the other.
+                let expected = crate::data::columns::concat_vectors(vec![
+                    written.clone(),
+                    written.gather(&[1]).expect("in range"),
+                ])
+                .expect("same types");
+                assert_eq!(read, &expected, "{file}: `{name}`");
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_columns_asked_for_are_read() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (_, batch) = every_type_batch();
+        let path = dir.path().join("t.parquet");
+        write_batches(&path, &[batch], ArrowFileFormat::Parquet).expect("written");
+        let wanted = ["date".to_string(), "sym".to_string()];
+        let read = read_parquet(&path, Some(&wanted), &ProgressBar::hidden()).expect("readable");
+        let names: Vec<&str> = read.names.iter().map(|n| n.as_ref()).collect();
+        assert_eq!(names, ["sym", "date"], "file order");
+        assert_eq!(read.columns.len(), 2);
+    }
+
+    #[test]
+    fn a_truncated_parquet_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (_, batch) = every_type_batch();
+        let path = dir.path().join("t.parquet");
+        write_batches(&path, &[batch], ArrowFileFormat::Parquet).expect("written");
+        let bytes = std::fs::read(&path).expect("written");
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("writable");
+        let error = Database::new().load_file("t", &path).unwrap_err();
+        assert!(
+            error.message.starts_with(&format!(
+                "{}: not a readable Parquet file",
+                path.display()
+            )),
+            "{}",
+            error.message
+        );
+        let arrow = dir.path().join("t.arrow");
+        std::fs::write(&arrow, b"ARROW1\0\0garbage").expect("writable");
+        let error = Database::new().load_file("t", &arrow).unwrap_err();
+        assert!(
+            error.message.starts_with(&format!("{}: not a readable Arrow IPC", arrow.display())),
+            "{}",
+            error.message
+        );
+    }
+}
