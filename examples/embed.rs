@@ -38,7 +38,11 @@ const QUERY: &str = "module revenue {
 }";
 
 /// A batch of orders: ship mode, price, ship date (days since 1970-01-01).
-fn orders(modes: &[&str], prices: &[f64], shipped: &[i32]) -> Result<RecordBatch, Box<dyn std::error::Error>> {
+fn orders(
+    modes: &[&str],
+    prices: &[f64],
+    shipped: &[i32],
+) -> Result<RecordBatch, Box<dyn std::error::Error>> {
     let schema = Schema::new(vec![
         Field::new("mode", DataType::Utf8, false),
         Field::new("price", DataType::Float64, false),
@@ -63,8 +67,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let query = engine.compile("revenue.hir", QUERY)?;
     let days_2024 = 19_723; // 2024-01-01
     let batches = [
-        orders(&["AIR", "MAIL", "AIR"], &[10.0, 5.5, 2.5], &[days_2024, days_2024 + 3, days_2024 - 1])?,
-        orders(&["SHIP", "SHIP"], &[100.0, 1.0], &[days_2024 + 10, days_2024 + 20])?,
+        orders(
+            &["AIR", "MAIL", "AIR"],
+            &[10.0, 5.5, 2.5],
+            &[days_2024, days_2024 + 3, days_2024 - 1],
+        )?,
+        orders(
+            &["SHIP", "SHIP"],
+            &[100.0, 1.0],
+            &[days_2024 + 10, days_2024 + 20],
+        )?,
     ];
     for (run, batch) in batches.iter().enumerate() {
         let mut tables = Tables::new();
@@ -79,7 +91,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .downcast_ref::<Float64Array>()
             .ok_or("revenue is not f64")?;
         for row in 0..result.num_rows() {
-            let mode = horsec::arrow_array::cast::AsArray::as_dictionary::<horsec::arrow_array::types::Int32Type>(modes.as_ref());
+            let mode = horsec::arrow_array::cast::AsArray::as_dictionary::<
+                horsec::arrow_array::types::Int32Type,
+            >(modes.as_ref());
             let name = mode
                 .values()
                 .as_any()
@@ -88,12 +102,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .value(mode.keys().value(row) as usize);
             println!("  {name:<5} {:>8.2}", revenue.value(row));
         }
-        println!("  ({} builtin calls profiled)", output.profile.report().lines().count());
+        println!(
+            "  ({} builtin calls profiled)",
+            output.profile.report().lines().count()
+        );
     }
     // Errors are values: a query with a type error does not compile.
-    match engine.compile("bad.hir", "module m { def main() : i64 { x:i64 = 1.5:f64; return x; } }") {
+    match engine.compile(
+        "bad.hir",
+        "module m { def main() : i64 { x:i64 = 1.5:f64; return x; } }",
+    ) {
         Err(Error { kind, message }) => println!("{kind:?} error, as expected:\n{message}"),
         Ok(_) => return Err("a type error compiled".into()),
     }
     Ok(())
+}
+
+/// `cargo test` runs the example (its `[[example]]` entry sets `test = true`).
+#[test]
+fn the_example_runs() {
+    if let Err(e) = main() {
+        panic!("the embedding example failed: {e}");
+    }
 }

@@ -289,7 +289,13 @@ impl Engine {
                 let mut engine = GpuEngine::new(device);
                 interp::run_with(plan, tables, &mut printed, &mut engine, &mut profile)
             }
-            None => interp::run_with(plan, tables, &mut printed, &mut interp::CpuOnly, &mut profile),
+            None => interp::run_with(
+                plan,
+                tables,
+                &mut printed,
+                &mut interp::CpuOnly,
+                &mut profile,
+            ),
         };
         let execute_time = start.elapsed();
         let values =

@@ -897,7 +897,10 @@ fn write_result(args: &RunArgs, output: &Output) -> bool {
             true
         }
         (Ok(format), None) => {
-            match output.write_text(format, &mut out).and_then(|_| out.flush()) {
+            match output
+                .write_text(format, &mut out)
+                .and_then(|_| out.flush())
+            {
                 Ok(()) => true,
                 // The reader went away (`horsec run … | head`): what it wanted, it has.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,

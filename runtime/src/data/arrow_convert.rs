@@ -38,16 +38,16 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Date64Type, Decimal128Type, Decimal32Type, Decimal64Type, Float16Type,
-    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, Time32MillisecondType,
+    Date32Type, Date64Type, Decimal128Type, Decimal32Type, Decimal64Type, Float16Type, Float32Type,
+    Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, Time32MillisecondType,
     Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimestampMicrosecondType,
-    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type,
-    UInt32Type, UInt64Type, UInt8Type,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type,
+    UInt64Type, UInt8Type,
 };
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Date32Array, DictionaryArray, Float32Array, Float64Array,
-    Int16Array, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray, Time32MillisecondArray,
-    Time32SecondArray, TimestampMillisecondArray,
+    Int16Array, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
+    Time32MillisecondArray, Time32SecondArray, TimestampMillisecondArray,
 };
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
@@ -89,7 +89,9 @@ pub fn horseir_type_of(column: &str, ty: &DataType) -> Result<Type> {
         DataType::Time32(TimeUnit::Second) => Type::Second,
         DataType::Time32(TimeUnit::Millisecond)
         | DataType::Time64(TimeUnit::Microsecond | TimeUnit::Nanosecond) => Type::Time,
-        other => bail!("column `{column}` has the Arrow type {other}, which horsec cannot represent"),
+        other => {
+            bail!("column `{column}` has the Arrow type {other}, which horsec cannot represent")
+        }
     })
 }
 
@@ -97,7 +99,10 @@ pub fn horseir_type_of(column: &str, ty: &DataType) -> Result<Type> {
 pub fn vector_from_arrow(field: &Field, array: &dyn Array, first_row: usize) -> Result<Vector> {
     let column = field.name().as_str();
     let problem = |row: usize, what: String| {
-        RuntimeError::new(format!("column `{column}`, row {}: {what}", first_row + row + 1))
+        RuntimeError::new(format!(
+            "column `{column}`, row {}: {what}",
+            first_row + row + 1
+        ))
     };
     if array.null_count() > 0 {
         let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
@@ -119,7 +124,10 @@ pub fn vector_from_arrow(field: &Field, array: &dyn Array, first_row: usize) -> 
                 if v % per == 0 {
                     Ok(v / per)
                 } else {
-                    Err(problem(row, format!("{v} {unit} is not a whole millisecond")))
+                    Err(problem(
+                        row,
+                        format!("{v} {unit} is not a whole millisecond"),
+                    ))
                 }
             })
             .collect()
@@ -140,13 +148,28 @@ pub fn vector_from_arrow(field: &Field, array: &dyn Array, first_row: usize) -> 
         DataType::Int32 => Vector::I32(Arc::new(prim!(Int32Type))),
         DataType::Int64 => Vector::I64(Arc::new(prim!(Int64Type))),
         DataType::UInt8 => Vector::I16(Arc::new(
-            array.as_primitive::<UInt8Type>().values().iter().map(|&v| i16::from(v)).collect(),
+            array
+                .as_primitive::<UInt8Type>()
+                .values()
+                .iter()
+                .map(|&v| i16::from(v))
+                .collect(),
         )),
         DataType::UInt16 => Vector::I32(Arc::new(
-            array.as_primitive::<UInt16Type>().values().iter().map(|&v| i32::from(v)).collect(),
+            array
+                .as_primitive::<UInt16Type>()
+                .values()
+                .iter()
+                .map(|&v| i32::from(v))
+                .collect(),
         )),
         DataType::UInt32 => Vector::I64(Arc::new(
-            array.as_primitive::<UInt32Type>().values().iter().map(|&v| i64::from(v)).collect(),
+            array
+                .as_primitive::<UInt32Type>()
+                .values()
+                .iter()
+                .map(|&v| i64::from(v))
+                .collect(),
         )),
         DataType::UInt64 => Vector::I64(Arc::new(
             array
@@ -155,26 +178,42 @@ pub fn vector_from_arrow(field: &Field, array: &dyn Array, first_row: usize) -> 
                 .iter()
                 .enumerate()
                 .map(|(row, &v)| {
-                    i64::try_from(v)
-                        .map_err(|_| problem(row, format!("{v} does not fit in i64")))
+                    i64::try_from(v).map_err(|_| problem(row, format!("{v} does not fit in i64")))
                 })
                 .collect::<Result<_>>()?,
         )),
         DataType::Float16 => Vector::F32(Arc::new(
-            array.as_primitive::<Float16Type>().values().iter().map(|v| v.to_f32()).collect(),
+            array
+                .as_primitive::<Float16Type>()
+                .values()
+                .iter()
+                .map(|v| v.to_f32())
+                .collect(),
         )),
         DataType::Float32 => Vector::F32(Arc::new(prim!(Float32Type))),
         DataType::Float64 => Vector::F64(Arc::new(prim!(Float64Type))),
         DataType::Decimal32(_, scale) => decimals(
-            array.as_primitive::<Decimal32Type>().values().iter().map(|&v| v as f64),
+            array
+                .as_primitive::<Decimal32Type>()
+                .values()
+                .iter()
+                .map(|&v| v as f64),
             *scale,
         ),
         DataType::Decimal64(_, scale) => decimals(
-            array.as_primitive::<Decimal64Type>().values().iter().map(|&v| v as f64),
+            array
+                .as_primitive::<Decimal64Type>()
+                .values()
+                .iter()
+                .map(|&v| v as f64),
             *scale,
         ),
         DataType::Decimal128(_, scale) => decimals(
-            array.as_primitive::<Decimal128Type>().values().iter().map(|&v| v as f64),
+            array
+                .as_primitive::<Decimal128Type>()
+                .values()
+                .iter()
+                .map(|&v| v as f64),
             *scale,
         ),
         DataType::Utf8 => strings(array.as_string::<i32>().iter().flatten()),
@@ -183,8 +222,9 @@ pub fn vector_from_arrow(field: &Field, array: &dyn Array, first_row: usize) -> 
         DataType::Dictionary(..) => dictionary_strings(column, array)?,
         DataType::Date32 => Vector::Date(Arc::new(prim!(Date32Type))),
         DataType::Date64 => {
-            let days = exact(&prim!(Date64Type), MS_PER_DAY, "ms")
-                .map_err(|e| RuntimeError::new(e.message.replace("a whole millisecond", "a whole day")))?;
+            let days = exact(&prim!(Date64Type), MS_PER_DAY, "ms").map_err(|e| {
+                RuntimeError::new(e.message.replace("a whole millisecond", "a whole day"))
+            })?;
             Vector::Date(Arc::new(to_i32(days, "date")?))
         }
         DataType::Timestamp(unit, _) => Vector::Dt(Arc::new(match unit {
@@ -210,7 +250,9 @@ pub fn vector_from_arrow(field: &Field, array: &dyn Array, first_row: usize) -> 
             exact(&prim!(Time64NanosecondType), 1_000_000, "ns")?,
             "time",
         )?)),
-        other => bail!("column `{column}` has the Arrow type {other}, which horsec cannot represent"),
+        other => {
+            bail!("column `{column}` has the Arrow type {other}, which horsec cannot represent")
+        }
     };
     debug_assert_eq!(vector.ty(), natural);
     match declared {
@@ -285,7 +327,10 @@ fn dictionary_strings(column: &str, array: &dyn Array) -> Result<Vector> {
 /// Applies the `horsec:type` a writer recorded: the column's own HorseIR type.
 fn retype(column: &str, vector: Vector, declared: &str, first_row: usize) -> Result<Vector> {
     let problem = |row: usize, what: String| {
-        RuntimeError::new(format!("column `{column}`, row {}: {what}", first_row + row + 1))
+        RuntimeError::new(format!(
+            "column `{column}`, row {}: {what}",
+            first_row + row + 1
+        ))
     };
     Ok(match (declared, vector) {
         ("char", Vector::Sym(strings)) => Vector::Char(Arc::new(
@@ -331,7 +376,12 @@ pub fn vectors_from_batch(batch: &RecordBatch, first_row: usize) -> Result<Vec<V
 pub fn table_from_batch(batch: &RecordBatch) -> Result<Table> {
     let columns = vectors_from_batch(batch, 0)?;
     Ok(Table {
-        names: batch.schema().fields().iter().map(|f| Arc::from(f.name().as_str())).collect(),
+        names: batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| Arc::from(f.name().as_str()))
+            .collect(),
         columns: columns.into_iter().map(Value::Vector).collect(),
     })
 }
@@ -339,22 +389,51 @@ pub fn table_from_batch(batch: &RecordBatch) -> Result<Table> {
 /// One HorseIR column as an Arrow field and array.
 pub fn vector_to_arrow(name: &str, vector: &Vector) -> Result<(Field, ArrayRef)> {
     let marked = |field: Field, ty: &str| {
-        field.with_metadata(HashMap::from([(HORSEC_TYPE_KEY.to_string(), ty.to_string())]))
+        field.with_metadata(HashMap::from([(
+            HORSEC_TYPE_KEY.to_string(),
+            ty.to_string(),
+        )]))
     };
     let plain = |ty: DataType| Field::new(name, ty, false);
     Ok(match vector {
-        Vector::Bool(v) => (plain(DataType::Boolean), Arc::new(BooleanArray::from(v.to_vec())) as ArrayRef),
+        Vector::Bool(v) => (
+            plain(DataType::Boolean),
+            Arc::new(BooleanArray::from(v.to_vec())) as ArrayRef,
+        ),
         Vector::I8(v) => (plain(DataType::Int8), Arc::new(Int8Array::from(v.to_vec()))),
-        Vector::I16(v) => (plain(DataType::Int16), Arc::new(Int16Array::from(v.to_vec()))),
-        Vector::I32(v) => (plain(DataType::Int32), Arc::new(Int32Array::from(v.to_vec()))),
-        Vector::I64(v) => (plain(DataType::Int64), Arc::new(Int64Array::from(v.to_vec()))),
-        Vector::F32(v) => (plain(DataType::Float32), Arc::new(Float32Array::from(v.to_vec()))),
-        Vector::F64(v) => (plain(DataType::Float64), Arc::new(Float64Array::from(v.to_vec()))),
-        Vector::Date(v) => (plain(DataType::Date32), Arc::new(Date32Array::from(v.to_vec()))),
-        Vector::Month(v) => (marked(plain(DataType::Int32), "month"), Arc::new(Int32Array::from(v.to_vec()))),
+        Vector::I16(v) => (
+            plain(DataType::Int16),
+            Arc::new(Int16Array::from(v.to_vec())),
+        ),
+        Vector::I32(v) => (
+            plain(DataType::Int32),
+            Arc::new(Int32Array::from(v.to_vec())),
+        ),
+        Vector::I64(v) => (
+            plain(DataType::Int64),
+            Arc::new(Int64Array::from(v.to_vec())),
+        ),
+        Vector::F32(v) => (
+            plain(DataType::Float32),
+            Arc::new(Float32Array::from(v.to_vec())),
+        ),
+        Vector::F64(v) => (
+            plain(DataType::Float64),
+            Arc::new(Float64Array::from(v.to_vec())),
+        ),
+        Vector::Date(v) => (
+            plain(DataType::Date32),
+            Arc::new(Date32Array::from(v.to_vec())),
+        ),
+        Vector::Month(v) => (
+            marked(plain(DataType::Int32), "month"),
+            Arc::new(Int32Array::from(v.to_vec())),
+        ),
         Vector::Minute(v) => (
             marked(plain(DataType::Time32(TimeUnit::Second)), "minute"),
-            Arc::new(Time32SecondArray::from(v.iter().map(|m| m * 60).collect::<Vec<_>>())),
+            Arc::new(Time32SecondArray::from(
+                v.iter().map(|m| m * 60).collect::<Vec<_>>(),
+            )),
         ),
         Vector::Second(v) => (
             plain(DataType::Time32(TimeUnit::Second)),
@@ -370,7 +449,9 @@ pub fn vector_to_arrow(name: &str, vector: &Vector) -> Result<(Field, ArrayRef)>
         ),
         Vector::Char(v) => (
             marked(plain(DataType::Utf8), "char"),
-            Arc::new(StringArray::from_iter_values(v.iter().map(|&b| char::from(b).to_string()))),
+            Arc::new(StringArray::from_iter_values(
+                v.iter().map(|&b| char::from(b).to_string()),
+            )),
         ),
         Vector::Str(s) => (
             marked(plain(DataType::Utf8), "str"),
@@ -405,7 +486,10 @@ fn column_vector(name: &str, value: &Value) -> Result<Vector> {
             None => bail!("column `{name}` is still on the device"),
         },
         Value::Enum(enumeration) => enumeration.domain.gather(&enumeration.index),
-        other => bail!("column `{name}` is a {}, which is not a column of values", other.ty()),
+        other => bail!(
+            "column `{name}` is a {}, which is not a column of values",
+            other.ty()
+        ),
     }
 }
 
@@ -416,7 +500,11 @@ pub fn value_to_batch(value: &Value) -> Result<RecordBatch> {
         Value::Table(table) => (table.names.clone(), table.columns.clone()),
         Value::KTable(keys, values) => (
             keys.names.iter().chain(&values.names).cloned().collect(),
-            keys.columns.iter().chain(&values.columns).cloned().collect(),
+            keys.columns
+                .iter()
+                .chain(&values.columns)
+                .cloned()
+                .collect(),
         ),
         other => (vec![Arc::from("value")], vec![other.clone()]),
     };

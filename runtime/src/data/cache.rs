@@ -171,7 +171,10 @@ fn verify(dir: &Path) -> Result<()> {
         listed += 1;
     }
     if listed != TPCH_SCHEMA.len() {
-        bail!("the manifest lists {listed} files, not {}", TPCH_SCHEMA.len());
+        bail!(
+            "the manifest lists {listed} files, not {}",
+            TPCH_SCHEMA.len()
+        );
     }
     Ok(())
 }
@@ -211,11 +214,18 @@ mod tests {
         assert_eq!(notice, None);
         let lineitem = second.table("lineitem").expect("loaded");
         let names: Vec<&str> = lineitem.names.iter().map(|n| n.as_ref()).collect();
-        assert_eq!(names, ["l_quantity", "l_shipdate"], "only the columns asked for");
+        assert_eq!(
+            names,
+            ["l_quantity", "l_shipdate"],
+            "only the columns asked for"
+        );
         let generated = Database::tpch_tables(sf, false, Some(&q6_tables())).expect("generates");
         let generated = generated.table("lineitem").expect("generated");
         assert_eq!(
-            first.table("lineitem").expect("loaded").column("l_quantity"),
+            first
+                .table("lineitem")
+                .expect("loaded")
+                .column("l_quantity"),
             generated.column("l_quantity")
         );
         for name in names {
@@ -238,7 +248,10 @@ mod tests {
             other => panic!("expected a regeneration notice, got {other:?}"),
         }
         assert_eq!(
-            third.table("lineitem").expect("loaded").column("l_quantity"),
+            third
+                .table("lineitem")
+                .expect("loaded")
+                .column("l_quantity"),
             generated.column("l_quantity")
         );
         let (_, notice) =

@@ -116,7 +116,12 @@ pub(crate) fn concat_strings(parts: Vec<Strings>) -> Strings {
     let mut heads: BinaryHeap<Reverse<(&str, usize, usize)>> = parts
         .iter()
         .enumerate()
-        .filter_map(|(part, p)| p.dict.strings.first().map(|s| Reverse((s.as_ref(), part, 0))))
+        .filter_map(|(part, p)| {
+            p.dict
+                .strings
+                .first()
+                .map(|s| Reverse((s.as_ref(), part, 0)))
+        })
         .collect();
     while let Some(Reverse((text, part, position))) = heads.pop() {
         if merged.last().is_none_or(|last| last.as_ref() != text) {

@@ -84,8 +84,8 @@ impl Inferred {
 
 fn read_csv(path: &Path) -> Result<Table> {
     let shown = path.display();
-    let bytes = std::fs::read(path)
-        .map_err(|e| RuntimeError::new(format!("{shown}: cannot read: {e}")))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| RuntimeError::new(format!("{shown}: cannot read: {e}")))?;
     let in_file = |error: csv::Error| RuntimeError::new(format!("{shown}: {error}"));
     // The header: the first record, wherever it ends.
     let mut reader = csv::ReaderBuilder::new()
@@ -117,7 +117,10 @@ fn read_csv(path: &Path) -> Result<Table> {
         }
     }
     let body = &bytes[body_start.min(bytes.len())..];
-    let pieces = split_records(body, (body.len() / BYTES_PER_PIECE).clamp(1, rayon::current_num_threads().max(1)));
+    let pieces = split_records(
+        body,
+        (body.len() / BYTES_PER_PIECE).clamp(1, rayon::current_num_threads().max(1)),
+    );
     // The line each piece starts on, for messages.
     let first_lines: Vec<u64> = {
         let newlines: Vec<u64> = pieces
@@ -206,7 +209,10 @@ fn read_csv(path: &Path) -> Result<Table> {
         })
         .collect::<Result<Vec<_>>>()?;
     let columns = if parts.is_empty() {
-        types.iter().map(|ty| CellColumn::new(ty).finish()).collect()
+        types
+            .iter()
+            .map(|ty| CellColumn::new(ty).finish())
+            .collect()
     } else {
         join_parts(parts)?
     };
@@ -391,7 +397,12 @@ mod tests {
             assert_eq!(runs.concat(), text.to_vec(), "{pieces}");
             for run in &runs {
                 let quotes = run.iter().filter(|&&b| b == b'"').count();
-                assert_eq!(quotes % 2, 0, "{pieces}: {:?}", String::from_utf8_lossy(run));
+                assert_eq!(
+                    quotes % 2,
+                    0,
+                    "{pieces}: {:?}",
+                    String::from_utf8_lossy(run)
+                );
             }
         }
     }

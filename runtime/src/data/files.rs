@@ -114,10 +114,14 @@ pub(crate) fn read_arrow_ipc(
     let (schema, batches): (SchemaRef, Vec<RecordBatch>) =
         match arrow_ipc::reader::FileReader::try_new(open()?, None) {
             Ok(reader) => {
-                let fields = projection(&reader.schema(), wanted);
+                let full = reader.schema();
+                let fields = projection(&full, wanted);
+                let schema = Arc::new(
+                    full.project(&fields)
+                        .map_err(|e| fail(format!("cannot select columns: {e}")))?,
+                );
                 let reader = arrow_ipc::reader::FileReader::try_new(open()?, Some(fields))
                     .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
-                let schema = reader.schema();
                 let batches = reader
                     .collect::<std::result::Result<Vec<_>, _>>()
                     .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
@@ -172,7 +176,10 @@ fn join_or_empty(parts: Vec<Vec<Vector>>, schema: &SchemaRef) -> Result<Vec<Vect
 }
 
 fn finish(parts: Vec<Vec<Vector>>, schema: &SchemaRef) -> Result<FileColumns> {
-    let columns = join_or_empty(parts.into_iter().filter(|p| !p.is_empty()).collect(), schema)?;
+    let columns = join_or_empty(
+        parts.into_iter().filter(|p| !p.is_empty()).collect(),
+        schema,
+    )?;
     if columns.len() != schema.fields().len() {
         bail!(
             "read {} columns, the schema has {}",
@@ -256,10 +263,9 @@ mod tests {
 
     fn every_type_batch() -> (Table, RecordBatch) {
         let table = crate::data::arrow_convert::tests::every_type();
-        let batch = crate::data::arrow_convert::value_to_batch(&Value::Table(Arc::new(
-            table.clone(),
-        )))
-        .expect("writable");
+        let batch =
+            crate::data::arrow_convert::value_to_batch(&Value::Table(Arc::new(table.clone())))
+                .expect("writable");
         (table, batch)
     }
 
@@ -299,13 +305,27 @@ mod tests {
     fn only_the_columns_asked_for_are_read() {
         let dir = tempfile::tempdir().expect("temporary directory");
         let (_, batch) = every_type_batch();
-        let path = dir.path().join("t.parquet");
-        write_batches(&path, &[batch], ArrowFileFormat::Parquet).expect("written");
         let wanted = ["date".to_string(), "sym".to_string()];
-        let read = read_parquet(&path, Some(&wanted), &ProgressBar::hidden()).expect("readable");
-        let names: Vec<&str> = read.names.iter().map(|n| n.as_ref()).collect();
-        assert_eq!(names, ["sym", "date"], "file order");
-        assert_eq!(read.columns.len(), 2);
+        for (file, format) in [
+            ("t.parquet", ArrowFileFormat::Parquet),
+            ("t.arrow", ArrowFileFormat::ArrowIpc),
+        ] {
+            let path = dir.path().join(file);
+            write_batches(&path, &[batch.clone()], format).expect("written");
+            let read = match format {
+                ArrowFileFormat::Parquet => {
+                    read_parquet(&path, Some(&wanted), &ProgressBar::hidden())
+                }
+                ArrowFileFormat::ArrowIpc => {
+                    read_arrow_ipc(&path, Some(&wanted), &ProgressBar::hidden())
+                }
+            }
+            .expect("readable");
+            let names: Vec<&str> = read.names.iter().map(|n| n.as_ref()).collect();
+            assert_eq!(names, ["sym", "date"], "{file}: file order");
+            assert_eq!(read.columns.len(), 2, "{file}");
+            assert_eq!(read.columns[1].ty(), crate::types::Type::Date, "{file}");
+        }
     }
 
     #[test]
@@ -318,10 +338,9 @@ mod tests {
         std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("writable");
         let error = Database::new().load_file("t", &path).unwrap_err();
         assert!(
-            error.message.starts_with(&format!(
-                "{}: not a readable Parquet file",
-                path.display()
-            )),
+            error
+                .message
+                .starts_with(&format!("{}: not a readable Parquet file", path.display())),
             "{}",
             error.message
         );
@@ -329,7 +348,9 @@ mod tests {
         std::fs::write(&arrow, b"ARROW1\0\0garbage").expect("writable");
         let error = Database::new().load_file("t", &arrow).unwrap_err();
         assert!(
-            error.message.starts_with(&format!("{}: not a readable Arrow IPC", arrow.display())),
+            error
+                .message
+                .starts_with(&format!("{}: not a readable Arrow IPC", arrow.display())),
             "{}",
             error.message
         );

@@ -560,11 +560,9 @@ pub fn write_tpch_files(
             fields.push(field);
             arrays.push(array);
         }
-        let batch = arrow_array::RecordBatch::try_new(
-            Arc::new(arrow_schema::Schema::new(fields)),
-            arrays,
-        )
-        .map_err(|e| RuntimeError::new(format!("table `{}`: {e}", spec.name)))?;
+        let batch =
+            arrow_array::RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), arrays)
+                .map_err(|e| RuntimeError::new(format!("table `{}`: {e}", spec.name)))?;
         let path = dir.join(format!("{}.{extension}", spec.name));
         crate::data::files::write_batches(&path, &[batch], format)?;
         bar.finish_and_clear();

@@ -83,7 +83,11 @@ impl Database {
 
     /// Adds (or replaces) the table `name` made of Arrow record batches of one schema, their
     /// rows one after another; types are mapped as [`arrow_convert`] documents.
-    pub fn insert_batches(&mut self, name: &str, batches: &[arrow_array::RecordBatch]) -> Result<()> {
+    pub fn insert_batches(
+        &mut self,
+        name: &str,
+        batches: &[arrow_array::RecordBatch],
+    ) -> Result<()> {
         use rayon::prelude::*;
         let Some(first) = batches.first() else {
             bail!("table `{name}`: no record batches");
@@ -107,11 +111,20 @@ impl Database {
             .zip(first_rows)
             .map(|(batch, first_row)| arrow_convert::vectors_from_batch(batch, first_row))
             .collect::<Result<Vec<_>>>()
-            .map_err(|e| crate::error::RuntimeError::new(format!("table `{name}`: {}", e.message)))?;
+            .map_err(|e| {
+                crate::error::RuntimeError::new(format!("table `{name}`: {}", e.message))
+            })?;
         let columns = columns::join_parts(parts)?;
         let table = Table {
-            names: schema.fields().iter().map(|f| Arc::from(f.name().as_str())).collect(),
-            columns: columns.into_iter().map(crate::value::Value::Vector).collect(),
+            names: schema
+                .fields()
+                .iter()
+                .map(|f| Arc::from(f.name().as_str()))
+                .collect(),
+            columns: columns
+                .into_iter()
+                .map(crate::value::Value::Vector)
+                .collect(),
         };
         self.insert(name, table);
         Ok(())

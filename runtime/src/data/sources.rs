@@ -78,7 +78,8 @@ impl Database {
                         path.display()
                     );
                 };
-                let columns = tbl::read_tbl(path, spec, &vec![true; spec.columns.len()], &progress)?;
+                let columns =
+                    tbl::read_tbl(path, spec, &vec![true; spec.columns.len()], &progress)?;
                 Table {
                     names: spec.columns.iter().map(|c| Arc::from(c.name)).collect(),
                     columns: columns.into_iter().flatten().map(Value::Vector).collect(),
@@ -266,7 +267,9 @@ fn to_schema_type(column: Vector, kind: ColumnKind) -> std::result::Result<Vecto
     Ok(match (kind, column) {
         (ColumnKind::I32 | ColumnKind::ForeignKey { .. }, column) => match column {
             Vector::I32(values) => Vector::I32(values),
-            Vector::I16(values) => Vector::I32(Arc::new(values.iter().map(|&v| v.into()).collect())),
+            Vector::I16(values) => {
+                Vector::I32(Arc::new(values.iter().map(|&v| v.into()).collect()))
+            }
             Vector::I8(values) => Vector::I32(Arc::new(values.iter().map(|&v| v.into()).collect())),
             Vector::I64(values) => Vector::I32(Arc::new(
                 values
@@ -282,8 +285,12 @@ fn to_schema_type(column: Vector, kind: ColumnKind) -> std::result::Result<Vecto
         },
         (ColumnKind::F64, column) => match column {
             Vector::F64(values) => Vector::F64(values),
-            Vector::F32(values) => Vector::F64(Arc::new(values.iter().map(|&v| v.into()).collect())),
-            Vector::I32(values) => Vector::F64(Arc::new(values.iter().map(|&v| v.into()).collect())),
+            Vector::F32(values) => {
+                Vector::F64(Arc::new(values.iter().map(|&v| v.into()).collect()))
+            }
+            Vector::I32(values) => {
+                Vector::F64(Arc::new(values.iter().map(|&v| v.into()).collect()))
+            }
             // Integers that a double holds exactly (every price and quantity does).
             Vector::I64(values) => Vector::F64(Arc::new(
                 values
@@ -343,13 +350,16 @@ fn one_letters(strings: &Strings) -> std::result::Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use crate::data::{write_batches, write_tpch_files, ArrowFileFormat};
-    use arrow_array::{ArrayRef, Decimal128Array, Int64Array, RecordBatch, StringArray};
-    use arrow_schema::{DataType, Field, Schema};
+    use arrow_array::{Array, ArrayRef, Decimal128Array, Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{Field, Schema};
 
     fn same_database(a: &Database, b: &Database) {
         assert_eq!(a.names().collect::<Vec<_>>(), b.names().collect::<Vec<_>>());
         for name in a.names() {
-            let (x, y) = (a.table(name).expect("loaded"), b.table(name).expect("loaded"));
+            let (x, y) = (
+                a.table(name).expect("loaded"),
+                b.table(name).expect("loaded"),
+            );
             assert_eq!(x.names, y.names, "{name}");
             for (column, (p, q)) in x.names.iter().zip(x.columns.iter().zip(&y.columns)) {
                 assert_eq!(p, q, "{name}.{column}");
@@ -388,19 +398,36 @@ mod tests {
     fn write_duckdb_style(dir: &Path, nation_region: i64) {
         let region = batch(vec![
             ("R_REGIONKEY", Arc::new(Int64Array::from(vec![0, 1]))),
-            ("r_name", Arc::new(StringArray::from(vec!["AFRICA", "ASIA"]))),
+            (
+                "r_name",
+                Arc::new(StringArray::from(vec!["AFRICA", "ASIA"])),
+            ),
             ("r_comment", Arc::new(StringArray::from(vec!["x", "y"]))),
         ]);
         let nation = batch(vec![
             ("n_nationkey", Arc::new(Int64Array::from(vec![0, 1]))),
-            ("n_name", Arc::new(StringArray::from(vec!["KENYA", "CHINA"]))),
-            ("n_regionkey", Arc::new(Int64Array::from(vec![0, nation_region]))),
+            (
+                "n_name",
+                Arc::new(StringArray::from(vec!["KENYA", "CHINA"])),
+            ),
+            (
+                "n_regionkey",
+                Arc::new(Int64Array::from(vec![0, nation_region])),
+            ),
             ("n_comment", Arc::new(StringArray::from(vec!["a", "b"]))),
         ]);
-        write_batches(&dir.join("region.parquet"), &[region], ArrowFileFormat::Parquet)
-            .expect("written");
-        write_batches(&dir.join("nation.parquet"), &[nation], ArrowFileFormat::Parquet)
-            .expect("written");
+        write_batches(
+            &dir.join("region.parquet"),
+            &[region],
+            ArrowFileFormat::Parquet,
+        )
+        .expect("written");
+        write_batches(
+            &dir.join("nation.parquet"),
+            &[nation],
+            ArrowFileFormat::Parquet,
+        )
+        .expect("written");
     }
 
     #[test]
@@ -446,8 +473,8 @@ mod tests {
             .with_precision_and_scale(15, 2)
             .expect("valid decimal type");
         let field = Field::new("p", prices.data_type().clone(), false);
-        let read = crate::data::arrow_convert::vector_from_arrow(&field, &prices, 0)
-            .expect("readable");
+        let read =
+            crate::data::arrow_convert::vector_from_arrow(&field, &prices, 0).expect("readable");
         assert_eq!(
             to_schema_type(read, ColumnKind::F64),
             Ok(Vector::F64(Arc::new(vec![901.07, 0.05])))
@@ -492,6 +519,8 @@ mod tests {
     #[test]
     fn unknown_extensions_are_named() {
         let error = FileFormat::of_path(Path::new("data/t.xlsx")).unwrap_err();
-        assert!(error.message.starts_with("`data/t.xlsx`: unknown data file extension"));
+        assert!(error
+            .message
+            .starts_with("`data/t.xlsx`: unknown data file extension"));
     }
 }

@@ -302,7 +302,10 @@ fn parse_piece<'s>(
             field_offset += field.len() + 1;
         }
     }
-    Ok(readers.into_iter().filter_map(ColumnReader::finish).collect())
+    Ok(readers
+        .into_iter()
+        .filter_map(ColumnReader::finish)
+        .collect())
 }
 
 /// The lines of `bytes` with their offsets, without `\n` or `\r\n`.
@@ -356,7 +359,10 @@ mod tests {
         assert_eq!(columns[0], Some(Vector::I32(Arc::new(vec![0, 1]))));
         assert_eq!(
             columns[2],
-            Some(Vector::Sym(Strings::from_strs(&[" lar deposits. ", "hs use"])))
+            Some(Vector::Sym(Strings::from_strs(&[
+                " lar deposits. ",
+                "hs use"
+            ])))
         );
     }
 
@@ -368,7 +374,8 @@ mod tests {
             error.message,
             "2:1: column `r_regionkey`: expected an i32 integer, found `1x`"
         );
-        let error = parse_tbl(b"0|AFRICA|\n", region(), &[true; 3], &ProgressBar::hidden()).unwrap_err();
+        let error =
+            parse_tbl(b"0|AFRICA|\n", region(), &[true; 3], &ProgressBar::hidden()).unwrap_err();
         assert_eq!(
             error.message,
             "1:1: table `region` has 3 fields per line, found 2"
@@ -385,21 +392,53 @@ mod tests {
     #[test]
     fn plain_numbers_parse_as_the_general_parser_does() {
         for text in [
-            "0", "-0", "7", "-123456789", "999999999", "1234567890", "1x", "", "-", "+5",
+            "0",
+            "-0",
+            "7",
+            "-123456789",
+            "999999999",
+            "1234567890",
+            "1x",
+            "",
+            "-",
+            "+5",
         ] {
             if let Some(value) = plain_i32(text.as_bytes()) {
                 assert_eq!(Ok(value), text.parse::<i32>(), "{text}");
             }
         }
         assert_eq!(plain_i32(b"-123456789"), Some(-123_456_789));
-        assert_eq!(plain_i32(b"1234567890"), None, "ten digits take the general path");
+        assert_eq!(
+            plain_i32(b"1234567890"),
+            None,
+            "ten digits take the general path"
+        );
         for text in [
-            "0.07", "0.06", "901.07", "-4312.00", "104949.50", "1", "17.5", "0.1", "0.3",
-            "123456789012.345", "9999999.99",
+            "0.07",
+            "0.06",
+            "901.07",
+            "-4312.00",
+            "104949.50",
+            "1",
+            "17.5",
+            "0.1",
+            "0.3",
+            "123456789012.345",
+            "9999999.99",
+            ".5",
         ] {
             assert_eq!(plain_decimal(text.as_bytes()), text.parse().ok(), "{text}");
         }
-        for text in ["", ".", "1.", ".5", "1.2.3", "1e5", "1234567890123456", "nan", "-"] {
+        for text in [
+            "",
+            ".",
+            "1.",
+            "1.2.3",
+            "1e5",
+            "1234567890123456",
+            "nan",
+            "-",
+        ] {
             assert_eq!(plain_decimal(text.as_bytes()), None, "{text}");
         }
     }
@@ -407,8 +446,13 @@ mod tests {
     #[test]
     fn unread_columns_are_skipped() {
         let text = b"0|AFRICA|x|\n1|AMERICA|y|\n";
-        let columns =
-            parse_tbl(text, region(), &[false, true, false], &ProgressBar::hidden()).expect("valid");
+        let columns = parse_tbl(
+            text,
+            region(),
+            &[false, true, false],
+            &ProgressBar::hidden(),
+        )
+        .expect("valid");
         assert_eq!(columns[0], None);
         assert_eq!(
             columns[1],
