@@ -79,9 +79,9 @@ pub(crate) fn read_parquet(
         .into_par_iter()
         .enumerate()
         .map(|(group, first_row)| {
-            let file = file
-                .try_clone()
-                .map_err(|e| fail(format!("cannot open: {e}")))?;
+            // A file of its own: clones of one handle share its offset, and parallel
+            // seek-and-read through them would read each other's bytes.
+            let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
             let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
                 .with_row_groups(vec![group])
                 .with_projection(mask.clone())
@@ -325,6 +325,36 @@ mod tests {
             assert_eq!(names, ["sym", "date"], "{file}: file order");
             assert_eq!(read.columns.len(), 2, "{file}");
             assert_eq!(read.columns[1].ty(), crate::types::Type::Date, "{file}");
+        }
+    }
+
+    #[test]
+    fn a_parquet_file_of_many_row_groups_reads_back_whole() {
+        use arrow_array::{Float64Array, Int64Array};
+        use arrow_schema::{DataType, Field, Schema};
+        let rows = 3 * ROWS_PER_ROW_GROUP + 17;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("x", DataType::Float64, false),
+        ]));
+        let keys: Vec<i64> = (0..rows as i64).map(|k| k * 7919 % 1_000_003).collect();
+        let values: Vec<f64> = keys.iter().map(|&k| k as f64 / 3.0).collect();
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(keys.clone())),
+                Arc::new(Float64Array::from(values.clone())),
+            ],
+        )
+        .expect("valid batch");
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("t.parquet");
+        write_batches(&path, &[batch], ArrowFileFormat::Parquet).expect("written");
+        // Row groups are read in parallel: each must read its own bytes, every time.
+        for _ in 0..3 {
+            let read = read_parquet(&path, None, &ProgressBar::hidden()).expect("readable");
+            assert_eq!(read.columns[0], Vector::I64(Arc::new(keys.clone())));
+            assert_eq!(read.columns[1], Vector::F64(Arc::new(values.clone())));
         }
     }
 
