@@ -416,22 +416,16 @@ pub fn used_columns(
                             }
                         }
                     }
-                    ExprKind::Call { args, .. } => {
-                        if uses_table(tables, args) {
-                            return None;
-                        }
+                    ExprKind::Call { args, .. } if uses_table(tables, args) => return None,
+                    ExprKind::Operand(operand) if table_of(tables, operand).is_some() => {
+                        return None
                     }
-                    ExprKind::Operand(operand) => {
-                        if table_of(tables, operand).is_some() {
-                            return None;
-                        }
-                    }
-                    ExprKind::CheckCast { .. } => {}
+                    _ => {}
                 },
-                StmtKind::Return(operands) => {
-                    if operands.iter().any(|o| table_of(tables, o).is_some()) {
-                        return None;
-                    }
+                StmtKind::Return(operands)
+                    if operands.iter().any(|o| table_of(tables, o).is_some()) =>
+                {
+                    return None
                 }
                 StmtKind::If {
                     cond,

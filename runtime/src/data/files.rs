@@ -311,7 +311,7 @@ mod tests {
             ("t.arrow", ArrowFileFormat::ArrowIpc),
         ] {
             let path = dir.path().join(file);
-            write_batches(&path, &[batch.clone()], format).expect("written");
+            write_batches(&path, std::slice::from_ref(&batch), format).expect("written");
             let read = match format {
                 ArrowFileFormat::Parquet => {
                     read_parquet(&path, Some(&wanted), &ProgressBar::hidden())
