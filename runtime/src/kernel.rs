@@ -313,9 +313,6 @@ pub enum Dispatch {
     /// Threads over `length` elements, grid-stride: `workgroups()` is
     /// `clamp(ceil(length / KERNEL_WORKGROUP_SIZE), 1, max_workgroups)`.
     Elements { length: Length, max_workgroups: u32 },
-    /// One workgroup per list cell, grid-stride over cells:
-    /// `clamp(cells, 1, max_workgroups)` workgroups.
-    Cells { cells: Length, max_workgroups: u32 },
     /// Exactly one workgroup.
     Single,
 }
@@ -329,7 +326,6 @@ impl Dispatch {
                 length.div_ceil(u64::from(KERNEL_WORKGROUP_SIZE)),
                 *max_workgroups,
             ),
-            Dispatch::Cells { max_workgroups, .. } => clamp(length, *max_workgroups),
             Dispatch::Single => 1,
         }
     }
@@ -338,7 +334,6 @@ impl Dispatch {
     pub fn length(&self) -> Option<&Length> {
         match self {
             Dispatch::Elements { length, .. } => Some(length),
-            Dispatch::Cells { cells, .. } => Some(cells),
             Dispatch::Single => None,
         }
     }
@@ -437,10 +432,15 @@ std::thread_local! {
 /// Runs `f` with every list kernel launched on this thread using `forced` (tests compare the
 /// strategies on one geometry; the setting is per thread so tests may run in parallel).
 pub fn with_cell_strategy<R>(forced: ForcedCells, f: impl FnOnce() -> R) -> R {
-    let before = FORCED_CELLS.with(|c| c.replace(Some(forced)));
-    let result = f();
-    FORCED_CELLS.with(|c| c.set(before));
-    result
+    /// Puts the previous setting back, also when `f` panics.
+    struct Restore(Option<ForcedCells>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED_CELLS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED_CELLS.with(|c| c.replace(Some(forced))));
+    f()
 }
 
 impl CellStrategy {
