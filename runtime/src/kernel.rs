@@ -210,6 +210,10 @@ pub enum ScratchPurpose {
     Flags,
     /// The exclusive prefix sum of a `Flags` buffer, with the total last (`n + 1` elements).
     Offsets,
+    /// The cells a thread-per-cell pass left to the workgroup-per-cell pass (longer than
+    /// [`THREAD_CELL_MAX`]): their count, then their indexes (`cells + 1` zeroed `u32`,
+    /// bound as `array<atomic<u32>>`).
+    LongCells,
     /// One zero-initialised `u32` of error bits (see [`StatusCheck`]), bound as
     /// `array<atomic<u32>>`.
     Status,
@@ -301,10 +305,10 @@ pub enum ParamValue {
     /// The pieces each cell is split into under [`CellStrategy::Split`] (1 otherwise), for
     /// the kernel's [`Pass::Cells`].
     CellSplits,
-    /// The shortest cell the workgroup-per-cell entry reduces: 0 under
-    /// [`CellStrategy::Workgroup`], [`THREAD_CELL_MAX`]` + 1` under
-    /// [`CellStrategy::Thread`] (the shorter cells were reduced a thread each).
-    WorkgroupCellMin,
+    /// 1 under [`CellStrategy::Thread`]: the workgroup-per-cell entry reduces only the cells
+    /// the thread-per-cell entry listed in its [`ScratchPurpose::LongCells`] scratch; 0: every
+    /// cell.
+    LongCellsListed,
 }
 
 /// How many workgroups a pass runs.
@@ -367,11 +371,11 @@ pub struct CellPasses {
     pub cells: Length,
     /// The flat elements of all cells.
     pub values: Length,
-    /// A workgroup per cell (grid-stride over cells), tree reductions; it skips cells shorter
-    /// than [`ParamValue::WorkgroupCellMin`].
+    /// A workgroup per cell (grid-stride over cells), tree reductions; under
+    /// [`ParamValue::LongCellsListed`] only over the cells the thread entry listed.
     pub per_workgroup: String,
-    /// A thread per cell (grid-stride), folding the cell in order; it skips cells longer than
-    /// [`THREAD_CELL_MAX`].
+    /// A thread per cell (grid-stride), folding the cell in order; it lists the cells longer
+    /// than [`THREAD_CELL_MAX`] for the workgroup entry instead.
     pub per_thread: String,
     /// A workgroup per piece of a cell (`cells × splits` workgroups): each writes one partial
     /// per reduction to [`ScratchPurpose::Partials`] buffers of [`MAX_CELL_PARTIALS`].

@@ -211,7 +211,7 @@ pub(crate) fn launch(
                 let strategy = CellStrategy::choose(n, values);
                 run.cell_strategy = Some(strategy);
                 let params = run.params(&pass_workgroups)?;
-                for (entry_point, workgroups) in cell_dispatches(cells, strategy, n) {
+                for (entry_point, workgroups) in cell_dispatches(cells, strategy, n, values) {
                     run.record_entry(&bound, entry_point, workgroups, &params)?;
                 }
             }
@@ -637,14 +637,23 @@ struct Bound<'b> {
 }
 
 /// The entry points a list kernel's strategy runs, in order, with their workgroups.
-fn cell_dispatches(cells: &CellPasses, strategy: CellStrategy, n: u64) -> Vec<(&str, u32)> {
+fn cell_dispatches(
+    cells: &CellPasses,
+    strategy: CellStrategy,
+    n: u64,
+    values: u64,
+) -> Vec<(&str, u32)> {
     let clamp = |wanted: u64| wanted.clamp(1, u64::from(MAX_DISPATCH_WORKGROUPS)) as u32;
     let per_thread = clamp(n.div_ceil(u64::from(KERNEL_WORKGROUP_SIZE)));
     match strategy {
-        // The short cells a thread each, then the long ones a workgroup each.
+        // The short cells a thread each, then the long ones a workgroup each: there are at
+        // most values / (THREAD_CELL_MAX + 1) of those.
         CellStrategy::Thread => vec![
             (cells.per_thread.as_str(), per_thread),
-            (cells.per_workgroup.as_str(), clamp(n)),
+            (
+                cells.per_workgroup.as_str(),
+                clamp(n.min(values / u64::from(THREAD_CELL_MAX + 1))),
+            ),
         ],
         CellStrategy::Workgroup => vec![(cells.per_workgroup.as_str(), clamp(n))],
         CellStrategy::Split { splits } => vec![
@@ -821,10 +830,9 @@ impl<'a> Run<'a> {
                     Some(CellStrategy::Split { splits }) => splits,
                     _ => 1,
                 },
-                ParamValue::WorkgroupCellMin => match self.cell_strategy {
-                    Some(CellStrategy::Thread) => THREAD_CELL_MAX + 1,
-                    _ => 0,
-                },
+                ParamValue::LongCellsListed => {
+                    u32::from(self.cell_strategy == Some(CellStrategy::Thread))
+                }
             };
             words.push(word);
         }

@@ -421,7 +421,7 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let element = if binding.name == "status" {
+            let element = if binding.name == "status" || binding.name == super::cells::LONG_CELLS {
                 "atomic<u32>".to_string()
             } else {
                 binding.element.wgsl().to_string()

@@ -127,9 +127,17 @@ impl Generator<'_> {
                 "compressed values inside a list kernel are not generated yet",
             ));
         }
-        let min_length = self.param(
-            "workgroup_cell_min".to_string(),
-            ParamValue::WorkgroupCellMin,
+        let listed = self.param("long_cells_listed".to_string(), ParamValue::LongCellsListed);
+        let (_, long_cells) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Sum(
+                    Box::new(cells_length.clone()),
+                    Box::new(Length::Constant(1)),
+                ),
+                purpose: ScratchPurpose::LongCells,
+            },
+            LONG_CELLS.to_string(),
         );
         let splits = self.param("cell_splits".to_string(), ParamValue::CellSplits);
         let partials = self.cell_partials();
@@ -167,21 +175,16 @@ impl Generator<'_> {
             lines
         };
 
-        // A workgroup per cell, for the cells of at least `workgroup_cell_min` elements (the
-        // tree reductions need every invocation, so shorter cells still run them, on nothing).
-        let mut body = header.clone();
-        // Whether the cell is one to reduce, made uniform through workgroup memory so that
-        // the workgroup skips the other cells' tree reductions together.
-        // The barrier first: every invocation has read the previous cell's flag.
-        body.push("workgroupBarrier();".to_string());
-        body.push("if local_id.x == 0u {".to_string());
-        body.push(format!(
-            "    cell_here = select(0u, 1u, cell_end - cell_start >= {min_length});"
-        ));
-        body.push("}".to_string());
-        body.push("if workgroupUniformLoad(&cell_here) == 0u {".to_string());
-        body.push("    continue;".to_string());
-        body.push("}".to_string());
+        // A workgroup per cell: every cell, or only the cells the thread pass listed as too
+        // long for one thread. The count is made uniform through workgroup memory, so the
+        // workgroup runs its tree reductions together.
+        let mut body = vec![
+            "var c = i;".to_string(),
+            format!("if {listed} != 0u {{"),
+            format!("    c = atomicLoad(&{long_cells}[1u + i]);"),
+            "}".to_string(),
+        ];
+        body.extend(header.clone());
         body.extend(accumulators.clone());
         body.extend(element_loop(
             "cell_start + local_id.x",
@@ -190,12 +193,16 @@ impl Generator<'_> {
         ));
         body.extend(workgroup_totals.clone());
         body.extend(finish(&self, Some("local_id.x == 0u")));
-        let mut text = "var<workgroup> cell_here: u32;\n\n".to_string();
+        let mut text = "var<workgroup> cells_to_reduce: u32;\n\n".to_string();
         text += &entry_header(WORKGROUP_ENTRY);
+        text += "    if local_id.x == 0u {\n";
         let _ = writeln!(
             text,
-            "    for (var c = workgroup_id.x; c < {cells}; c = c + num_workgroups.x) {{"
+            "        cells_to_reduce = select({cells}, atomicLoad(&{long_cells}[0]), {listed} != 0u);"
         );
+        text += "    }\n";
+        text += "    let count = workgroupUniformLoad(&cells_to_reduce);\n";
+        text += "    for (var i = workgroup_id.x; i < count; i = i + num_workgroups.x) {\n";
         text += &indent(&body, 2);
         text += "    }\n}\n\n";
 
@@ -207,6 +214,14 @@ impl Generator<'_> {
         inner.extend(own_totals.clone());
         inner.extend(finish(&self, None));
         body.extend(inner.into_iter().map(|l| format!("    {l}")));
+        // Longer cells are listed for the workgroup pass.
+        body.push("} else {".to_string());
+        body.push(format!(
+            "    let listed_at = atomicAdd(&{long_cells}[0], 1u);"
+        ));
+        body.push(format!(
+            "    atomicStore(&{long_cells}[1u + listed_at], c);"
+        ));
         body.push("}".to_string());
         text += &entry_header(THREAD_ENTRY);
         text += "    let stride = num_workgroups.x * WORKGROUP_SIZE;\n";
@@ -410,6 +425,10 @@ impl Generator<'_> {
             .collect()
     }
 }
+
+/// The scratch of the cells the thread pass leaves to the workgroup pass: their count, then
+/// their indexes (bound as atomics).
+pub(super) const LONG_CELLS: &str = "long_cells";
 
 /// Entry points of a list kernel (see [`CellPasses`]).
 const WORKGROUP_ENTRY: &str = "cells_pass";
