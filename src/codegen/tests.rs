@@ -200,7 +200,7 @@ fn gathers_check_their_indexes_through_a_status_bit() {
 }
 
 #[test]
-fn group_aggregates_run_one_workgroup_per_cell_and_raze_in_place() {
+fn group_aggregates_run_in_per_cell_passes_and_raze_in_place() {
     // q1's aggregation: sums and counts per group cell.
     let mut f = FunctionBuilder::new("main");
     let price = f.param("price", Type::F64);
