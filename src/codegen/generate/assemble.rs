@@ -610,7 +610,7 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let element = if binding.name == "status" {
+            let element = if binding.name.starts_with("status") {
                 "atomic<u32>".to_string()
             } else {
                 binding.element.wgsl().to_string()
