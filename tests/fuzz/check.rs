@@ -163,6 +163,10 @@ fn compile(text: &str, target: Target) -> Compiled {
     };
     if !c.failed() {
         Compiled::Plan(Box::new(c))
+    } else if compile_errors(&c).contains(": length mismatch (") {
+        // A mismatch the front end proves (`analysis::mismatch`): the refusal a deliberately
+        // wrong statement is meant to meet, the same for both backends.
+        Compiled::Refused(compile_errors(&c))
     } else if target == Target::Cpu {
         Compiled::FrontEnd(c.render_diagnostics())
     } else {
