@@ -9,8 +9,9 @@
 //!   under way finish) and print the summary of those run: a time-limited run always
 //!   reports, whatever `HORSEC_FUZZ_PROGRAMS` says;
 //! - `HORSEC_FUZZ_JOBS` (default: the cores, at most 4): threads running programs;
-//!   `HORSEC_FUZZ_DEVICES` (default: one per job): devices they share (job `j` uses device `j % n`;
-//!   a shared device compiles a kernel once for its jobs, but random programs rarely share kernels, and jobs on one device wait for each other: slower);
+//!   `HORSEC_FUZZ_DEVICES` (default: one per job): devices they share (job `j` uses device
+//!   `j % n`; a shared device compiles a kernel once for its jobs, but random programs
+//!   rarely share kernels, and jobs on one device wait for each other: slower);
 //! - `HORSEC_FUZZ_SF` (default 0.001): the TPC-H scale factor of the data;
 //! - `HORSEC_FUZZ_STMTS` (default 12): most statements of `main`;
 //! - `HORSEC_FUZZ_ERRORS` (default 0.03): probability of a deliberately wrong statement;

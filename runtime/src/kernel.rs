@@ -141,6 +141,12 @@ pub struct IndexReport {
     pub length: Length,
 }
 
+/// Elements of the scratch buffers in which a kernel records the failing element of a check
+/// ([`IndexSource::Device`], [`CheckReport::Shift`]): positions from this one on are not
+/// recorded (the run then fails with the check's message, which names the vector read but not
+/// the element), so a check costs at most this many elements of memory whatever the data.
+pub const RECORDED_POSITIONS: u64 = 1 << 20;
+
 /// Where the first index out of range can be read after the launch.
 #[derive(Clone, Debug, PartialEq)]
 pub enum IndexSource {
@@ -151,7 +157,7 @@ pub enum IndexSource {
     /// of range records its element position `i` in the `Status`-purpose scratch `first`,
     /// as `atomicMax(first[0], ~i)` (so the first position wins whatever the order the
     /// invocations ran in), and its index at `values[i]` (a scratch of the kernel's
-    /// length, elements `element`).
+    /// length, at most [`RECORDED_POSITIONS`], elements `element`).
     Device {
         first: ScratchId,
         values: ScratchId,
@@ -313,6 +319,8 @@ pub enum Length {
     /// The larger of two lengths: the threads of a kernel whose values the compiler could
     /// not prove equally long (each value is written and reduced only below its own length).
     Max(Box<Length>, Box<Length>),
+    /// The smaller of two lengths (a scratch buffer capped at a constant).
+    Min(Box<Length>, Box<Length>),
     /// The count a compaction kept: the last element of an `Offsets` scratch buffer, known
     /// once the passes before have run (read back, or used on the device).
     Compacted(ScratchId),

@@ -31,7 +31,9 @@
 //! disagreement of kind `Invalid` (a generator bug, or a rule the checker applies differently).
 //! With probability `error_rate` a statement is wrong on purpose: operands of different
 //! lengths, a mask from another table, an index out of range, a negative count, a bad
-//! `@sub_string` range, an `if` on a vector.
+//! `@sub_string` range, an `if` on a vector. Lengths the front end proves different
+//! (literals) are a compile error for both backends (`analysis::mismatch`): the same
+//! refusal, not a front-end rejection.
 //!
 //! # How it compares ([`check`])
 //! The program is compiled for each backend: a front-end error (parse, types) is one outcome
@@ -45,14 +47,16 @@
 //!
 //! # Non-finite floats: a known deviation
 //! WGSL lets a shader compiler assume that floats are finite, and naga emits no SPIR-V
-//! float controls that would forbid it; so the GPU does not keep NaN and infinities the way
-//! the CPU does. On lavapipe `x - x` of NaN gives 0, and `0 / x` with `x = 0` gives 0 where
-//! the CPU gives NaN (`corpus/open/nan_minus_itself.hir`,
-//! `corpus/open/zero_over_zero_with_literal.hir`). No cheap sound fix exists in the
-//! generated WGSL (the compiler may fold any expression under that assumption), so by
-//! default a row where the CPU computed NaN or an infinity matches any GPU value;
-//! `HORSEC_FUZZ_NONFINITE=strict` compares those rows too (and lists the two open
-//! reproductions as disagreeing; under the default they are listed as agreeing).
+//! float controls (`SignedZeroInfNanPreserve`) or `NoContraction` decorations that would
+//! forbid it; so the GPU does not keep NaN and infinities the way the CPU does. On lavapipe
+//! `x - x` of NaN gives 0 (Mesa folds `a - a` to 0 in instructions not marked exact), and
+//! `0 / x` with `x = 0` gives 0 where the CPU gives NaN (`corpus/open/nan_minus_itself.hir`,
+//! `corpus/open/zero_over_zero_with_literal.hir`, still open). No sound fix exists in the
+//! generated WGSL (the compiler may fold any expression under that assumption); one would
+//! be to hand the driver SPIR-V with those decorations (naga's output, decorated, through
+//! wgpu's SPIR-V passthrough). So by default a row where the CPU computed NaN or an infinity
+//! matches any GPU value; `HORSEC_FUZZ_NONFINITE=strict` compares those rows too (and lists
+//! the two open reproductions as disagreeing; under the default they are listed as agreeing).
 //!
 //! # Shrinking
 //! A failing program is shrunk by delta debugging ([`shrink`]): drop a statement of `main`

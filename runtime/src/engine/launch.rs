@@ -277,6 +277,7 @@ pub(crate) fn launch(
                         first,
                         operands,
                     }) => first_recorded(device, &run, *first)?
+                        .filter(|&position| (position as u64) < RECORDED_POSITIONS)
                         .map(|position| {
                             let words = device
                                 .download_range(run.scratch_buffer(*operands)?, 4 * position, 4)
@@ -498,7 +499,7 @@ fn hosted_check_inputs(
 fn length_value_slots(length: &Length, slots: &mut Vec<Slot>) {
     match length {
         Length::ValueOf(slot) => slots.push(*slot),
-        Length::Broadcast(a, b) | Length::Max(a, b) | Length::Sum(a, b) => {
+        Length::Broadcast(a, b) | Length::Max(a, b) | Length::Min(a, b) | Length::Sum(a, b) => {
             length_value_slots(a, slots);
             length_value_slots(b, slots);
         }
@@ -525,6 +526,9 @@ fn static_length(
         },
         Length::Max(a, b) => {
             static_length(kernel, a, values)?.max(static_length(kernel, b, values)?)
+        }
+        Length::Min(a, b) => {
+            static_length(kernel, a, values)?.min(static_length(kernel, b, values)?)
         }
         Length::Sum(a, b) => static_length(kernel, a, values)?
             .checked_add(static_length(kernel, b, values)?)
@@ -604,6 +608,9 @@ fn index_message(
             let Some(position) = first_recorded(device, run, *first)? else {
                 return Ok(None);
             };
+            if position as u64 >= RECORDED_POSITIONS {
+                return Ok(None);
+            }
             match element {
                 GpuElement::I64 => {
                     let words = download(*values, 2 * position, 2)?;
@@ -763,6 +770,7 @@ impl<'a> Run<'a> {
                 (n, m) => n.max(m),
             },
             Length::Max(a, b) => self.resolve(a)?.max(self.resolve(b)?),
+            Length::Min(a, b) => self.resolve(a)?.min(self.resolve(b)?),
             Length::ValueOf(slot) => {
                 // A scalar computed on the device is read back (one element).
                 let (value, _) = location::host(self.device, input(self.values, *slot, kernel)?)?;

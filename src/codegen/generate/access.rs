@@ -75,7 +75,10 @@ impl Generator<'_> {
                 let (values, values_name) = self.scratch_binding(
                     Scratch {
                         element,
-                        elements: length,
+                        elements: Length::Min(
+                            Box::new(length),
+                            Box::new(Length::Constant(RECORDED_POSITIONS)),
+                        ),
                         purpose: ScratchPurpose::BadIndexes,
                     },
                     format!("bad_index{n}"),
@@ -104,7 +107,8 @@ impl Generator<'_> {
                 .map(str::to_string)
                 .ok_or_else(|| self.error(Some(builtin), "an index check without its index"))?;
             prelude.push(format!(
-                "if !in_range_{j} {{ atomicMax(&{first}[0], ~i); {values}[i] = {j}; }}"
+                "if !in_range_{j} {{ atomicMax(&{first}[0], ~i); if i < {RECORDED_POSITIONS}u \
+                 {{ {values}[i] = {j}; }} }}"
             ));
         }
         let dictionary = matches!(ty, Type::Sym | Type::Str)

@@ -500,7 +500,10 @@ impl Generator<'_> {
         let (operands, operands_name) = self.scratch_binding(
             Scratch {
                 element: GpuElement::I64,
-                elements: Length::Sum(Box::new(length.clone()), Box::new(length)),
+                elements: Length::Min(
+                    Box::new(Length::Sum(Box::new(length.clone()), Box::new(length))),
+                    Box::new(Length::Constant(2 * RECORDED_POSITIONS)),
+                ),
                 purpose: ScratchPurpose::BadIndexes,
             },
             format!("bad_operands{n}"),
@@ -541,7 +544,8 @@ impl Generator<'_> {
             format!("let {s}_ok = !({overflow}) && {s} >= {lo_var} && {s} <= {hi_var};"),
             format!(
                 "if !{s}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
-                 {operands_name}[2u * i] = {s}_t; {operands_name}[2u * i + 1u] = {s}_k; }}",
+                 if i < {RECORDED_POSITIONS}u {{ {operands_name}[2u * i] = {s}_t; \
+                 {operands_name}[2u * i + 1u] = {s}_k; }} }}",
                 1u32 << bit
             ),
         ];

@@ -31,7 +31,7 @@ use horsec_runtime::kernel::{
     IndexReport, IndexSource, KernelFeatures, KernelLaunch, KernelOutput, LaunchCheck,
     LaunchRequirement, LaunchRule, Length, OutputLayout, ParamField, ParamValue, Pass, Scratch,
     ScratchId, ScratchPurpose, StatusCheck, ValuePart, KERNEL_WORKGROUP_SIZE,
-    MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
+    MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS, RECORDED_POSITIONS,
 };
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
@@ -1038,6 +1038,22 @@ impl<'a> Generator<'a> {
                     return Err(self.error(
                         Some(builtin),
                         "compression of a one-element or per-cell value",
+                    ));
+                }
+                // Compacted vectors pair by position after compaction, not by row: a mask and
+                // data compacted by different masks (or one of them only) are of different
+                // lengths (the run's error) or pair other rows than this kernel's threads.
+                let conditions = |v: &Val| {
+                    let mut c = v.active.clone();
+                    c.sort();
+                    c.dedup();
+                    c
+                };
+                if conditions(&mask) != conditions(&value) {
+                    return Err(self.error(
+                        Some(builtin),
+                        "a mask and data compacted by different masks (they pair by position \
+                         after compaction)",
                     ));
                 }
                 let mut val = value.clone();
