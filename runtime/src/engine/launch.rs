@@ -18,7 +18,7 @@ use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
     Access, BufferRef, CheckReport, CheckSite, DictionarySource, GpuElement, IndexReport,
     IndexSource, KernelLaunch, LaunchCheck, LaunchRequirement, LaunchRule, Length, OutputLayout,
-    ParamValue, Pass, ScratchId, ValuePart,
+    ParamValue, Pass, ScratchId, ValuePart, RECORDED_POSITIONS,
 };
 use crate::plan::Slot;
 use crate::types::Type;
