@@ -163,6 +163,9 @@ fn still_fails(program: &Program, kind: Kind, db: &Database, engine: &mut GpuEng
     }
 }
 
+/// A device shared by jobs, with the programs run on it so far.
+type Leased = (Arc<Device>, u64);
+
 /// The configuration of a run, from the environment, and what its jobs share.
 struct Run<'a> {
     db: &'a Database,
@@ -175,7 +178,7 @@ struct Run<'a> {
     recycle: u64,
     /// The devices the jobs share (`HORSEC_FUZZ_DEVICES`, job `j` uses device `j % n`), each
     /// with the programs run on it; reopened after `recycle` programs.
-    devices: Vec<Mutex<Option<(Arc<Device>, u64)>>>,
+    devices: Vec<Mutex<Option<Leased>>>,
     /// Print programs whose compile and run took longer than this (`HORSEC_FUZZ_SLOW`, ms).
     slow_ms: Option<f64>,
     /// No new program starts after this (`HORSEC_FUZZ_SECONDS`).

@@ -88,6 +88,7 @@
 //! - A device is reopened every `HORSEC_FUZZ_RECYCLE` programs (default 2000): its pipeline
 //!   cache only grows (about 0.4 MB per pipeline on lavapipe), and opening a device costs
 //!   a fraction of a second.
+//!
 //! Names are canonical (numbered in order of appearance), so programs of the same structure
 //! share pipelines.
 //!

@@ -520,28 +520,32 @@ impl Generator<'_> {
             }),
         )?;
         let s = format!("shift{n}");
-        let (op, overflow) = if shift.minus {
-            (
-                "-",
-                format!("({s}_k > 0li && {s} > {s}_t) || ({s}_k < 0li && {s} < {s}_t)"),
-            )
+        // Overflow and range are tested on 32-bit words: lavapipe (Mesa 22.3) miscompiles
+        // signed i64 comparisons with constants (`k > 0li` was true for k = -3). An i64 sum
+        // overflows when both operands' signs differ from the result's; a difference, when
+        // the operands' signs differ and the result's differs from the first's.
+        let (op, overflow_bits) = if shift.minus {
+            ("-", format!("({s}_t ^ {s}_k) & ({s}_t ^ {s})"))
         } else {
-            (
-                "+",
-                format!("({s}_k > 0li && {s} < {s}_t) || ({s}_k < 0li && {s} > {s}_t)"),
-            )
+            ("+", format!("({s}_t ^ {s}) & ({s}_k ^ {s})"))
         };
         let (lo, hi) = horsec_runtime::temporal::calendar_range(&ty)
             .unwrap_or((i64::from(i32::MIN), i64::from(i32::MAX)));
-        // Bounds as i64 private variables: naga folds no comparison with them, and lavapipe
-        // compares a variable i64 correctly where it may not a constant.
+        // In range: `s - lo`, unsigned, at most `hi - lo`, compared word by word.
+        let span = hi.abs_diff(lo);
         let lo_var = self.constant(wgsl::i64_literal(lo), &Type::I64);
-        let hi_var = self.constant(wgsl::i64_literal(hi), &Type::I64);
+        let (span_high, span_low) = ((span >> 32) as u32, span as u32);
         let prelude = vec![
             format!("let {s}_t: i64 = {t_expr};"),
             format!("let {s}_k: i64 = {k_expr};"),
             format!("let {s}: i64 = {s}_t {op} {s}_k;"),
-            format!("let {s}_ok = !({overflow}) && {s} >= {lo_var} && {s} <= {hi_var};"),
+            format!("let {s}_overflow = (u32(({overflow_bits}) >> 32u) >> 31u) == 1u;"),
+            format!("let {s}_r: i64 = {s} - {lo_var};"),
+            format!("let {s}_rh = u32({s}_r >> 32u);"),
+            format!(
+                "let {s}_ok = !{s}_overflow && ({s}_rh < {span_high}u || ({s}_rh == {span_high}u \
+                 && u32({s}_r) <= {span_low}u));"
+            ),
             format!(
                 "if !{s}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
                  if i < {RECORDED_POSITIONS}u {{ {operands_name}[2u * i] = {s}_t; \
