@@ -151,7 +151,15 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     let Some(typed) = c.typed.as_ref().filter(|_| !has_errors(&c.diagnostics)) else {
         return c;
     };
-    if until < Stage::Outline {
+    // Shared by both backends, so both refuse a provable mismatch alike (timed as part of
+    // the analysis).
+    let start = Instant::now();
+    c.diagnostics
+        .extend(crate::analysis::mismatch::provable_mismatches(typed));
+    if let Some((_, time)) = c.stage_times.last_mut() {
+        *time += start.elapsed();
+    }
+    if c.failed() || until < Stage::Outline {
         return c;
     }
     if until == Stage::Plan && target == Target::Cpu {

@@ -432,3 +432,43 @@ fn time_reports_the_bytes_moved_and_a_second_run_loads_cached_pipelines() {
         "{second}"
     );
 }
+
+#[test]
+fn a_length_mismatch_the_compiler_proves_is_a_located_compile_error_on_both_backends() {
+    let program = "tests/programs/errors/literal_length_mismatch.hir";
+    let check = horsec(&["check", program]);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check.stderr));
+    insta::assert_snapshot!("literal_length_mismatch", text(&check.stderr));
+    for backend in ["cpu", "gpu"] {
+        let out = horsec(&["run", program, "--backend", backend]);
+        if backend == "gpu" && text(&out.stderr).contains("no GPU adapter") {
+            continue;
+        }
+        fails_with(
+            &out,
+            "literal_length_mismatch.hir:9:5: error: @plus: length mismatch (3 vs 2)",
+        );
+        assert!(
+            text(&out.stderr).contains(&text(&check.stderr)),
+            "--backend {backend}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn columns_of_two_tables_are_compared_when_the_program_runs() {
+    let program = "tests/programs/errors/columns_of_two_tables.hir";
+    let check = horsec(&["check", program]);
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    for backend in ["cpu", "gpu"] {
+        let out = horsec(&["run", program, "--backend", backend]);
+        if backend == "gpu" && text(&out.stderr).contains("no GPU adapter") {
+            continue;
+        }
+        fails_with(
+            &out,
+            "columns_of_two_tables.hir:10:5: error: @plus: length mismatch (15000 vs 60175)",
+        );
+    }
+}

@@ -4,13 +4,19 @@
 //!
 //! Environment:
 //! - `HORSEC_FUZZ_PROGRAMS` (default 300): programs to run; `HORSEC_FUZZ_SEED` (default
-//!   2026): the run's seed; `HORSEC_FUZZ_JOBS` (default: the cores, at most 4): threads,
-//!   each with its own device;
+//!   2026): the run's seed;
+//! - `HORSEC_FUZZ_SECONDS`: stop taking new programs after this many seconds (the programs
+//!   under way finish) and print the summary of those run: a time-limited run always
+//!   reports, whatever `HORSEC_FUZZ_PROGRAMS` says;
+//! - `HORSEC_FUZZ_JOBS` (default: the cores, at most 4): threads running programs;
+//!   `HORSEC_FUZZ_DEVICES` (default: one per job): devices they share (job `j` uses device
+//!   `j % n`; a shared device compiles a kernel once for its jobs, but random programs
+//!   rarely share kernels, and jobs on one device wait for each other: slower);
 //! - `HORSEC_FUZZ_SF` (default 0.001): the TPC-H scale factor of the data;
 //! - `HORSEC_FUZZ_STMTS` (default 12): most statements of `main`;
 //! - `HORSEC_FUZZ_ERRORS` (default 0.03): probability of a deliberately wrong statement;
-//! - `HORSEC_FUZZ_RECYCLE` (default 500): programs per device before a job opens a fresh one
-//!   (which drops the cached pipelines);
+//! - `HORSEC_FUZZ_RECYCLE` (default 2000): programs per device before it is opened afresh
+//!   (which drops its cached pipelines, which only grow);
 //! - `HORSEC_FUZZ_SHRINK` (default 3): failures shrunk and printed per kind (the others are
 //!   counted, with their seeds);
 //! - `HORSEC_FUZZ_NONFINITE=strict`: rows where the CPU computed NaN or an infinity must
@@ -35,6 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use horsec_runtime::data::Database;
+use horsec_runtime::engine::GpuEngine;
 use horsec_runtime::gpu::Device;
 
 use fuzz::check::{check, Disagreement, Kind, Outcome, Timings, Verdict};
@@ -79,6 +86,10 @@ struct Findings {
     /// Shrunk reproductions, one per distinct (kind, builtins used).
     reports: Vec<(Kind, BTreeSet<String>, String)>,
     timings: Timings,
+    /// Devices opened, and the pipelines they compiled in all (with the time it took).
+    devices_opened: u64,
+    pipelines_built: u64,
+    pipeline_build_time: Duration,
 }
 
 fn builtins_in(text: &str) -> BTreeSet<String> {
@@ -144,13 +155,16 @@ fn report(seed: u64, program: &Program, d: &Disagreement) -> String {
     )
 }
 
-fn still_fails(program: &Program, kind: Kind, db: &Database, device: &Device) -> bool {
+fn still_fails(program: &Program, kind: Kind, db: &Database, engine: &mut GpuEngine<'_>) -> bool {
     let mut t = Timings::default();
-    match check(&program.text(), db, device, &mut t) {
+    match check(&program.text(), db, engine, &mut t) {
         Verdict::Disagree(d) => d.kind == kind,
         _ => false,
     }
 }
+
+/// A device shared by jobs, with the programs run on it so far.
+type Leased = (Arc<Device>, u64);
 
 /// The configuration of a run, from the environment, and what its jobs share.
 struct Run<'a> {
@@ -162,9 +176,16 @@ struct Run<'a> {
     jobs: usize,
     shrink_per_kind: usize,
     recycle: u64,
+    /// The devices the jobs share (`HORSEC_FUZZ_DEVICES`, job `j` uses device `j % n`), each
+    /// with the programs run on it; reopened after `recycle` programs.
+    devices: Vec<Mutex<Option<Leased>>>,
     /// Print programs whose compile and run took longer than this (`HORSEC_FUZZ_SLOW`, ms).
     slow_ms: Option<f64>,
+    /// No new program starts after this (`HORSEC_FUZZ_SECONDS`).
+    deadline: Option<Instant>,
     next: AtomicU64,
+    /// Programs run to the end (below `programs` when the deadline stopped the run).
+    done: AtomicU64,
     findings: Mutex<Findings>,
     start: Instant,
     last_progress: Mutex<Instant>,
@@ -175,21 +196,31 @@ impl<'a> Run<'a> {
         // Jobs overlap one program's pipeline compiles with another's GPU waits: two jobs
         // run twice as many programs per second as one, even on two cores.
         let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let start = Instant::now();
+        let seconds: Option<f64> = std::env::var("HORSEC_FUZZ_SECONDS").ok().map(|text| {
+            text.parse()
+                .unwrap_or_else(|_| panic!("HORSEC_FUZZ_SECONDS={text:?} is not a number"))
+        });
+        let jobs = env("HORSEC_FUZZ_JOBS", parallelism.clamp(1, 4));
+        let devices = env("HORSEC_FUZZ_DEVICES", jobs).clamp(1, jobs.max(1));
         Run {
             db,
             schema: Schema::of(db),
             options: options(),
             programs: env("HORSEC_FUZZ_PROGRAMS", 300),
             seed: env("HORSEC_FUZZ_SEED", 2026),
-            jobs: env("HORSEC_FUZZ_JOBS", parallelism.clamp(1, 4)),
+            jobs,
             shrink_per_kind: env("HORSEC_FUZZ_SHRINK", 3),
-            recycle: env("HORSEC_FUZZ_RECYCLE", 500),
+            recycle: env("HORSEC_FUZZ_RECYCLE", 2000),
+            devices: (0..devices).map(|_| Mutex::new(None)).collect(),
             slow_ms: std::env::var("HORSEC_FUZZ_SLOW")
                 .ok()
                 .map(|ms| ms.parse().unwrap_or(100.0)),
+            deadline: seconds.map(|s| start + Duration::from_secs_f64(s)),
             next: AtomicU64::new(0),
+            done: AtomicU64::new(0),
             findings: Mutex::new(Findings::default()),
-            start: Instant::now(),
+            start,
             last_progress: Mutex::new(Instant::now()),
         }
     }
@@ -197,43 +228,91 @@ impl<'a> Run<'a> {
     /// Runs every program on `jobs` threads.
     fn run(&self) {
         std::thread::scope(|scope| {
-            for _ in 0..self.jobs {
-                scope.spawn(|| self.job());
+            for job in 0..self.jobs {
+                scope.spawn(move || self.job(job));
             }
         });
+        for slot in &self.devices {
+            if let Some((device, _)) = slot.lock().unwrap().take() {
+                self.retire(&device);
+            }
+        }
     }
 
-    /// One job: programs until none are left. Each job has its own device, opened again every
-    /// `recycle` programs: the device caches a pipeline per distinct kernel, and random
-    /// programs bring new kernels without end.
-    fn job(&self) {
-        let mut device: Option<Device> = None;
-        let mut used = 0u64;
+    /// The next program's index, or None when the run is over (all taken, or the deadline
+    /// of `HORSEC_FUZZ_SECONDS` passed).
+    fn take_program(&self) -> Option<u64> {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        (index < self.programs).then_some(index)
+    }
+
+    /// The device job `job` runs its next program on, counted as used once more: the
+    /// shared device of its slot, opened again once it ran `recycle` programs (a device
+    /// caches a pipeline per distinct kernel, and random programs bring new kernels without
+    /// end).
+    fn lease(&self, job: usize) -> Arc<Device> {
+        let mut slot = self.devices[job % self.devices.len()].lock().unwrap();
+        if slot.as_ref().is_none_or(|(_, used)| *used >= self.recycle) {
+            if let Some((old, _)) = slot.take() {
+                self.retire(&old);
+            }
+            let device = Device::new().unwrap_or_else(|e| panic!("opening the GPU: {e}"));
+            *slot = Some((Arc::new(device), 0));
+        }
+        let (device, used) = slot.as_mut().expect("opened above");
+        *used += 1;
+        device.clone()
+    }
+
+    /// Counts the pipelines a device compiled, and the time that took, when it is dropped
+    /// from its slot (jobs still running a program on it finish with it).
+    fn retire(&self, device: &Device) {
+        let (built, time) = device.pipelines_built();
+        let mut f = self.findings.lock().unwrap();
+        f.devices_opened += 1;
+        f.pipelines_built += u64::from(built);
+        f.pipeline_build_time += time;
+    }
+
+    /// One job: programs until none are left. A job keeps one engine per device it leases,
+    /// so the columns it uploaded stay on the device for the next program (each program
+    /// would otherwise upload its tables again); a new device gets a new engine.
+    fn job(&self, job: usize) {
+        let Some(mut index) = self.take_program() else {
+            return;
+        };
+        let mut device = self.lease(job);
         loop {
-            let index = self.next.fetch_add(1, Ordering::Relaxed);
-            if index >= self.programs {
-                return;
-            }
-            if device.is_none() || used >= self.recycle {
-                drop(device.take());
-                device = Some(Device::new().unwrap_or_else(|e| panic!("opening the GPU: {e}")));
-                used = 0;
-            }
-            used += 1;
-            self.program(index, device.as_ref().expect("opened above"));
+            let mut engine = GpuEngine::new(&device);
+            let next_device = loop {
+                self.program(index, &mut engine);
+                index = match self.take_program() {
+                    Some(index) => index,
+                    None => return,
+                };
+                let next = self.lease(job);
+                if !Arc::ptr_eq(&next, &device) {
+                    break next;
+                }
+            };
+            drop(engine);
+            device = next_device;
         }
     }
 
     /// Generates, runs and compares program `index`; shrinks it when it is one of the first
     /// few failures of its kind.
-    fn program(&self, index: u64, device: &Device) {
+    fn program(&self, index: u64, engine: &mut GpuEngine<'_>) {
         let seed = program_seed(self.seed, index);
         let mut t = Timings::default();
         let generated = Instant::now();
         let program = generate(seed, &self.schema, self.options);
         let text = program.text();
         t.generate += generated.elapsed();
-        let verdict = check(&text, self.db, device, &mut t);
+        let verdict = check(&text, self.db, engine, &mut t);
         if let Some(limit) = self.slow_ms {
             let took = (t.run_cpu + t.run_gpu + t.compile_gpu).as_secs_f64() * 1e3;
             if took > limit {
@@ -242,9 +321,9 @@ impl<'a> Run<'a> {
         }
         let reproduction = match &verdict {
             Verdict::Disagree(d) if self.first_of_kind(d.kind) => {
-                let small = shrink(&program, 300, |p| still_fails(p, d.kind, self.db, device));
+                let small = shrink(&program, 300, |p| still_fails(p, d.kind, self.db, engine));
                 let mut t = Timings::default();
-                Some(match check(&small.text(), self.db, device, &mut t) {
+                Some(match check(&small.text(), self.db, engine, &mut t) {
                     Verdict::Disagree(d) => {
                         (d.kind, builtins_in(&small.text()), report(seed, &small, &d))
                     }
@@ -274,10 +353,10 @@ impl<'a> Run<'a> {
             }
         }
         drop(f);
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let mut last = self.last_progress.lock().unwrap();
         if last.elapsed() > Duration::from_secs(30) {
             *last = Instant::now();
-            let done = index + 1;
             let rate = done as f64 / self.start.elapsed().as_secs_f64();
             eprintln!("... {done} programs, {rate:.1} programs/s");
         }
@@ -293,31 +372,47 @@ impl<'a> Run<'a> {
     /// returns how many programs disagreed.
     fn summary(&self) -> usize {
         let elapsed = self.start.elapsed();
-        let programs = self.programs;
+        let programs = self.done.load(Ordering::Relaxed);
         let f = self.findings.lock().unwrap();
         let t = &f.timings;
         let ms = |d: Duration| d.as_secs_f64() * 1e3 / programs.max(1) as f64;
         let refused: u64 = f.refused.values().sum();
         let failed: usize = f.failures.values().map(Vec::len).sum();
         eprintln!(
-            "differential fuzz: {programs} programs in {:.1} s ({:.1} programs/s): {} same \
-             answer, {refused} same error, {failed} disagreements",
+            "differential fuzz: {programs} programs{} in {:.1} s ({:.1} programs/s): {} same \
+             answer, {refused} same error (both refused), {failed} disagreements",
+            if programs < self.programs {
+                " (stopped by HORSEC_FUZZ_SECONDS)"
+            } else {
+                ""
+            },
             elapsed.as_secs_f64(),
             programs as f64 / elapsed.as_secs_f64(),
             f.answered,
         );
         eprintln!(
-            "  per program (ms): generate {:.2}, compile CPU {:.2}, compile GPU {:.2}, run CPU \
-             {:.2}, run GPU {:.2} (a second, warm run {:.2}), compare {:.2}; {:.2} pipelines \
-             compiled",
+            "  per program (ms, summed over jobs): generate {:.2}, compile CPU {:.2}, compile \
+             GPU {:.2}, run CPU {:.2}, run GPU {:.2} (of which compiling pipelines {:.2}; a \
+             second, warm run {:.2}), compare {:.2}; {:.2} pipelines compiled",
             ms(t.generate),
             ms(t.compile_cpu),
             ms(t.compile_gpu),
             ms(t.run_cpu),
             ms(t.run_gpu),
+            ms(t.compile_pipelines),
             ms(t.run_gpu_warm),
             ms(t.compare),
             t.pipelines_compiled as f64 / programs.max(1) as f64
+        );
+        eprintln!(
+            "  {} jobs on {} shared devices, {} opened (one per {} programs): {} pipelines \
+             compiled in {:.1} s",
+            self.jobs,
+            self.devices.len(),
+            f.devices_opened,
+            self.recycle,
+            f.pipelines_built,
+            f.pipeline_build_time.as_secs_f64()
         );
         let mut common: Vec<(&String, &u64)> = f.refused.iter().collect();
         common.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
@@ -345,7 +440,7 @@ impl<'a> Run<'a> {
 fn check_file(path: &str, db: &Database, device: &Device) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut t = Timings::default();
-    match check(&text, db, device, &mut t) {
+    match check(&text, db, &mut GpuEngine::new(device), &mut t) {
         Verdict::Disagree(d) => panic!(
             "{path}: {:?} {}\n    CPU {}\n    GPU {}",
             d.kind,
@@ -362,11 +457,12 @@ fn check_seed(seed: u64, db: &Database, device: &Device) {
     let program = generate(seed, &Schema::of(db), options());
     println!("{}", program.text());
     let mut t = Timings::default();
-    match check(&program.text(), db, device, &mut t) {
+    let mut engine = GpuEngine::new(device);
+    match check(&program.text(), db, &mut engine, &mut t) {
         Verdict::Disagree(d) => {
-            let small = shrink(&program, 400, |p| still_fails(p, d.kind, db, device));
+            let small = shrink(&program, 400, |p| still_fails(p, d.kind, db, &mut engine));
             let mut t = Timings::default();
-            if let Verdict::Disagree(d) = check(&small.text(), db, device, &mut t) {
+            if let Verdict::Disagree(d) = check(&small.text(), db, &mut engine, &mut t) {
                 panic!("disagreement, shrunk:\n{}", report(seed, &small, &d));
             }
             panic!("{}", report(seed, &program, &d));
@@ -406,7 +502,7 @@ fn backends_agree_on_random_programs() {
         failed == 0,
         "the backends disagree on {failed} of {} programs; reproductions above \
          (HORSEC_FUZZ_ONE=<seed> reruns one)",
-        run.programs
+        run.done.load(Ordering::Relaxed)
     );
 }
 
@@ -418,7 +514,8 @@ fn disagreements_in(dir: &std::path::Path, db: &Database, device: &Device) -> Ve
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut t = Timings::default();
-        if let Verdict::Disagree(d) = check(&text, db, device, &mut t) {
+        // A fresh engine per file: each reproduction runs as `horsec run` would.
+        if let Verdict::Disagree(d) = check(&text, db, &mut GpuEngine::new(device), &mut t) {
             found.push(format!(
                 "{}: {:?} {}\n    CPU {}\n    GPU {}",
                 path.display(),

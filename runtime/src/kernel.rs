@@ -103,21 +103,66 @@ pub struct StatusCheck {
     pub bit: u32,
     pub message: String,
     pub site: CheckSite,
-    /// For an index checked against a length: how to name the first index out of range
-    /// as the CPU does (`@index: index 7 out of range for length 5`), from the host's copy
-    /// of the index input.
-    pub report: Option<IndexReport>,
+    /// How the engine names the first failing element as the CPU does, where it can; else
+    /// the run fails with `message`.
+    pub report: Option<CheckReport>,
 }
 
-/// The input and length an index check compares, for the CPU's message.
+/// What an error message names, and where the engine finds it after the launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CheckReport {
+    /// An index checked against a length: `@index: index 7 out of range for length 5`.
+    Index(IndexReport),
+    /// A temporal value shifted by an integer out of its range
+    /// (`@plus: 1996-01-02:date plus 9223372036854775807: the result overflows`, as
+    /// [`crate::temporal::shift`] says): an invocation whose shift fails records its element
+    /// position `i` in the `Status`-purpose scratch `first` (`atomicMax(first[0], ~i)`, so
+    /// the first position wins) and its two operands, as i64, at `operands[2i]` (the
+    /// temporal value) and `operands[2i + 1]` (the amount).
+    Shift {
+        /// The builtin's name without `@` (`plus`, `minus`).
+        builtin: String,
+        /// The temporal type of the value and of the result.
+        ty: Type,
+        minus: bool,
+        first: ScratchId,
+        operands: ScratchId,
+    },
+}
+
+/// The index and length an index check compares, for the CPU's message.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IndexReport {
     /// The builtin's name without `@`.
     pub builtin: String,
-    /// The index vector, an input of the kernel read in order.
-    pub index: Slot,
+    /// Where the engine finds the first index out of range.
+    pub index: IndexSource,
     /// The length the indexes must be below.
     pub length: Length,
+}
+
+/// Elements of the scratch buffers in which a kernel records the failing element of a check
+/// ([`IndexSource::Device`], [`CheckReport::Shift`]): positions from this one on are not
+/// recorded (the run then fails with the check's message, which names the vector read but not
+/// the element), so a check costs at most this many elements of memory whatever the data.
+pub const RECORDED_POSITIONS: u64 = 1 << 20;
+
+/// Where the first index out of range can be read after the launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IndexSource {
+    /// The index vector is an input of the kernel, read in order: the host's copy of it
+    /// names the first index out of range.
+    Input(Slot),
+    /// The index is computed in the kernel (or a literal): an invocation whose index is out
+    /// of range records its element position `i` in the `Status`-purpose scratch `first`,
+    /// as `atomicMax(first[0], ~i)` (so the first position wins whatever the order the
+    /// invocations ran in), and its index at `values[i]` (a scratch of the kernel's
+    /// length, at most [`RECORDED_POSITIONS`], elements `element`).
+    Device {
+        first: ScratchId,
+        values: ScratchId,
+        element: GpuElement,
+    },
 }
 
 /// Native features a module uses.
@@ -214,9 +259,13 @@ pub enum ScratchPurpose {
     /// [`THREAD_CELL_MAX`]): their count, then their indexes (`cells + 1` zeroed `u32`,
     /// bound as `array<atomic<u32>>`).
     LongCells,
-    /// One zero-initialised `u32` of error bits (see [`StatusCheck`]), bound as
+    /// One zero-initialised `u32` of error bits (see [`StatusCheck`]), or the complement
+    /// of the first position an index check failed at ([`IndexSource::Device`]), bound as
     /// `array<atomic<u32>>`.
     Status,
+    /// The indexes an index check found out of range, at their element positions
+    /// ([`IndexSource::Device`]); only those positions are written.
+    BadIndexes,
 }
 
 /// What a storage binding holds.
@@ -274,6 +323,8 @@ pub enum Length {
     /// The larger of two lengths: the threads of a kernel whose values the compiler could
     /// not prove equally long (each value is written and reduced only below its own length).
     Max(Box<Length>, Box<Length>),
+    /// The smaller of two lengths (a scratch buffer capped at a constant).
+    Min(Box<Length>, Box<Length>),
     /// The count a compaction kept: the last element of an `Offsets` scratch buffer, known
     /// once the passes before have run (read back, or used on the device).
     Compacted(ScratchId),

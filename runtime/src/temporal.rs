@@ -96,6 +96,29 @@ pub fn check_calendar(ty: &Type, value: i64) -> Result<i64, String> {
     }
 }
 
+/// `value` (of temporal type `ty`) plus `amount`, or minus it, checked against the range of
+/// `ty`; the error names the value and the amount as written (`1996-01-02:date plus
+/// 9223372036854775807: the result overflows`). Both backends report a shift with it (the
+/// GPU engine from the operands a kernel recorded).
+pub fn shift(ty: &Type, value: i64, amount: i64, minus: bool) -> Result<i64, String> {
+    let signed = if minus {
+        amount.checked_neg()
+    } else {
+        Some(amount)
+    };
+    signed
+        .and_then(|a| value.checked_add(a))
+        .ok_or_else(|| "the result overflows".to_string())
+        .and_then(|r| check_calendar(ty, r))
+        .map_err(|why| {
+            format!(
+                "{} {} {amount}: {why}",
+                describe_temporal(ty, value),
+                if minus { "minus" } else { "plus" }
+            )
+        })
+}
+
 fn format_year(y: i32) -> String {
     format!("{y:04}")
 }

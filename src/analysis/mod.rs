@@ -12,6 +12,7 @@ pub mod defuse;
 pub mod dependence;
 pub mod device;
 pub mod geometry;
+pub mod mismatch;
 pub mod shape;
 pub mod statements;
 

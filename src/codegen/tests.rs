@@ -194,8 +194,13 @@ fn gathers_check_their_indexes_through_a_status_bit() {
         "@index: index out of range reading col"
     );
     // The engine names the first bad index from the host's copy of `idx`, as the CPU does.
-    let report = module.checks[0].report.as_ref().expect("an index report");
-    assert_eq!(report.index, horsec_runtime::plan::Slot(idx.0));
+    let Some(horsec_runtime::kernel::CheckReport::Index(report)) = &module.checks[0].report else {
+        panic!("an index report: {:?}", module.checks[0].report);
+    };
+    assert_eq!(
+        report.index,
+        horsec_runtime::kernel::IndexSource::Input(horsec_runtime::plan::Slot(idx.0))
+    );
     insta::assert_snapshot!("codegen_gather", module.wgsl);
 }
 

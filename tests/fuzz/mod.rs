@@ -31,26 +31,32 @@
 //! disagreement of kind `Invalid` (a generator bug, or a rule the checker applies differently).
 //! With probability `error_rate` a statement is wrong on purpose: operands of different
 //! lengths, a mask from another table, an index out of range, a negative count, a bad
-//! `@sub_string` range, an `if` on a vector.
+//! `@sub_string` range, an `if` on a vector. Lengths the front end proves different
+//! (literals) are a compile error for both backends (`analysis::mismatch`): the same
+//! refusal, not a front-end rejection.
 //!
 //! # How it compares ([`check`])
 //! The program is compiled for each backend: a front-end error (parse, types) is one outcome
 //! for both; an error of the GPU compiler's own stages is the GPU's outcome. The backends
 //! agree when both return values of the same types, equal to the static types the generator
-//! declared, with equal TSV text (numbers within a relative 1e-9, `f32` within 1e-6), or when
+//! declared, with equal TSV text (numbers within a relative 1e-9; in a program that computes in
+//! f32 anywhere, within 256 f32 ulp, see [`check::F32_TOLERANCE`]: WGSL's accuracy of f32
+//! `exp`), or when
 //! both refuse with the same message text (locations may differ: a fused kernel reports its
 //! first statement). A panic on either side is always a disagreement.
 //!
 //! # Non-finite floats: a known deviation
 //! WGSL lets a shader compiler assume that floats are finite, and naga emits no SPIR-V
-//! float controls that would forbid it; so the GPU does not keep NaN and infinities the way
-//! the CPU does. On lavapipe `x - x` of NaN gives 0, and `0 / x` with `x = 0` gives 0 where
-//! the CPU gives NaN (`corpus/open/nan_minus_itself.hir`,
-//! `corpus/open/zero_over_zero_with_literal.hir`). No cheap sound fix exists in the
-//! generated WGSL (the compiler may fold any expression under that assumption), so by
-//! default a row where the CPU computed NaN or an infinity matches any GPU value;
-//! `HORSEC_FUZZ_NONFINITE=strict` compares those rows too (and lists the two open
-//! reproductions as disagreeing; under the default they are listed as agreeing).
+//! float controls (`SignedZeroInfNanPreserve`) or `NoContraction` decorations that would
+//! forbid it; so the GPU does not keep NaN and infinities the way the CPU does. On lavapipe
+//! `x - x` of NaN gives 0 (Mesa folds `a - a` to 0 in instructions not marked exact), and
+//! `0 / x` with `x = 0` gives 0 where the CPU gives NaN (`corpus/open/nan_minus_itself.hir`,
+//! `corpus/open/zero_over_zero_with_literal.hir`, still open). No sound fix exists in the
+//! generated WGSL (the compiler may fold any expression under that assumption); one would
+//! be to hand the driver SPIR-V with those decorations (naga's output, decorated, through
+//! wgpu's SPIR-V passthrough). So by default a row where the CPU computed NaN or an infinity
+//! matches any GPU value; `HORSEC_FUZZ_NONFINITE=strict` compares those rows too (and lists
+//! the two open reproductions as disagreeing; under the default they are listed as agreeing).
 //!
 //! # Shrinking
 //! A failing program is shrunk by delta debugging ([`shrink`]): drop a statement of `main`
@@ -65,19 +71,26 @@
 //! they run and are listed, without failing; one that agrees is listed to be moved up.
 //!
 //! # Throughput
-//! Measured on lavapipe on the 2-core development machine (shared, load average about 10):
-//! one job runs 20 to 90 programs per second, two jobs 70 to 100, four 110. Generating,
-//! compiling for both backends and running on the CPU take about 1 ms per program together;
-//! the rest is the GPU run, and most of that is creating compute pipelines: a random program
-//! brings about one kernel (1.05 on average) whose WGSL the device has not seen, and lavapipe
-//! compiles each new pipeline with LLVM (tens of milliseconds on a loaded machine). With its
-//! pipelines cached, the same program runs on the GPU in a few milliseconds (the submits and
-//! read-backs of its launches); `HORSEC_FUZZ_WARM=1` measures that second run. Jobs overlap
-//! one program's compiles with another's waits, so they help even on two cores. Names are
-//! canonical (numbered in order of appearance), so programs of the same structure share
-//! pipelines, and each job reopens its device every `HORSEC_FUZZ_RECYCLE` programs: the
-//! pipeline cache only grows, about 0.4 MB per pipeline on lavapipe (3,000 programs on one
-//! device reached 1.3 GB).
+//! Measured on lavapipe on the 2-core development machine (shared with other builds, load
+//! average 7 to 10), two jobs: 68 programs per second before jobs kept their engine, 70 to
+//! 100 after. Generating, compiling for both backends, running on the CPU and comparing
+//! take about 1.5 ms per program together; the rest is the GPU run (17 to 26 ms per program
+//! and job on lavapipe): a third of it compiling compute pipelines (a random program brings
+//! about 1.5 kernels whose WGSL its device has not seen; lavapipe compiles each with LLVM),
+//! the rest submissions and waits. The summary prints this split for every run (`compiling
+//! pipelines` is the device's own count of the time spent creating them).
+//! - Each job keeps one [`GpuEngine`](horsec_runtime::engine::GpuEngine) per device, so the
+//!   columns it uploaded stay on the device for the next program (the engine keeps a clone
+//!   of each uploaded value, so an address is never reused for another value).
+//! - Each job has its own device by default (`HORSEC_FUZZ_DEVICES` shares fewer): sharing
+//!   one saves few pipelines (random programs rarely share a kernel: 863 against 896
+//!   compiled for 600 programs) and makes jobs wait for each other's submissions.
+//! - A device is reopened every `HORSEC_FUZZ_RECYCLE` programs (default 2000): its pipeline
+//!   cache only grows (about 0.4 MB per pipeline on lavapipe), and opening a device costs
+//!   a fraction of a second.
+//!
+//! Names are canonical (numbered in order of appearance), so programs of the same structure
+//! share pipelines.
 //!
 //! # Reproducing
 //! Program `i` of a run with seed `S` has its own seed ([`rng::program_seed`]), printed with

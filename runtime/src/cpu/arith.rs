@@ -22,7 +22,6 @@ use super::elementwise::{try_zip_with, zip_with};
 use crate::bail;
 use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
-use crate::temporal::{check_calendar, describe_temporal};
 use crate::types::Type;
 use crate::value::Vector;
 
@@ -155,39 +154,19 @@ fn temporal_arith(b: Builtin, x: &Vector, y: &Vector) -> Result<Vector> {
             _ => Vector::Dt(Arc::new(v)),
         }
     };
-    // `value + amount` (amount already signed) in `t`, checked against its range.
-    let shift = |t: &Type, value: i64, amount: i64, shown: i64| -> Result<i64> {
-        value
-            .checked_add(amount)
-            .ok_or_else(|| "the result overflows".to_string())
-            .and_then(|r| check_calendar(t, r))
-            .map_err(|why| {
-                RuntimeError::new(format!(
-                    "{} {} {shown}: {why}",
-                    describe_temporal(t, value),
-                    if b == Builtin::Minus { "minus" } else { "plus" }
-                ))
-            })
+    let minus = b == Builtin::Minus;
+    let shift = |t: &Type, value: i64, amount: i64| -> Result<i64> {
+        crate::temporal::shift(t, value, amount, minus).map_err(RuntimeError::new)
     };
     match (b, tx.is_temporal(), ty.is_temporal()) {
         (Builtin::Plus | Builtin::Minus, true, false) if ty.is_integer() => {
             let (a, n) = (temporal_i64s(x)?, y.to_i64s().unwrap_or_default());
-            let minus = b == Builtin::Minus;
-            let out = try_zip_with(&a, &n, |t, k| {
-                let amount = if minus { k.checked_neg() } else { Some(k) };
-                match amount {
-                    Some(amount) => shift(&tx, t, amount, k),
-                    None => Err(RuntimeError::new(format!(
-                        "{} minus {k}: the result overflows",
-                        describe_temporal(&tx, t)
-                    ))),
-                }
-            })?;
+            let out = try_zip_with(&a, &n, |t, k| shift(&tx, t, k))?;
             Ok(rebuild(&tx, out))
         }
         (Builtin::Plus, false, true) if tx.is_integer() => {
             let (n, a) = (x.to_i64s().unwrap_or_default(), temporal_i64s(y)?);
-            let out = try_zip_with(&n, &a, |k, t| shift(&ty, t, k, k))?;
+            let out = try_zip_with(&n, &a, |k, t| shift(&ty, t, k))?;
             Ok(rebuild(&ty, out))
         }
         (Builtin::Minus, true, true) if tx == ty => {

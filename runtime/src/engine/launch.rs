@@ -16,9 +16,10 @@ use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
-    Access, BufferRef, CellPasses, CellStrategy, CheckSite, DictionarySource, IndexReport,
-    KernelLaunch, LaunchCheck, LaunchRequirement, LaunchRule, Length, OutputLayout, ParamValue,
-    Pass, ScratchId, ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, THREAD_CELL_MAX,
+    Access, BufferRef, CellPasses, CellStrategy, CheckReport, CheckSite, DictionarySource,
+    GpuElement, IndexReport, IndexSource, KernelLaunch, LaunchCheck, LaunchRequirement, LaunchRule,
+    Length, OutputLayout, ParamValue, Pass, ScratchId, ValuePart, KERNEL_WORKGROUP_SIZE,
+    MAX_DISPATCH_WORKGROUPS, RECORDED_POSITIONS, THREAD_CELL_MAX,
 };
 use crate::plan::Slot;
 use crate::types::Type;
@@ -253,10 +254,36 @@ pub(crate) fn launch(
             };
             if word & (1 << check.bit) != 0 {
                 let message = match &check.report {
-                    Some(report) => index_message(device, kernel, report, &values)?
-                        .unwrap_or_else(|| check.message.clone()),
-                    None => check.message.clone(),
-                };
+                    Some(CheckReport::Index(report)) => {
+                        index_message(device, kernel, report, &values, &run)?
+                    }
+                    Some(CheckReport::Shift {
+                        builtin,
+                        ty,
+                        minus,
+                        first,
+                        operands,
+                    }) => first_recorded(device, &run, *first)?
+                        .filter(|&position| (position as u64) < RECORDED_POSITIONS)
+                        .map(|position| {
+                            let words = device
+                                .download_range(run.scratch_buffer(*operands)?, 4 * position, 4)
+                                .map_err(gpu_error)?;
+                            let word = |k: usize| {
+                                (u64::from(words[2 * k]) | (u64::from(words[2 * k + 1]) << 32))
+                                    as i64
+                            };
+                            Ok::<_, RuntimeError>(
+                                crate::temporal::shift(ty, word(0), word(1), *minus)
+                                    .err()
+                                    .map(|why| format!("@{builtin}: {why}")),
+                            )
+                        })
+                        .transpose()?
+                        .flatten(),
+                    None => None,
+                }
+                .unwrap_or_else(|| check.message.clone());
                 return Err(located(RuntimeError::new(message), &check.site));
             }
         }
@@ -459,7 +486,7 @@ fn hosted_check_inputs(
 fn length_value_slots(length: &Length, slots: &mut Vec<Slot>) {
     match length {
         Length::ValueOf(slot) => slots.push(*slot),
-        Length::Broadcast(a, b) | Length::Max(a, b) | Length::Sum(a, b) => {
+        Length::Broadcast(a, b) | Length::Max(a, b) | Length::Min(a, b) | Length::Sum(a, b) => {
             length_value_slots(a, slots);
             length_value_slots(b, slots);
         }
@@ -486,6 +513,9 @@ fn static_length(
         },
         Length::Max(a, b) => {
             static_length(kernel, a, values)?.max(static_length(kernel, b, values)?)
+        }
+        Length::Min(a, b) => {
+            static_length(kernel, a, values)?.min(static_length(kernel, b, values)?)
         }
         Length::Sum(a, b) => static_length(kernel, a, values)?
             .checked_add(static_length(kernel, b, values)?)
@@ -515,14 +545,27 @@ fn static_length(
     })
 }
 
-/// The CPU's message for the first index out of range (None when the host copy shows none).
+/// The first element position a check recorded in the scratch `first` (which holds its
+/// complement; 0: none recorded).
+fn first_recorded(device: &Device, run: &Run<'_>, first: ScratchId) -> Result<Option<usize>> {
+    let word = device
+        .download_range(run.scratch_buffer(first)?, 0, 1)
+        .map_err(|e| RuntimeError::new(format!("{}: {e}", run.kernel.name)))?[0];
+    Ok((word != 0).then_some(!word as usize))
+}
+
+/// The CPU's message for the first index out of range (None when none was found).
 fn index_message(
     device: &Device,
     kernel: &KernelLaunch,
     report: &IndexReport,
     values: &HashMap<Slot, Value>,
+    run: &Run<'_>,
 ) -> Result<Option<String>> {
-    let mut slots = vec![report.index];
+    let mut slots = Vec::new();
+    if let IndexSource::Input(slot) = report.index {
+        slots.push(slot);
+    }
     length_value_slots(&report.length, &mut slots);
     let mut hosted = values.clone();
     for slot in slots {
@@ -530,18 +573,47 @@ fn index_message(
         hosted.insert(slot, value);
     }
     let length = static_length(kernel, &report.length, &hosted)?;
-    let Value::Vector(index) = input(&hosted, report.index, kernel)? else {
-        return Ok(None);
+    let first = match &report.index {
+        IndexSource::Input(slot) => {
+            let Value::Vector(index) = input(&hosted, *slot, kernel)? else {
+                return Ok(None);
+            };
+            (0..index.len())
+                .filter_map(|k| index.integer_at(k))
+                .find(|&i| i < 0 || i as u64 >= length)
+        }
+        IndexSource::Device {
+            first,
+            values,
+            element,
+        } => {
+            let download = |id: ScratchId, start: usize, count: usize| {
+                device
+                    .download_range(run.scratch_buffer(id)?, start, count)
+                    .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))
+            };
+            let Some(position) = first_recorded(device, run, *first)? else {
+                return Ok(None);
+            };
+            if position as u64 >= RECORDED_POSITIONS {
+                return Ok(None);
+            }
+            match element {
+                GpuElement::I64 => {
+                    let words = download(*values, 2 * position, 2)?;
+                    Some((u64::from(words[0]) | (u64::from(words[1]) << 32)) as i64)
+                }
+                GpuElement::I32 => Some(i64::from(download(*values, position, 1)?[0] as i32)),
+                _ => None,
+            }
+        }
     };
-    Ok((0..index.len())
-        .filter_map(|k| index.integer_at(k))
-        .find(|&i| i < 0 || i as u64 >= length)
-        .map(|i| {
-            format!(
-                "@{}: index {i} out of range for length {length}",
-                report.builtin
-            )
-        }))
+    Ok(first.map(|i| {
+        format!(
+            "@{}: index {i} out of range for length {length}",
+            report.builtin
+        )
+    }))
 }
 
 /// Makes one of the kernel's argument checks, failing as the CPU builtin would.
@@ -765,6 +837,7 @@ impl<'a> Run<'a> {
                 (n, m) => n.max(m),
             },
             Length::Max(a, b) => self.resolve(a)?.max(self.resolve(b)?),
+            Length::Min(a, b) => self.resolve(a)?.min(self.resolve(b)?),
             Length::ValueOf(slot) => {
                 // A scalar computed on the device is read back (one element).
                 let (value, _) = location::host(self.device, input(self.values, *slot, kernel)?)?;

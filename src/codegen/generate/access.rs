@@ -38,15 +38,79 @@ impl Generator<'_> {
             "@{builtin}: index out of range reading {}",
             self.name(*local)
         );
-        let report = index_input.map(|index| IndexReport {
-            builtin: builtin.name().to_string(),
-            index: Self::slot(index),
-            length: Length::Of {
-                slot: Self::slot(*local),
-                part: ValuePart::Elements,
-            },
-        });
-        let (val, prelude) = self.checked_gather(&buffer, &length, &ty, index, message, report)?;
+        let source_length = Length::Of {
+            slot: Self::slot(*local),
+            part: ValuePart::Elements,
+        };
+        // The engine names the first index out of range as the CPU does: from the host's
+        // copy of an index input, or from what the kernel recorded of an index it computed
+        // (or a literal). Elsewhere (a list kernel, a compressed index) the message names
+        // the vector read.
+        let mut recorded = None;
+        let kernel_length = match &self.layout {
+            Layout::Vector { length, .. } => Some(length.clone()),
+            Layout::List { .. } => None,
+        };
+        let report = match (index_input, kernel_length) {
+            (Some(index), _) => Some(CheckReport::Index(IndexReport {
+                builtin: builtin.name().to_string(),
+                index: IndexSource::Input(Self::slot(index)),
+                length: source_length,
+            })),
+            (None, Some(length)) if index.active.is_empty() => {
+                let element = if index.ty == Type::I64 {
+                    GpuElement::I64
+                } else {
+                    GpuElement::I32
+                };
+                let n = self.scratch.len();
+                let (first, first_name) = self.scratch_binding(
+                    Scratch {
+                        element: GpuElement::U32,
+                        elements: Length::Constant(1),
+                        purpose: ScratchPurpose::Status,
+                    },
+                    format!("status_first{n}"),
+                );
+                let (values, values_name) = self.scratch_binding(
+                    Scratch {
+                        element,
+                        elements: Length::Min(
+                            Box::new(length),
+                            Box::new(Length::Constant(RECORDED_POSITIONS)),
+                        ),
+                        purpose: ScratchPurpose::BadIndexes,
+                    },
+                    format!("bad_index{n}"),
+                );
+                recorded = Some((first_name, values_name));
+                Some(CheckReport::Index(IndexReport {
+                    builtin: builtin.name().to_string(),
+                    index: IndexSource::Device {
+                        first,
+                        values,
+                        element,
+                    },
+                    length: source_length,
+                }))
+            }
+            _ => None,
+        };
+        let (val, mut prelude) =
+            self.checked_gather(&buffer, &length, &ty, index, message, report)?;
+        if let Some((first, values)) = recorded {
+            // The line `let in_range_<j> = ...;` names the checked index `<j>`.
+            let j = prelude
+                .iter()
+                .find_map(|line| line.strip_prefix("let in_range_"))
+                .and_then(|rest| rest.split(' ').next())
+                .map(str::to_string)
+                .ok_or_else(|| self.error(Some(builtin), "an index check without its index"))?;
+            prelude.push(format!(
+                "if !in_range_{j} {{ atomicMax(&{first}[0], ~i); if i < {RECORDED_POSITIONS}u \
+                 {{ {values}[i] = {j}; }} }}"
+            ));
+        }
         let dictionary = matches!(ty, Type::Sym | Type::Str)
             .then_some(DictionarySource::Input(Self::slot(*local)));
         Ok((Val { dictionary, ..val }, prelude))
@@ -61,7 +125,7 @@ impl Generator<'_> {
         ty: &Type,
         index: &Val,
         message: String,
-        report: Option<IndexReport>,
+        report: Option<CheckReport>,
     ) -> Result<(Val, Vec<String>), CodegenError> {
         let bit = self.status_bit(message, report)?;
         let wide = index.ty == Type::I64;

@@ -421,11 +421,12 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let element = if binding.name == "status" || binding.name == super::cells::LONG_CELLS {
-                "atomic<u32>".to_string()
-            } else {
-                binding.element.wgsl().to_string()
-            };
+            let element =
+                if binding.name.starts_with("status") || binding.name == super::cells::LONG_CELLS {
+                    "atomic<u32>".to_string()
+                } else {
+                    binding.element.wgsl().to_string()
+                };
             let _ = writeln!(
                 text,
                 "@group({}) @binding({}) var<storage, {access}> {}: array<{element}>;",

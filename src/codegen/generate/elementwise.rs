@@ -424,3 +424,150 @@ impl Generator<'_> {
         self.helpers.insert(helper);
     }
 }
+
+/// `@plus(temporal, integer)`, `@plus(integer, temporal)` or `@minus(temporal, integer)`:
+/// a shift the kernel checks against the temporal type's range.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TemporalShift {
+    /// Which operand is the temporal value (the other is the amount).
+    temporal: usize,
+    minus: bool,
+}
+
+impl TemporalShift {
+    pub(super) fn of(b: Builtin, vals: &[Val]) -> Option<TemporalShift> {
+        let [x, y] = vals else {
+            return None;
+        };
+        let amount = |t: &Type| t.is_integer();
+        match (b, x.ty.is_temporal(), y.ty.is_temporal()) {
+            (Builtin::Plus | Builtin::Minus, true, false) if amount(&y.ty) => Some(TemporalShift {
+                temporal: 0,
+                minus: b == Builtin::Minus,
+            }),
+            (Builtin::Plus, false, true) if amount(&x.ty) => Some(TemporalShift {
+                temporal: 1,
+                minus: false,
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl Generator<'_> {
+    /// A temporal value shifted by an integer amount, computed in i64 and checked as the CPU
+    /// checks it ([`horsec_runtime::temporal::shift`]): no i64 overflow, and the result in
+    /// the type's calendar range (dates, months, dts: years 0000 to 9999) or its i32
+    /// encoding (times of day). A failing element sets a status bit and records its
+    /// position and operands, from which the engine writes the CPU's message
+    /// ([`CheckReport::Shift`]); its result is 0.
+    pub(super) fn temporal_shift(
+        &mut self,
+        target: LocalId,
+        builtin: Builtin,
+        shift: TemporalShift,
+        vals: &[Val],
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        let Layout::Vector { length, .. } = &self.layout else {
+            return Err(self.error(Some(builtin), "a checked date shift inside a list kernel"));
+        };
+        let length = length.clone();
+        let level = vals.iter().map(|v| v.level).max().unwrap_or(Level::Scalar);
+        if level == Level::Cell {
+            return Err(self.error(Some(builtin), "a checked date shift per cell"));
+        }
+        let (value, amount) = (&vals[shift.temporal], &vals[1 - shift.temporal]);
+        let ty = value.ty.clone();
+        let reg = wgsl::register_type(result_ty)
+            .ok_or_else(|| self.error(Some(builtin), format!("a shift of {ty}")))?;
+        self.use_type("i64");
+        let widen = |g: &Self, v: &Val| {
+            wgsl::convert(&v.expr, &v.ty, &Type::I64).ok_or_else(|| {
+                g.error(Some(builtin), format!("no conversion from {} to i64", v.ty))
+            })
+        };
+        let (t_expr, k_expr) = (widen(self, value)?, widen(self, amount)?);
+        let n = self.scratch.len();
+        let (first, first_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::Status,
+            },
+            format!("status_first{n}"),
+        );
+        let (operands, operands_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::I64,
+                elements: Length::Min(
+                    Box::new(Length::Sum(Box::new(length.clone()), Box::new(length))),
+                    Box::new(Length::Constant(2 * RECORDED_POSITIONS)),
+                ),
+                purpose: ScratchPurpose::BadIndexes,
+            },
+            format!("bad_operands{n}"),
+        );
+        let name = builtin.name().to_string();
+        let bit = self.status_bit(
+            format!("@{name}: a {ty} shifted out of its range"),
+            Some(CheckReport::Shift {
+                builtin: name,
+                ty: ty.clone(),
+                minus: shift.minus,
+                first,
+                operands,
+            }),
+        )?;
+        let s = format!("shift{n}");
+        // Overflow and range are tested on 32-bit words: lavapipe (Mesa 22.3) miscompiles
+        // signed i64 comparisons with constants (`k > 0li` was true for k = -3). An i64 sum
+        // overflows when both operands' signs differ from the result's; a difference, when
+        // the operands' signs differ and the result's differs from the first's.
+        let (op, overflow_bits) = if shift.minus {
+            ("-", format!("({s}_t ^ {s}_k) & ({s}_t ^ {s})"))
+        } else {
+            ("+", format!("({s}_t ^ {s}) & ({s}_k ^ {s})"))
+        };
+        let (lo, hi) = horsec_runtime::temporal::calendar_range(&ty)
+            .unwrap_or((i64::from(i32::MIN), i64::from(i32::MAX)));
+        // In range: `s - lo`, unsigned, at most `hi - lo`, compared word by word.
+        let span = hi.abs_diff(lo);
+        let lo_var = self.constant(wgsl::i64_literal(lo), &Type::I64);
+        let (span_high, span_low) = ((span >> 32) as u32, span as u32);
+        let prelude = vec![
+            format!("let {s}_t: i64 = {t_expr};"),
+            format!("let {s}_k: i64 = {k_expr};"),
+            format!("let {s}: i64 = {s}_t {op} {s}_k;"),
+            format!("let {s}_overflow = (u32(({overflow_bits}) >> 32u) >> 31u) == 1u;"),
+            format!("let {s}_r: i64 = {s} - {lo_var};"),
+            format!("let {s}_rh = u32({s}_r >> 32u);"),
+            format!(
+                "let {s}_ok = !{s}_overflow && ({s}_rh < {span_high}u || ({s}_rh == {span_high}u \
+                 && u32({s}_r) <= {span_low}u));"
+            ),
+            format!(
+                "if !{s}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
+                 if i < {RECORDED_POSITIONS}u {{ {operands_name}[2u * i] = {s}_t; \
+                 {operands_name}[2u * i + 1u] = {s}_k; }} }}",
+                1u32 << bit
+            ),
+        ];
+        let expr = if reg == "i64" {
+            format!("select(0li, {s}, {s}_ok)")
+        } else {
+            format!("{reg}(select(0li, {s}, {s}_ok))")
+        };
+        let actives: Vec<&[String]> = vals.iter().map(|v| v.active.as_slice()).collect();
+        let val = Val {
+            expr,
+            ty: result_ty.clone(),
+            level,
+            active: union(&actives),
+            dictionary: None,
+            text: None,
+            list: vals.iter().any(|v| v.list),
+        };
+        self.define_with(target, val, Vec::new(), prelude)
+    }
+}

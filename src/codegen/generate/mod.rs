@@ -28,10 +28,11 @@ use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::kernel::{
-    Access, Binding, BufferRef, CheckSite, DictionarySource, Dispatch, GpuElement, IndexReport,
-    KernelFeatures, KernelLaunch, KernelOutput, LaunchCheck, LaunchRequirement, LaunchRule, Length,
-    OutputLayout, ParamField, ParamValue, Pass, Scratch, ScratchId, ScratchPurpose, StatusCheck,
-    ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS,
+    Access, Binding, BufferRef, CheckReport, CheckSite, DictionarySource, Dispatch, GpuElement,
+    IndexReport, IndexSource, KernelFeatures, KernelLaunch, KernelOutput, LaunchCheck,
+    LaunchRequirement, LaunchRule, Length, OutputLayout, ParamField, ParamValue, Pass, Scratch,
+    ScratchId, ScratchPurpose, StatusCheck, ValuePart, KERNEL_WORKGROUP_SIZE,
+    MAX_DISPATCH_WORKGROUPS, MAX_REDUCTION_WORKGROUPS, RECORDED_POSITIONS,
 };
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
@@ -708,9 +709,13 @@ impl<'a> Generator<'a> {
     fn status_bit(
         &mut self,
         message: String,
-        report: Option<IndexReport>,
+        report: Option<CheckReport>,
     ) -> Result<u32, CodegenError> {
-        if let Some(check) = self.checks.iter().find(|c| c.message == message) {
+        if let Some(check) = self
+            .checks
+            .iter()
+            .find(|c| c.message == message && c.report == report)
+        {
             return Ok(check.bit);
         }
         let status = match self.status {
@@ -779,7 +784,7 @@ impl<'a> Generator<'a> {
     /// So numeric and bool literals are module-scope private variables, which make the expressions
     /// reading them run-time ones with the CPU's semantics (the shader compiler still
     /// folds them).
-    fn constant(&mut self, expr: String, ty: &Type) -> String {
+    pub(super) fn constant(&mut self, expr: String, ty: &Type) -> String {
         let wgsl = match wgsl::register_type(ty) {
             Some(reg @ ("bool" | "i32" | "u32" | "f32" | "i64" | "f64")) => reg,
             _ => return expr,
@@ -1036,6 +1041,22 @@ impl<'a> Generator<'a> {
                         "compression of a one-element or per-cell value",
                     ));
                 }
+                // Compacted vectors pair by position after compaction, not by row: a mask and
+                // data compacted by different masks (or one of them only) are of different
+                // lengths (the run's error) or pair other rows than this kernel's threads.
+                let conditions = |v: &Val| {
+                    let mut c = v.active.clone();
+                    c.sort();
+                    c.dedup();
+                    c
+                };
+                if conditions(&mask) != conditions(&value) {
+                    return Err(self.error(
+                        Some(builtin),
+                        "a mask and data compacted by different masks (they pair by position \
+                         after compaction)",
+                    ));
+                }
                 let mut val = value.clone();
                 val.active = union(&[
                     mask.active.as_slice(),
@@ -1175,6 +1196,9 @@ impl<'a> Generator<'a> {
                     .iter()
                     .map(|op| self.operand(op))
                     .collect::<Result<Vec<_>, _>>()?;
+                if let Some(shift) = elementwise::TemporalShift::of(builtin, &vals) {
+                    return self.temporal_shift(target, builtin, shift, &vals, result_ty);
+                }
                 let val = self.map(builtin, &vals, result_ty)?;
                 self.define(target, val, Vec::new())
             }
