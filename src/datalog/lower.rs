@@ -261,6 +261,7 @@ impl Lowering<'_, '_> {
                     Literal::Positive(a) | Literal::Negative(a) => {
                         collect_symbols(&a.args, &mut constants)
                     }
+                    Literal::Aggregate(a) => collect_symbols(&a.atom.args, &mut constants),
                     Literal::Constraint { left, right, .. } => collect_symbols(
                         std::slice::from_ref(left)
                             .iter()
@@ -677,12 +678,23 @@ impl Lowering<'_, '_> {
             }
         ));
         let mut pending: Vec<usize> = positive_atoms(clause).map(|(i, _)| i).collect();
-        let start = first.unwrap_or(pending[0]);
-        pending.retain(|&i| i != start);
         let mut applied = vec![false; clause.body.len()];
-        applied[start] = true;
-
-        let mut rows = self.first_atom(clause, start, versions[start], code);
+        let mut rows = match first.or(pending.first().copied()) {
+            Some(start) => {
+                pending.retain(|&i| i != start);
+                applied[start] = true;
+                self.first_atom(clause, start, versions[start], code)
+            }
+            None => {
+                // Only aggregates (checked): they bind their results on one row.
+                let witness = self.temp("one_row");
+                code.line(&format!("{witness}:i64 = @vector(1:i64, 0:i64);"));
+                Rows {
+                    columns: BTreeMap::new(),
+                    witness,
+                }
+            }
+        };
         self.apply_ready(clause, &mut applied, &mut rows, code);
         while !pending.is_empty() {
             // The atom sharing the most bound variables next (the earliest on ties).
@@ -710,6 +722,64 @@ impl Lowering<'_, '_> {
             columns.push(self.full_length(operand, &rows, term, code));
         }
         columns
+    }
+
+    /// Binds the result of aggregate `i` of the clause on every row: one value over the
+    /// tuples of its atom (the relation of an earlier stratum, filtered by the atom's
+    /// constants and repeated variables). `min` and `max` of no tuple keep no row.
+    fn aggregate(
+        &mut self,
+        clause: &Clause,
+        i: usize,
+        aggregate: &Aggregate,
+        rows: &mut Rows,
+        code: &mut Code,
+    ) {
+        let inner = self.first_atom(clause, i, Version::Full, code);
+        let value = self.temp(aggregate.kind.name());
+        let target = aggregate
+            .target
+            .as_ref()
+            .and_then(|(name, _)| inner.columns.get(name));
+        match (aggregate.kind, target) {
+            (AggregateKind::Count, _) | (_, None) => {
+                code.line(&format!("{value}:i64 = @len({});", inner.witness));
+            }
+            (AggregateKind::Sum, Some(column)) => {
+                code.line(&format!("{value}:i64 = @sum({column});"));
+            }
+            (kind, Some(column)) => {
+                // `@min`/`@max` of no element is an error: reduce the column with the
+                // identity appended (the row is dropped below when the column is empty).
+                let identity = self.temp("identity");
+                if kind == AggregateKind::Min {
+                    code.line(&format!("{identity}:i64 = 9223372036854775807:i64;"));
+                } else {
+                    code.line(&format!(
+                        "{identity}:i64 = @minus(-9223372036854775807:i64, 1:i64);"
+                    ));
+                }
+                code.line(&format!(
+                    "{value}:i64 = @{}(@append({column}, {identity}));",
+                    kind.name()
+                ));
+            }
+        }
+        if matches!(aggregate.kind, AggregateKind::Min | AggregateKind::Max) {
+            let nonempty = self.temp("nonempty");
+            code.line(&format!(
+                "{nonempty}:bool = @gt(@len({}), 0:i64);",
+                inner.witness
+            ));
+            let mask = format!("@vector(@len({}), {nonempty})", rows.witness);
+            self.filter(vec![mask], rows, code);
+        }
+        let column = self.temp(&aggregate.result);
+        code.line(&format!(
+            "{column}:i64 = @vector(@len({}), {value});",
+            rows.witness
+        ));
+        rows.columns.insert(aggregate.result.clone(), column);
     }
 
     /// The head columns of clause `c` evaluated by one `@multiway_join` (worst-case optimal):
@@ -1042,6 +1112,11 @@ impl Lowering<'_, '_> {
                 };
                 match literal {
                     Literal::Positive(_) => {}
+                    Literal::Aggregate(aggregate) => {
+                        applied[i] = true;
+                        progress = true;
+                        self.aggregate(clause, i, aggregate, rows, code);
+                    }
                     Literal::Constraint {
                         op, left, right, ..
                     } => {
@@ -1214,6 +1289,7 @@ fn comparison(op: CmpOp) -> &'static str {
 fn atom_of(clause: &Clause, i: usize) -> &Atom {
     match &clause.body[i] {
         Literal::Positive(a) | Literal::Negative(a) => a,
+        Literal::Aggregate(a) => &a.atom,
         Literal::Constraint { .. } => &clause.head,
     }
 }
@@ -1391,6 +1467,8 @@ fn needed_later<'c>(clause: &'c Clause, applied: &[bool]) -> HashSet<&'c str> {
                 left.variables(&mut vars);
                 right.variables(&mut vars);
             }
+            // Reads no variable of the rule (aggregates are not correlated).
+            Literal::Aggregate(_) => {}
         }
     }
     vars.into_iter().collect()
@@ -1466,7 +1544,7 @@ fn innermost_nested_call(expr: &str) -> Option<(usize, usize)> {
 fn result_type(call: &str) -> &'static str {
     let name = call[1..].split('(').next().unwrap_or("");
     match name {
-        "len" | "unique" | "range" | "index_of" => "i64",
+        "len" | "unique" | "range" | "index_of" | "append" | "minus" => "i64",
         "list" | "tuple_unique" | "tuple_diff" | "tuple_merge" | "sorted_join"
         | "multiway_join" => "list<i64>",
         "eq" | "neq" | "lt" | "leq" | "gt" | "geq" | "and" | "or" | "not" | "member" => "bool",
