@@ -686,12 +686,11 @@ impl Lowering<'_, '_> {
                 self.first_atom(clause, start, versions[start], code)
             }
             None => {
-                // Only aggregates (checked): they bind their results on one row.
-                let witness = self.temp("one_row");
-                code.line(&format!("{witness}:i64 = @vector(1:i64, 0:i64);"));
+                // Only aggregates (checked): they bind their results on one row, which the
+                // first aggregate's value (one element) stands for.
                 Rows {
                     columns: BTreeMap::new(),
-                    witness,
+                    witness: String::new(),
                 }
             }
         };
@@ -765,6 +764,21 @@ impl Lowering<'_, '_> {
                 ));
             }
         }
+        if matches!(aggregate.kind, AggregateKind::Min | AggregateKind::Max)
+            && rows.witness.is_empty()
+        {
+            // The first row is the value; no tuple, no row.
+            let nonempty = self.temp("nonempty");
+            code.line(&format!(
+                "{nonempty}:bool = @gt(@len({}), 0:i64);",
+                inner.witness
+            ));
+            let kept = self.temp(&aggregate.result);
+            code.line(&format!("{kept}:i64 = @compress({nonempty}, {value});"));
+            rows.witness = kept.clone();
+            rows.columns.insert(aggregate.result.clone(), kept);
+            return;
+        }
         if matches!(aggregate.kind, AggregateKind::Min | AggregateKind::Max) {
             let nonempty = self.temp("nonempty");
             code.line(&format!(
@@ -773,6 +787,12 @@ impl Lowering<'_, '_> {
             ));
             let mask = format!("@vector(@len({}), {nonempty})", rows.witness);
             self.filter(vec![mask], rows, code);
+        }
+        if rows.witness.is_empty() {
+            // The rule's first row: the value itself (one element).
+            rows.witness = value.clone();
+            rows.columns.insert(aggregate.result.clone(), value);
+            return;
         }
         let column = self.temp(&aggregate.result);
         code.line(&format!(
