@@ -39,6 +39,9 @@ pub struct LowerOptions {
     /// Return one more table, `iterations`, with the number of semi-naive iterations run
     /// (summed over the recursive strata); `horsec bench` reports it.
     pub count_iterations: bool,
+    /// Run every rule as a chain of binary joins, cyclic ones too (`horsec bench` compares
+    /// the multiway joins with this plan).
+    pub binary_joins: bool,
 }
 
 /// The HorseIR program of a Datalog program.
@@ -71,6 +74,7 @@ pub fn lower(checked: &Checked<'_>, options: LowerOptions) -> Lowered {
         symbol_codes: BTreeMap::new(),
         static_indexes: HashSet::new(),
         rule_plans: BTreeMap::new(),
+        binary_joins: options.binary_joins,
     };
     lowering.program(options)
 }
@@ -85,6 +89,8 @@ struct Lowering<'c, 'p> {
     static_indexes: HashSet<(usize, Vec<usize>)>,
     /// Clause index → how the rule is evaluated.
     rule_plans: BTreeMap<usize, String>,
+    /// No multiway joins (`LowerOptions::binary_joins`).
+    binary_joins: bool,
 }
 
 /// Generated statements of one piece of code, with the indexes they read.
@@ -652,7 +658,7 @@ impl Lowering<'_, '_> {
     ) -> Vec<String> {
         let checked = self.checked;
         let clause = &checked.program.clauses[c];
-        if first.is_none() {
+        if first.is_none() && !self.binary_joins {
             if let Some(plan) = multiway_plan(clause) {
                 return self.multiway_rule(c, &plan, code);
             }
