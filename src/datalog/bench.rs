@@ -160,7 +160,8 @@ pub fn bench_datalog(
     let multiway = super::compile(&text, options)
         .0
         .is_some_and(|l| l.rule_plans.iter().any(|p| p.contains("multiway join")));
-    if multiway {
+    // HORSEC_BENCH_NO_BINARY=1 skips the comparison (its paths outgrow memory on large graphs).
+    if multiway && std::env::var_os("HORSEC_BENCH_NO_BINARY").is_none() {
         let binary = LowerOptions {
             binary_joins: true,
             ..options
