@@ -217,13 +217,7 @@ impl<'t> Join<'t> {
         vec![0; self.tries.len()]
     }
 
-    fn descend(
-        &self,
-        v: usize,
-        nodes: &mut Vec<usize>,
-        bound: &mut Vec<i64>,
-        out: &mut Vec<Vec<i64>>,
-    ) {
+    fn descend(&self, v: usize, nodes: &mut [usize], bound: &mut [i64], out: &mut [Vec<i64>]) {
         if v == self.steps.len() {
             for (column, &value) in out.iter_mut().zip(bound.iter()) {
                 column.push(value);
@@ -233,7 +227,7 @@ impl<'t> Join<'t> {
         let mut matches = Vec::new();
         {
             let bound_now: &[i64] = bound;
-            let mut state = nodes.clone();
+            let mut state = nodes.to_vec();
             self.intersect_bounded(v, &mut state, bound_now, &mut |value, reached| {
                 matches.push((value, reached.to_vec()))
             });

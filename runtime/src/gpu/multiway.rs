@@ -130,18 +130,18 @@ pub fn multiway_join_batched(
     Ok(result)
 }
 
-/// The trie of the rows of `columns`: per level its values (two words each), its length, and
-/// the offsets into the next level (`len + 1` words; none for the last level).
-fn build_trie(
-    device: &Device,
-    columns: &[&[i64]],
-) -> Result<Vec<(GpuBuffer<u32>, usize, Option<GpuBuffer<u32>>)>> {
+/// One trie level on the device: its values (two words each), its length, and the offsets
+/// into the next level (`len + 1` words; none for the last level).
+type TrieLevel = (GpuBuffer<u32>, usize, Option<GpuBuffer<u32>>);
+
+/// The trie of the rows of `columns`, level by level.
+fn build_trie(device: &Device, columns: &[&[i64]]) -> Result<Vec<TrieLevel>> {
     let arity = columns.len();
     let (unique, rows) = sorted_unique_on_device(device, "@multiway_join", &columns.to_vec())?;
     if rows == 0 {
-        return Ok((0..arity)
+        return (0..arity)
             .map(|_| Ok((device.zeroed::<u32>("empty level", 0)?, 0, None)))
-            .collect::<Result<Vec<_>>>()?);
+            .collect();
     }
     let rows_u32 = check_len("@multiway_join", rows)?;
     let first_difference = filled(device, rows, arity as u32)?;
@@ -248,7 +248,7 @@ fn trie_kernel(
     commands.submit()
 }
 
-type TrieParts = Vec<Vec<(GpuBuffer<u32>, usize, Option<GpuBuffer<u32>>)>>;
+type TrieParts = Vec<Vec<TrieLevel>>;
 
 /// Every atom's levels copied into one buffer (the join kernel binds one trie buffer).
 fn join_tries(device: &Device, parts: TrieParts) -> Result<(GpuBuffer<u32>, Vec<Vec<Level>>)> {
