@@ -272,7 +272,7 @@ fn aggregate_errors_are_located_and_named() {
         ),
         (
             "n(c) :- c = count : { n(_) }.",
-            "prog.dl:3:23: error: unstratifiable program: `n` depends on the negation or an aggregate of `n`, which depends on `n`",
+            "prog.dl:3:23: error: unstratifiable program: `n` depends on an aggregate of `n`, which depends on `n`",
         ),
     ];
     for (rule, expected) in cases {

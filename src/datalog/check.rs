@@ -467,18 +467,18 @@ fn stratify(
 ) -> Result<Vec<Stratum>, Vec<Diagnostic>> {
     let mut graph: DiGraph<usize, ()> = DiGraph::new();
     let nodes: Vec<NodeIndex> = (0..relations.len()).map(|id| graph.add_node(id)).collect();
-    // Negated dependencies: (body relation, head relation, the negated atom's span).
+    // Strict dependencies: (body relation, head relation, the atom's span, negation or aggregate).
     let mut negations = Vec::new();
     let mut self_loops = vec![false; relations.len()];
     for clause in &program.clauses {
         let head = ids[&clause.head.relation];
         for literal in &clause.body {
+            // What the head depends on strictly: the negation or (reading the whole of its
+            // relation) an aggregate of `atom`, computed in an earlier stratum.
             let (atom, negated) = match literal {
-                Literal::Positive(atom) => (atom, false),
-                // An aggregate reads the whole of its relation: like a negation, it must be
-                // computed in an earlier stratum.
-                Literal::Negative(atom) => (atom, true),
-                Literal::Aggregate(aggregate) => (&aggregate.atom, true),
+                Literal::Positive(atom) => (atom, None),
+                Literal::Negative(atom) => (atom, Some("the negation")),
+                Literal::Aggregate(aggregate) => (&aggregate.atom, Some("an aggregate")),
                 Literal::Constraint { .. } => continue,
             };
             let body = ids[&atom.relation];
@@ -486,8 +486,8 @@ fn stratify(
             if body == head {
                 self_loops[head] = true;
             }
-            if negated {
-                negations.push((body, head, atom.span));
+            if let Some(how) = negated {
+                negations.push((body, head, atom.span, how));
             }
         }
     }
@@ -510,16 +510,16 @@ fn stratify(
     }
     let diags: Vec<Diagnostic> = negations
         .iter()
-        .filter(|(body, head, _)| component_of[*body] == component_of[*head])
-        .map(|(body, head, span)| {
+        .filter(|(body, head, _, _)| component_of[*body] == component_of[*head])
+        .map(|(body, head, span, how)| {
             Diagnostic::error(
                 *span,
                 format!(
-                    "unstratifiable program: `{}` depends on the negation or an aggregate of `{}`, which depends on `{}`",
+                    "unstratifiable program: `{}` depends on {how} of `{}`, which depends on `{}`",
                     relations[*head].name, relations[*body].name, relations[*head].name
                 ),
             )
-            .with_note("negation and aggregates must not be part of a recursive cycle")
+            .with_note(format!("{how} must not be part of a recursive cycle"))
         })
         .collect();
     if diags.is_empty() {
