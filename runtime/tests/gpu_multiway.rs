@@ -12,7 +12,7 @@ use horsec_runtime::cpu::multiway::leapfrog_triejoin;
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
 use horsec_runtime::error::{Result, RuntimeError};
 use horsec_runtime::gpu::library::run_library;
-use horsec_runtime::gpu::multiway::multiway_join_batched;
+use horsec_runtime::gpu::multiway::{multiway_join_batched, Batches};
 use horsec_runtime::gpu::{require_gpu_or_skip, Device};
 use horsec_runtime::multiway::Spec;
 use horsec_runtime::plan::Callee;
@@ -90,7 +90,8 @@ fn rows(columns: &[Vec<i64>]) -> Vec<Vec<i64>> {
         .collect()
 }
 
-/// Runs `spec` on the CPU LFTJ and on the GPU with full and tiny batches; all must agree.
+/// Runs `spec` on the CPU LFTJ and on the GPU with full batches, tiny windows of candidates,
+/// and rounds split down to 3 bindings (the path of a scan past 2^32); all must agree.
 fn join_on_both(device: &Device, spec: &str, relations: &[Vec<Vec<i64>>]) -> Vec<Vec<i64>> {
     let spec = Spec::parse(spec).expect("spec parses");
     let columns: Vec<Vec<&[i64]>> = relations
@@ -98,12 +99,10 @@ fn join_on_both(device: &Device, spec: &str, relations: &[Vec<Vec<i64>>]) -> Vec
         .map(|r| r.iter().map(Vec::as_slice).collect())
         .collect();
     let cpu = leapfrog_triejoin(&spec, &columns);
-    for batch in [1 << 20, 5] {
-        let gpu = multiway_join_batched(device, &spec, &columns, batch).expect("GPU join runs");
-        assert_eq!(
-            gpu, cpu,
-            "GPU differs from CPU for `{spec}` (batch {batch})"
-        );
+    for (slots, bindings) in [(1 << 20, usize::MAX), (5, usize::MAX), (1 << 20, 3)] {
+        let batches = Batches { slots, bindings };
+        let gpu = multiway_join_batched(device, &spec, &columns, batches).expect("GPU join runs");
+        assert_eq!(gpu, cpu, "GPU differs from CPU for `{spec}` ({batches:?})");
     }
     rows(&cpu)
 }

@@ -74,15 +74,27 @@ pub fn multiway_join(
     spec: &Spec,
     relations: &[Vec<&[i64]>],
 ) -> Result<Vec<Vec<i64>>> {
-    multiway_join_batched(device, spec, relations, batch_slots(device, spec))
+    let batches = Batches {
+        slots: batch_slots(device, spec),
+        bindings: usize::MAX,
+    };
+    multiway_join_batched(device, spec, relations, batches)
 }
 
-/// [`multiway_join`] expanding at most `batch` candidates per round at a time.
+/// How a round is cut: at most `slots` candidates expanded at once, and rounds of more than
+/// `bindings` bindings split in halves as a scan past 2^32 is (tests cut both small).
+#[derive(Clone, Copy, Debug)]
+pub struct Batches {
+    pub slots: usize,
+    pub bindings: usize,
+}
+
+/// [`multiway_join`] with the rounds cut as `batches` says.
 pub fn multiway_join_batched(
     device: &Device,
     spec: &Spec,
     relations: &[Vec<&[i64]>],
-    batch: usize,
+    batches: Batches,
 ) -> Result<Vec<Vec<i64>>> {
     let n = spec.variables.len();
     let mut result: Vec<Vec<i64>> = vec![Vec::new(); n];
@@ -119,7 +131,8 @@ pub fn multiway_join_batched(
         atoms: spec.atoms.len(),
         round_atoms: (0..n).map(|v| spec.atoms_with(v).len()).collect(),
         variables: n,
-        batch: batch.max(1),
+        batch: batches.slots.max(1),
+        split_above: batches.bindings.max(1),
     };
     let start = Bindings {
         nodes: device.zeroed::<u32>("multiway nodes", spec.atoms.len())?,
@@ -355,6 +368,8 @@ struct Join<'a> {
     round_atoms: Vec<usize>,
     variables: usize,
     batch: usize,
+    /// Rounds of more bindings are split in halves before they count.
+    split_above: usize,
 }
 
 /// The buffers of one dispatch of `multiway.wgsl`, in binding order after the uniform.
@@ -417,6 +432,9 @@ impl Join<'_> {
     /// complete bindings to `result`.
     fn round(&self, v: usize, bindings: &Bindings, result: &mut [Vec<i64>]) -> Result<()> {
         let m = bindings.count;
+        if v < self.variables && m > self.split_above {
+            return self.split(v, bindings, result);
+        }
         if v == self.variables {
             for (u, column) in result.iter_mut().enumerate() {
                 let words = self
@@ -448,13 +466,7 @@ impl Join<'_> {
         let scan = exclusive_scan(self.device, &counts)?;
         drop(counts);
         if m > 1 && self.wrapped(bindings, &scan, base)? {
-            // Split the bindings in halves and run each by itself.
-            let half = m / 2;
-            for (start, count) in [(0, half), (half, m - half)] {
-                let part = self.take(v, bindings, start, count)?;
-                self.round(v, &part, result)?;
-            }
-            return Ok(());
+            return self.split(v, bindings, result);
         }
         let total = self.device.download_range(&scan, m, 1)?[0] as usize;
         let mut window_start = 0;
@@ -514,6 +526,17 @@ impl Join<'_> {
                 self.round(v + 1, &extended, result)?;
             }
             window_start += window;
+        }
+        Ok(())
+    }
+
+    /// Round `v` on each half of the bindings by itself, in order.
+    fn split(&self, v: usize, bindings: &Bindings, result: &mut [Vec<i64>]) -> Result<()> {
+        let m = bindings.count;
+        let half = m / 2;
+        for (start, count) in [(0, half), (half, m - half)] {
+            let part = self.take(v, bindings, start, count)?;
+            self.round(v, &part, result)?;
         }
         Ok(())
     }
