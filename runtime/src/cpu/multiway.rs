@@ -128,19 +128,25 @@ pub(crate) fn multiway_arguments(args: &Args<'_, '_>) -> Result<(Spec, Vec<Vec<V
 }
 
 /// The tries of every atom of `spec`, each relation's columns permuted to the variable order.
+/// A relation that several atoms read in one column order is indexed once (copied after).
 pub fn atom_tries(spec: &Spec, relations: &[Vec<&[i64]>]) -> Vec<Trie> {
-    relations
-        .iter()
-        .enumerate()
-        .map(|(a, columns)| {
-            let permuted: Vec<&[i64]> = spec
-                .trie_columns(a)
-                .into_iter()
-                .map(|c| columns[c])
-                .collect();
-            Trie::build(&permuted)
-        })
-        .collect()
+    let mut tries: Vec<Trie> = Vec::with_capacity(relations.len());
+    let mut built: Vec<(Vec<&[i64]>, usize)> = Vec::new();
+    for (a, columns) in relations.iter().enumerate() {
+        let permuted: Vec<&[i64]> = spec
+            .trie_columns(a)
+            .into_iter()
+            .map(|c| columns[c])
+            .collect();
+        match built.iter().find(|(b, _)| *b == permuted) {
+            Some(&(_, t)) => tries.push(tries[t].clone()),
+            None => {
+                built.push((permuted.clone(), tries.len()));
+                tries.push(Trie::build(&permuted));
+            }
+        }
+    }
+    tries
 }
 
 /// The join's result, one column per variable in the variable order, rows sorted.

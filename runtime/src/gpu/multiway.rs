@@ -106,21 +106,35 @@ pub fn multiway_join_batched(
     {
         return Ok(result);
     }
+    // One trie per distinct permuted relation (a self-join such as triangles indexes its
+    // relation once).
     let mut parts = Vec::with_capacity(relations.len());
+    let mut built: Vec<Vec<&[i64]>> = Vec::new();
+    let mut part_of_atom = Vec::with_capacity(relations.len());
     for (a, columns) in relations.iter().enumerate() {
         let permuted: Vec<&[i64]> = spec
             .trie_columns(a)
             .into_iter()
             .map(|c| columns[c])
             .collect();
+        if let Some(p) = built.iter().position(|b| *b == permuted) {
+            part_of_atom.push(p);
+            continue;
+        }
         let part = build_trie(device, &permuted)?;
         // An empty relation joins to nothing.
         if part[0].1 == 0 {
             return Ok(result);
         }
+        part_of_atom.push(parts.len());
         parts.push(part);
+        built.push(permuted);
     }
-    let (trie, levels) = join_tries(device, parts)?;
+    let (trie, part_levels) = join_tries(device, parts)?;
+    let levels: Vec<Vec<Level>> = part_of_atom
+        .iter()
+        .map(|&p| part_levels[p].clone())
+        .collect();
     let (plan, steps) = plan_words(spec, &levels);
     let plan = device.upload("multiway plan", &plan)?;
     let join = Join {
