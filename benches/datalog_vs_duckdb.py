@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""REACH, SG and CSPA: horsec (GPU and CPU backends, `horsec bench`) beside DuckDB's
+"""REACH, SG, CSPA and triangles: horsec (GPU and CPU backends, `horsec bench`) beside DuckDB's
 recursive CTE (all cores) on generated inputs.
 
     python3 benches/datalog_vs_duckdb.py --horsec target/release/horsec [--out DIR]
@@ -8,6 +8,10 @@ Defaults (the issue's sizes; about 8 minutes on an H100 host):
   REACH: grid (road-like) graph, 10 000 vertices, all 39 600 grid links (closure 10^8 pairs)
   SG:    power-law graph, 50 000 vertices, 60 000 edges
   CSPA:  httpd's size: assign 360 000, dereference 1 100 000 over 300 000 variables
+  TRI:   triangles.dl (one multiway join) on a power-law graph, 1 000 000 vertices,
+         10 000 000 edges, beside DuckDB's three-way self-join of the symmetric edges
+         (`horsec bench` also runs the binary-join plan there unless
+         HORSEC_BENCH_NO_BINARY=1, which large graphs need: its paths outgrow memory)
 Every size is an argument; DuckDB comes from the `duckdb` Python package (PYTHONPATH).
 Prints each tool's median and the ratios.
 """
@@ -46,6 +50,17 @@ WITH RECURSIVE reach(src, dst) AS (
 ) SELECT count(*) FROM reach
 """
 
+TRIANGLES_SQL = """
+WITH link AS (
+  SELECT src AS a, dst AS b FROM edge WHERE src <> dst
+  UNION
+  SELECT dst, src FROM edge WHERE src <> dst
+) SELECT count(*) FROM link l1
+  JOIN link l2 ON l2.a = l1.b
+  JOIN link l3 ON l3.a = l1.a AND l3.b = l2.b
+  WHERE l1.a < l1.b AND l2.a < l2.b
+"""
+
 SG_SQL = """
 WITH RECURSIVE sg(x, y) AS (
   SELECT e1.dst, e2.dst FROM edge e1 JOIN edge e2 ON e1.src = e2.src WHERE e1.dst <> e2.dst
@@ -81,7 +96,9 @@ def main():
     p.add_argument("--cspa-variables", type=int, default=300_000)
     p.add_argument("--cspa-assign", type=int, default=360_000)
     p.add_argument("--cspa-dereference", type=int, default=1_100_000)
-    p.add_argument("--skip", default="", help="comma-separated: reach,sg,cspa,duckdb")
+    p.add_argument("--tri-vertices", type=int, default=1_000_000)
+    p.add_argument("--tri-edges", type=int, default=10_000_000)
+    p.add_argument("--skip", default="", help="comma-separated: reach,sg,cspa,triangles,duckdb")
     args = p.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -90,6 +107,7 @@ def main():
     for name, kind, vertices, edges, sql in [
         ("reach", "grid", args.reach_vertices, args.reach_edges, REACH_SQL),
         ("sg", "power-law", args.sg_vertices, args.sg_edges, SG_SQL),
+        ("triangles", "power-law", args.tri_vertices, args.tri_edges, TRIANGLES_SQL),
     ]:
         if name in skip:
             continue
@@ -108,11 +126,11 @@ def main():
         program = os.path.join(root, "queries", "datalog", "cspa.dl")
         gpu, cpu, iterations, total = horsec_bench(args.horsec, program, ["--data", directory], args.runs)
         rows.append(("cspa", total, iterations, gpu, cpu, None))
-    print(f"{'query':<6} {'tuples':>12} {'iters':>6} {'gpu ms':>10} {'cpu ms':>10} {'duckdb ms':>10} {'cpu/gpu':>8} {'duck/gpu':>9}")
+    print(f"{'query':<9} {'tuples':>12} {'iters':>6} {'gpu ms':>10} {'cpu ms':>10} {'duckdb ms':>10} {'cpu/gpu':>8} {'duck/gpu':>9}")
     for name, total, iterations, gpu, cpu, duck in rows:
         duck_text = f"{duck:10.1f}" if duck is not None else f"{'-':>10}"
         ratio = f"{duck / gpu:9.2f}" if duck is not None else f"{'-':>9}"
-        print(f"{name:<6} {total:>12} {iterations:>6} {gpu:10.1f} {cpu:10.1f} {duck_text} {cpu / gpu:8.2f} {ratio}")
+        print(f"{name:<9} {total:>12} {iterations:>6} {gpu:10.1f} {cpu:10.1f} {duck_text} {cpu / gpu:8.2f} {ratio}")
 
 
 if __name__ == "__main__":

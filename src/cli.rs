@@ -698,7 +698,20 @@ fn compile_command(file: &Path, emit: Emit, out: Option<&Path>, backend: Backend
             "outline.hir",
         ),
         Emit::Dot => (outlined_text(&c, crate::outline::print_dot), "dot"),
-        Emit::Plan => (c.plan.as_ref().map(|p| p.to_string()), "plan"),
+        Emit::Plan => (
+            c.plan.as_ref().map(|p| match &c.datalog {
+                // How each Datalog rule runs (multiway or binary joins), then the plan.
+                Some(lowered) => {
+                    let mut text = String::from("// datalog rules\n");
+                    for line in &lowered.rule_plans {
+                        text.push_str(&format!("//   {line}\n"));
+                    }
+                    text + &p.to_string()
+                }
+                None => p.to_string(),
+            }),
+            "plan",
+        ),
         Emit::Wgsl => (None, "wgsl"),
     };
     let Some(text) = text else {

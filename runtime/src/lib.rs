@@ -11,6 +11,7 @@ pub mod gpu;
 pub mod graph;
 pub mod interp;
 pub mod kernel;
+pub mod multiway;
 pub mod plan;
 pub mod profile;
 pub mod sizes;

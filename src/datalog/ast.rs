@@ -73,6 +73,8 @@ pub enum Literal {
     Positive(Atom),
     /// `!rel(…)`
     Negative(Atom),
+    /// `v = count : { r(…) }`, `v = sum x : { r(…) }`, `min`, `max`.
+    Aggregate(Aggregate),
     /// `left op right`
     Constraint {
         op: CmpOp,
@@ -80,6 +82,48 @@ pub enum Literal {
         right: Term,
         span: Span,
     },
+}
+
+/// `result = kind target : { atom }`: one value over the tuples of `atom` (Soufflé's
+/// aggregates; the body is one atom whose variables appear nowhere else in the rule).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aggregate {
+    pub result: String,
+    pub result_span: Span,
+    pub kind: AggregateKind,
+    /// The aggregated variable (none for `count`).
+    pub target: Option<(String, Span)>,
+    pub atom: Atom,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregateKind {
+    Count,
+    Sum,
+    Min,
+    Max,
+}
+
+impl AggregateKind {
+    pub fn from_name(name: &str) -> Option<AggregateKind> {
+        match name {
+            "count" => Some(AggregateKind::Count),
+            "sum" => Some(AggregateKind::Sum),
+            "min" => Some(AggregateKind::Min),
+            "max" => Some(AggregateKind::Max),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AggregateKind::Count => "count",
+            AggregateKind::Sum => "sum",
+            AggregateKind::Min => "min",
+            AggregateKind::Max => "max",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -61,23 +61,25 @@ fn sizes(values: &[Value]) -> (Vec<usize>, i64) {
     (rows, iterations)
 }
 
-/// Benchmarks `file` on `db`: one cold GPU run, then `runs` timed runs on each backend.
-pub fn bench_datalog(
-    file: &Path,
+/// Medians of one program's runs: the first GPU run (compiling its kernels), then `runs`
+/// timed runs on each backend, checked equal.
+struct Measured {
+    cold: Duration,
+    gpu: Duration,
+    cpu: Duration,
+    values: Vec<Value>,
+}
+
+fn measure(
+    name: &str,
+    text: &str,
+    options: LowerOptions,
     db: &Database,
     device: &Device,
     runs: usize,
-    out: &mut dyn Write,
-) -> Result<(), String> {
-    let runs = runs.max(1);
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
-    let options = LowerOptions {
-        count_iterations: true,
-    };
-    let name = file.display().to_string();
+) -> Result<Measured, String> {
     let plan = |target| {
-        let c = compile_datalog(&name, &text, Stage::Plan, target, options);
+        let c = compile_datalog(name, text, Stage::Plan, target, options);
         if c.failed() {
             return Err(c.render_diagnostics());
         }
@@ -115,18 +117,75 @@ pub fn bench_datalog(
     if gpu_values != cpu_values {
         return Err(format!("{name}: the GPU and CPU results differ"));
     }
-    let (rows, iterations) = sizes(&gpu_values);
-    let (gpu, cpu) = (median(gpu), median(cpu));
+    Ok(Measured {
+        cold,
+        gpu: median(gpu),
+        cpu: median(cpu),
+        values: gpu_values,
+    })
+}
+
+/// Benchmarks `file` on `db`: one cold GPU run, then `runs` timed runs on each backend. A
+/// program with multiway joins is measured again with every rule as binary joins (the
+/// comparison plan; a failure there, such as running out of memory on the paths a triangle
+/// query builds, is reported, not fatal).
+pub fn bench_datalog(
+    file: &Path,
+    db: &Database,
+    device: &Device,
+    runs: usize,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let runs = runs.max(1);
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+    let options = LowerOptions {
+        count_iterations: true,
+        binary_joins: false,
+    };
+    let name = file.display().to_string();
+    let m = measure(&name, &text, options, db, device, runs)?;
+    let (rows, iterations) = sizes(&m.values);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let _ = writeln!(
         out,
         "{name}: gpu {:.1} ms (cold {:.1} ms), cpu {:.1} ms, cpu/gpu {:.2}x, iterations {iterations}, result rows {} (total {})",
-        ms(gpu),
-        ms(cold),
-        ms(cpu),
-        cpu.as_secs_f64() / gpu.as_secs_f64().max(1e-9),
+        ms(m.gpu),
+        ms(m.cold),
+        ms(m.cpu),
+        m.cpu.as_secs_f64() / m.gpu.as_secs_f64().max(1e-9),
         rows.iter().map(usize::to_string).collect::<Vec<_>>().join(" + "),
         rows.iter().sum::<usize>()
     );
+    let multiway = super::compile(&text, options)
+        .0
+        .is_some_and(|l| l.rule_plans.iter().any(|p| p.contains("multiway join")));
+    // HORSEC_BENCH_NO_BINARY=1 skips the comparison (its paths outgrow memory on large graphs).
+    if multiway && std::env::var_os("HORSEC_BENCH_NO_BINARY").is_none() {
+        let binary = LowerOptions {
+            binary_joins: true,
+            ..options
+        };
+        match measure(&name, &text, binary, db, device, runs) {
+            Ok(b) if b.values != m.values => {
+                return Err(format!(
+                    "{name}: the binary-join plan gives another result than the multiway joins"
+                ))
+            }
+            Ok(b) => {
+                let _ = writeln!(
+                    out,
+                    "{name} (binary joins): gpu {:.1} ms, cpu {:.1} ms; multiway join speed-up: gpu {:.2}x, cpu {:.2}x",
+                    ms(b.gpu),
+                    ms(b.cpu),
+                    b.gpu.as_secs_f64() / m.gpu.as_secs_f64().max(1e-9),
+                    b.cpu.as_secs_f64() / m.cpu.as_secs_f64().max(1e-9),
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, "{name} (binary joins): failed: {e}");
+            }
+        }
+    }
     Ok(())
 }

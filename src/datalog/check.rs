@@ -144,6 +144,11 @@ impl ClauseChecker<'_> {
                 self.body_atom(atom);
             }
         }
+        for literal in &clause.body {
+            if let Literal::Aggregate(aggregate) = literal {
+                self.aggregate(clause, aggregate);
+            }
+        }
         // Equalities bind variables not bound by an atom (`y = x + 1`): type their terms
         // in binding order, then every constraint.
         let bound = self.bound_variables(clause);
@@ -162,7 +167,7 @@ impl ClauseChecker<'_> {
         let has_positive = clause
             .body
             .iter()
-            .any(|l| matches!(l, Literal::Positive(_)));
+            .any(|l| matches!(l, Literal::Positive(_) | Literal::Aggregate(_)));
         if !clause.body.is_empty() && !has_positive {
             self.diags.push(Diagnostic::error(
                 clause.span,
@@ -193,7 +198,73 @@ impl ClauseChecker<'_> {
                         self.require_bound(term, &bound, "in a constraint");
                     }
                 }
-                Literal::Positive(_) => {}
+                Literal::Positive(_) | Literal::Aggregate(_) => {}
+            }
+        }
+    }
+
+    /// An aggregate: its atom, a number result, a number target among the atom's variables,
+    /// and no variable of the atom used elsewhere in the rule (aggregates are not correlated).
+    fn aggregate(&mut self, clause: &Clause, aggregate: &Aggregate) {
+        self.body_atom(&aggregate.atom);
+        let mut inner = Vec::new();
+        for term in &aggregate.atom.args {
+            term.variables(&mut inner);
+        }
+        if let Some((target, span)) = &aggregate.target {
+            if !inner.contains(&target.as_str()) {
+                self.diags.push(Diagnostic::error(
+                    *span,
+                    format!(
+                        "the aggregated variable `{target}` does not appear in the body of `{}`",
+                        aggregate.kind.name()
+                    ),
+                ));
+            } else {
+                let place = format!("the variable `{}` aggregates", aggregate.kind.name());
+                self.expect(&Term::Var(target.clone(), *span), AttrType::Number, &place);
+            }
+        }
+        let result = Term::Var(aggregate.result.clone(), aggregate.result_span);
+        self.expect(&result, AttrType::Number, "the result of an aggregate");
+        let mut outside = Vec::new();
+        for term in &clause.head.args {
+            term.variables(&mut outside);
+        }
+        outside.push(aggregate.result.as_str());
+        for literal in &clause.body {
+            match literal {
+                Literal::Aggregate(other) if std::ptr::eq(other, aggregate) => {}
+                Literal::Aggregate(other) => {
+                    outside.push(other.result.as_str());
+                    for term in &other.atom.args {
+                        term.variables(&mut outside);
+                    }
+                }
+                Literal::Positive(atom) | Literal::Negative(atom) => {
+                    for term in &atom.args {
+                        term.variables(&mut outside);
+                    }
+                }
+                Literal::Constraint { left, right, .. } => {
+                    left.variables(&mut outside);
+                    right.variables(&mut outside);
+                }
+            }
+        }
+        for term in &aggregate.atom.args {
+            if let Term::Var(name, span) = term {
+                if outside.contains(&name.as_str()) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            *span,
+                            format!(
+                                "variable `{name}` of an aggregate's body is also used outside it"
+                            ),
+                        )
+                        .with_note("horsec's aggregates are not correlated: rename it"),
+                    );
+                }
             }
         }
     }
@@ -201,6 +272,11 @@ impl ClauseChecker<'_> {
     /// Variables bound by positive atoms, then by equalities with one unbound variable side.
     fn bound_variables(&mut self, clause: &Clause) -> Vec<String> {
         let mut bound: Vec<String> = Vec::new();
+        for literal in &clause.body {
+            if let Literal::Aggregate(aggregate) = literal {
+                bound.push(aggregate.result.clone());
+            }
+        }
         for literal in &clause.body {
             if let Literal::Positive(atom) = literal {
                 for term in &atom.args {
@@ -391,15 +467,18 @@ fn stratify(
 ) -> Result<Vec<Stratum>, Vec<Diagnostic>> {
     let mut graph: DiGraph<usize, ()> = DiGraph::new();
     let nodes: Vec<NodeIndex> = (0..relations.len()).map(|id| graph.add_node(id)).collect();
-    // Negated dependencies: (body relation, head relation, the negated atom's span).
+    // Strict dependencies: (body relation, head relation, the atom's span, negation or aggregate).
     let mut negations = Vec::new();
     let mut self_loops = vec![false; relations.len()];
     for clause in &program.clauses {
         let head = ids[&clause.head.relation];
         for literal in &clause.body {
+            // What the head depends on strictly: the negation or (reading the whole of its
+            // relation) an aggregate of `atom`, computed in an earlier stratum.
             let (atom, negated) = match literal {
-                Literal::Positive(atom) => (atom, false),
-                Literal::Negative(atom) => (atom, true),
+                Literal::Positive(atom) => (atom, None),
+                Literal::Negative(atom) => (atom, Some("the negation")),
+                Literal::Aggregate(aggregate) => (&aggregate.atom, Some("an aggregate")),
                 Literal::Constraint { .. } => continue,
             };
             let body = ids[&atom.relation];
@@ -407,8 +486,8 @@ fn stratify(
             if body == head {
                 self_loops[head] = true;
             }
-            if negated {
-                negations.push((body, head, atom.span));
+            if let Some(how) = negated {
+                negations.push((body, head, atom.span, how));
             }
         }
     }
@@ -431,16 +510,16 @@ fn stratify(
     }
     let diags: Vec<Diagnostic> = negations
         .iter()
-        .filter(|(body, head, _)| component_of[*body] == component_of[*head])
-        .map(|(body, head, span)| {
+        .filter(|(body, head, _, _)| component_of[*body] == component_of[*head])
+        .map(|(body, head, span, how)| {
             Diagnostic::error(
                 *span,
                 format!(
-                    "unstratifiable program: `{}` depends on the negation of `{}`, which depends on `{}`",
+                    "unstratifiable program: `{}` depends on {how} of `{}`, which depends on `{}`",
                     relations[*head].name, relations[*body].name, relations[*head].name
                 ),
             )
-            .with_note("negation must not be part of a recursive cycle")
+            .with_note(format!("{how} must not be part of a recursive cycle"))
         })
         .collect();
     if diags.is_empty() {

@@ -36,6 +36,10 @@ pub enum Tok {
     RParen,
     #[token(",")]
     Comma,
+    #[token("{")]
+    LBrace,
+    #[token("}")]
+    RBrace,
     #[token(".")]
     Dot,
     #[token(":-")]
@@ -84,6 +88,8 @@ impl Tok {
             Tok::LParen => "`(`".into(),
             Tok::RParen => "`)`".into(),
             Tok::Comma => "`,`".into(),
+            Tok::LBrace => "`{`".into(),
+            Tok::RBrace => "`}`".into(),
             Tok::Dot => "`.`".into(),
             Tok::Turnstile => "`:-`".into(),
             Tok::Colon => "`:`".into(),

@@ -39,6 +39,9 @@ pub struct LowerOptions {
     /// Return one more table, `iterations`, with the number of semi-naive iterations run
     /// (summed over the recursive strata); `horsec bench` reports it.
     pub count_iterations: bool,
+    /// Run every rule as a chain of binary joins, cyclic ones too (`horsec bench` compares
+    /// the multiway joins with this plan).
+    pub binary_joins: bool,
 }
 
 /// The HorseIR program of a Datalog program.
@@ -48,6 +51,10 @@ pub struct Lowered {
     pub inputs: Vec<InputRelation>,
     /// The `.output` relations, in the order of the tables `main` returns.
     pub outputs: Vec<String>,
+    /// How each rule is evaluated, one line per rule in source order (`compile --emit plan`
+    /// prints them): `rule tri(x, y, z): multiway join, variable order x y z` or `… binary
+    /// joins`.
+    pub rule_plans: Vec<String>,
 }
 
 /// Which version of a relation an atom reads.
@@ -66,6 +73,8 @@ pub fn lower(checked: &Checked<'_>, options: LowerOptions) -> Lowered {
         next_temp: 0,
         symbol_codes: BTreeMap::new(),
         static_indexes: HashSet::new(),
+        rule_plans: BTreeMap::new(),
+        binary_joins: options.binary_joins,
     };
     lowering.program(options)
 }
@@ -78,6 +87,10 @@ struct Lowering<'c, 'p> {
     symbol_codes: BTreeMap<String, String>,
     /// Indexes of relations of finished strata already built: `(relation, column order)`.
     static_indexes: HashSet<(usize, Vec<usize>)>,
+    /// Clause index → how the rule is evaluated.
+    rule_plans: BTreeMap<usize, String>,
+    /// No multiway joins (`LowerOptions::binary_joins`).
+    binary_joins: bool,
 }
 
 /// Generated statements of one piece of code, with the indexes they read.
@@ -206,6 +219,7 @@ impl Lowering<'_, '_> {
             hir: flatten_calls(&self.out),
             inputs,
             outputs,
+            rule_plans: self.rule_plans.values().cloned().collect(),
         }
     }
 
@@ -253,6 +267,7 @@ impl Lowering<'_, '_> {
                     Literal::Positive(a) | Literal::Negative(a) => {
                         collect_symbols(&a.args, &mut constants)
                     }
+                    Literal::Aggregate(a) => collect_symbols(&a.atom.args, &mut constants),
                     Literal::Constraint { left, right, .. } => collect_symbols(
                         std::slice::from_ref(left)
                             .iter()
@@ -643,6 +658,23 @@ impl Lowering<'_, '_> {
     ) -> Vec<String> {
         let checked = self.checked;
         let clause = &checked.program.clauses[c];
+        if first.is_none() && !self.binary_joins {
+            if let Some(plan) = multiway_plan(clause) {
+                return self.multiway_rule(c, &plan, code);
+            }
+        }
+        let atoms = positive_atoms(clause).count();
+        self.rule_plans.entry(c).or_insert_with(|| {
+            format!(
+                "rule {}: {}",
+                rule_head(clause),
+                if atoms > 1 {
+                    "binary joins"
+                } else {
+                    "one atom"
+                }
+            )
+        });
         code.line(&format!(
             "// rule {}{}",
             clause.head.relation,
@@ -652,12 +684,22 @@ impl Lowering<'_, '_> {
             }
         ));
         let mut pending: Vec<usize> = positive_atoms(clause).map(|(i, _)| i).collect();
-        let start = first.unwrap_or(pending[0]);
-        pending.retain(|&i| i != start);
         let mut applied = vec![false; clause.body.len()];
-        applied[start] = true;
-
-        let mut rows = self.first_atom(clause, start, versions[start], code);
+        let mut rows = match first.or(pending.first().copied()) {
+            Some(start) => {
+                pending.retain(|&i| i != start);
+                applied[start] = true;
+                self.first_atom(clause, start, versions[start], code)
+            }
+            None => {
+                // Only aggregates (checked): they bind their results on one row, which the
+                // first aggregate's value (one element) stands for.
+                Rows {
+                    columns: BTreeMap::new(),
+                    witness: String::new(),
+                }
+            }
+        };
         self.apply_ready(clause, &mut applied, &mut rows, code);
         while !pending.is_empty() {
             // The atom sharing the most bound variables next (the earliest on ties).
@@ -681,6 +723,166 @@ impl Lowering<'_, '_> {
         let head = &clause.head;
         let mut columns = Vec::with_capacity(head.args.len());
         for term in &head.args {
+            let operand = self.term(term, &rows, code);
+            columns.push(self.full_length(operand, &rows, term, code));
+        }
+        columns
+    }
+
+    /// Binds the result of aggregate `i` of the clause on every row: one value over the
+    /// tuples of its atom (the relation of an earlier stratum, filtered by the atom's
+    /// constants and repeated variables). `min` and `max` of no tuple keep no row.
+    fn aggregate(
+        &mut self,
+        clause: &Clause,
+        i: usize,
+        aggregate: &Aggregate,
+        rows: &mut Rows,
+        code: &mut Code,
+    ) {
+        let inner = self.first_atom(clause, i, Version::Full, code);
+        let value = self.temp(aggregate.kind.name());
+        let target = aggregate
+            .target
+            .as_ref()
+            .and_then(|(name, _)| inner.columns.get(name));
+        match (aggregate.kind, target) {
+            (AggregateKind::Count, _) | (_, None) => {
+                code.line(&format!("{value}:i64 = @len({});", inner.witness));
+            }
+            (AggregateKind::Sum, Some(column)) => {
+                code.line(&format!("{value}:i64 = @sum({column});"));
+            }
+            (kind, Some(column)) => {
+                // `@min`/`@max` of no element is an error: reduce the column with the
+                // identity appended (the row is dropped below when the column is empty).
+                let identity = self.temp("identity");
+                if kind == AggregateKind::Min {
+                    code.line(&format!("{identity}:i64 = 9223372036854775807:i64;"));
+                } else {
+                    code.line(&format!(
+                        "{identity}:i64 = @minus(-9223372036854775807:i64, 1:i64);"
+                    ));
+                }
+                code.line(&format!(
+                    "{value}:i64 = @{}(@append({column}, {identity}));",
+                    kind.name()
+                ));
+            }
+        }
+        if matches!(aggregate.kind, AggregateKind::Min | AggregateKind::Max)
+            && rows.witness.is_empty()
+        {
+            // The first row is the value; no tuple, no row.
+            let nonempty = self.temp("nonempty");
+            code.line(&format!(
+                "{nonempty}:bool = @gt(@len({}), 0:i64);",
+                inner.witness
+            ));
+            let kept = self.temp(&aggregate.result);
+            code.line(&format!("{kept}:i64 = @compress({nonempty}, {value});"));
+            rows.witness = kept.clone();
+            rows.columns.insert(aggregate.result.clone(), kept);
+            return;
+        }
+        if matches!(aggregate.kind, AggregateKind::Min | AggregateKind::Max) {
+            let nonempty = self.temp("nonempty");
+            code.line(&format!(
+                "{nonempty}:bool = @gt(@len({}), 0:i64);",
+                inner.witness
+            ));
+            let mask = format!("@vector(@len({}), {nonempty})", rows.witness);
+            self.filter(vec![mask], rows, code);
+        }
+        if rows.witness.is_empty() {
+            // The rule's first row: the value itself (one element).
+            rows.witness = value.clone();
+            rows.columns.insert(aggregate.result.clone(), value);
+            return;
+        }
+        let column = self.temp(&aggregate.result);
+        code.line(&format!(
+            "{column}:i64 = @vector(@len({}), {value});",
+            rows.witness
+        ));
+        rows.columns.insert(aggregate.result.clone(), column);
+    }
+
+    /// The head columns of clause `c` evaluated by one `@multiway_join` (worst-case optimal):
+    /// the atoms' variable columns (wildcard columns dropped) joined in `plan`'s variable
+    /// order, the comparisons between atom variables folded in; the other literals are
+    /// applied to the join's result.
+    fn multiway_rule(&mut self, c: usize, plan: &MultiwayPlan, code: &mut Code) -> Vec<String> {
+        let clause = &self.checked.program.clauses[c];
+        let mut comparisons = Vec::new();
+        for &i in &plan.comparisons {
+            if let Literal::Constraint {
+                op,
+                left: Term::Var(l, _),
+                right: Term::Var(r, _),
+                ..
+            } = &clause.body[i]
+            {
+                comparisons.push(format!("{l} {} {r}", op.symbol()));
+            }
+        }
+        let description = format!(
+            "multiway join, variable order {}{}",
+            plan.order.join(" "),
+            if comparisons.is_empty() {
+                String::new()
+            } else {
+                format!(", where {}", comparisons.join(", "))
+            }
+        );
+        self.rule_plans
+            .insert(c, format!("rule {}: {description}", rule_head(clause)));
+        code.line(&format!("// rule {}: {description}", clause.head.relation));
+        let mut lists = Vec::new();
+        let mut atom_specs = Vec::new();
+        for &i in &plan.atoms {
+            let atom = atom_of(clause, i);
+            let source = full(&atom.relation);
+            let (mut columns, mut names) = (Vec::new(), Vec::new());
+            for (k, term) in atom.args.iter().enumerate() {
+                if let Term::Var(v, _) = term {
+                    let column = self.temp(&format!("{}_{k}", atom.relation));
+                    code.line(&format!("{column}:i64 = @index({source}, {k}:i64);"));
+                    columns.push(column);
+                    names.push(v.as_str());
+                }
+            }
+            lists.push(format!("@list({})", columns.join(", ")));
+            atom_specs.push(names.join(" "));
+        }
+        let mut spec = format!("{}; {}", plan.order.join(" "), atom_specs.join("; "));
+        if !comparisons.is_empty() {
+            spec.push_str(&format!("; where {}", comparisons.join(", ")));
+        }
+        let joined = self.temp("multiway");
+        code.line(&format!(
+            "{joined}:list<i64> = @multiway_join({}:sym, {});",
+            symbol_literal(&spec),
+            lists.join(", ")
+        ));
+        let mut columns = BTreeMap::new();
+        let mut witness = String::new();
+        for (k, v) in plan.order.iter().enumerate() {
+            let column = self.temp(v);
+            code.line(&format!("{column}:i64 = @index({joined}, {k}:i64);"));
+            if k == 0 {
+                witness = column.clone();
+            }
+            columns.insert(v.clone(), column);
+        }
+        let mut rows = Rows { columns, witness };
+        let mut applied = vec![false; clause.body.len()];
+        for &i in plan.atoms.iter().chain(&plan.comparisons) {
+            applied[i] = true;
+        }
+        self.apply_ready(clause, &mut applied, &mut rows, code);
+        let mut columns = Vec::with_capacity(clause.head.args.len());
+        for term in &clause.head.args {
             let operand = self.term(term, &rows, code);
             columns.push(self.full_length(operand, &rows, term, code));
         }
@@ -936,6 +1138,11 @@ impl Lowering<'_, '_> {
                 };
                 match literal {
                     Literal::Positive(_) => {}
+                    Literal::Aggregate(aggregate) => {
+                        applied[i] = true;
+                        progress = true;
+                        self.aggregate(clause, i, aggregate, rows, code);
+                    }
                     Literal::Constraint {
                         op, left, right, ..
                     } => {
@@ -1108,7 +1315,154 @@ fn comparison(op: CmpOp) -> &'static str {
 fn atom_of(clause: &Clause, i: usize) -> &Atom {
     match &clause.body[i] {
         Literal::Positive(a) | Literal::Negative(a) => a,
+        Literal::Aggregate(a) => &a.atom,
         Literal::Constraint { .. } => &clause.head,
+    }
+}
+
+/// `head(args)` as written, for the rule plans.
+fn rule_head(clause: &Clause) -> String {
+    let args: Vec<String> = clause
+        .head
+        .args
+        .iter()
+        .map(|t| match t {
+            Term::Var(v, _) => v.clone(),
+            Term::Wildcard(_) => "_".to_string(),
+            Term::Number(n, _) => n.to_string(),
+            Term::Symbol(s, _) => format!("{s:?}"),
+            _ => "…".to_string(),
+        })
+        .collect();
+    format!("{}({})", clause.head.relation, args.join(", "))
+}
+
+/// A rule evaluated by one multiway join.
+struct MultiwayPlan {
+    /// Variables, most constrained first.
+    order: Vec<String>,
+    /// Body indexes of the positive atoms.
+    atoms: Vec<usize>,
+    /// Body indexes of the comparisons folded into the join (`<`, `<=`, `>`, `>=`, `!=`
+    /// between two variables of the atoms).
+    comparisons: Vec<usize>,
+}
+
+/// The multiway plan of a rule whose positive atoms (three or more, of variables and
+/// wildcards only, no variable twice in one atom) share variables in a cycle; None for the
+/// others, which run as chains of binary joins.
+fn multiway_plan(clause: &Clause) -> Option<MultiwayPlan> {
+    let atoms: Vec<(usize, &Atom)> = positive_atoms(clause).collect();
+    if atoms.len() < 3 {
+        return None;
+    }
+    let mut edges: Vec<Vec<&str>> = Vec::with_capacity(atoms.len());
+    let mut first_seen: Vec<&str> = Vec::new();
+    for (_, atom) in &atoms {
+        let mut vars: Vec<&str> = Vec::new();
+        for term in &atom.args {
+            match term {
+                Term::Var(v, _) if vars.contains(&v.as_str()) => return None,
+                Term::Var(v, _) => vars.push(v),
+                Term::Wildcard(_) => {}
+                _ => return None,
+            }
+        }
+        if vars.is_empty() {
+            return None;
+        }
+        for v in &vars {
+            if !first_seen.contains(v) {
+                first_seen.push(v);
+            }
+        }
+        edges.push(vars);
+    }
+    if !cyclic(&edges) {
+        return None;
+    }
+    let comparisons: Vec<(usize, &str, &str)> = clause
+        .body
+        .iter()
+        .enumerate()
+        .filter_map(|(i, literal)| match literal {
+            Literal::Constraint {
+                op,
+                left: Term::Var(l, _),
+                right: Term::Var(r, _),
+                ..
+            } if *op != CmpOp::Eq
+                && l != r
+                && first_seen.contains(&l.as_str())
+                && first_seen.contains(&r.as_str()) =>
+            {
+                Some((i, l.as_str(), r.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    // Most constrained first: the variable in the most atoms; then, among those sharing an
+    // atom with the chosen ones, the most connected, the most atoms, the most comparisons
+    // with the chosen ones; ties in order of appearance.
+    let mut order: Vec<&str> = Vec::new();
+    while order.len() < first_seen.len() {
+        let next = first_seen
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| !order.contains(v))
+            .max_by_key(|&(position, &v)| {
+                let in_atoms = edges.iter().filter(|e| e.contains(&v)).count();
+                let connected = edges
+                    .iter()
+                    .filter(|e| e.contains(&v) && e.iter().any(|u| order.contains(u)))
+                    .count();
+                let compared = comparisons
+                    .iter()
+                    .filter(|(_, l, r)| {
+                        (*l == v && order.contains(r)) || (*r == v && order.contains(l))
+                    })
+                    .count();
+                (connected, in_atoms, compared, std::cmp::Reverse(position))
+            })
+            .map(|(_, v)| *v)?;
+        order.push(next);
+    }
+    Some(MultiwayPlan {
+        order: order.into_iter().map(str::to_string).collect(),
+        atoms: atoms.iter().map(|(i, _)| *i).collect(),
+        comparisons: comparisons.iter().map(|(i, _, _)| *i).collect(),
+    })
+}
+
+/// Whether the hypergraph of `edges` (each a set of variables) is cyclic: GYO reduction
+/// (drop variables in only one edge, and edges inside another edge) leaves something.
+fn cyclic(edges: &[Vec<&str>]) -> bool {
+    let mut edges: Vec<Vec<&str>> = edges.to_vec();
+    loop {
+        let mut changed = false;
+        let all: Vec<&str> = edges.iter().flatten().copied().collect();
+        for edge in &mut edges {
+            let before = edge.len();
+            edge.retain(|v| all.iter().filter(|u| *u == v).count() > 1);
+            changed |= edge.len() != before;
+        }
+        let mut i = 0;
+        while i < edges.len() {
+            let contained = edges.iter().enumerate().any(|(j, other)| {
+                j != i
+                    && edges[i].iter().all(|v| other.contains(v))
+                    && (edges[i].len() < other.len() || j < i)
+            });
+            if edges[i].is_empty() || contained {
+                edges.remove(i);
+                changed = true;
+            } else {
+                i += 1;
+            }
+        }
+        if !changed {
+            return !edges.is_empty();
+        }
     }
 }
 
@@ -1139,6 +1493,8 @@ fn needed_later<'c>(clause: &'c Clause, applied: &[bool]) -> HashSet<&'c str> {
                 left.variables(&mut vars);
                 right.variables(&mut vars);
             }
+            // Reads no variable of the rule (aggregates are not correlated).
+            Literal::Aggregate(_) => {}
         }
     }
     vars.into_iter().collect()
@@ -1214,8 +1570,9 @@ fn innermost_nested_call(expr: &str) -> Option<(usize, usize)> {
 fn result_type(call: &str) -> &'static str {
     let name = call[1..].split('(').next().unwrap_or("");
     match name {
-        "len" | "unique" | "range" | "index_of" => "i64",
-        "list" | "tuple_unique" | "tuple_diff" | "tuple_merge" | "sorted_join" => "list<i64>",
+        "len" | "unique" | "range" | "index_of" | "append" | "minus" => "i64",
+        "list" | "tuple_unique" | "tuple_diff" | "tuple_merge" | "sorted_join"
+        | "multiway_join" => "list<i64>",
         "eq" | "neq" | "lt" | "leq" | "gt" | "geq" | "and" | "or" | "not" | "member" => "bool",
         _ => "?",
     }

@@ -239,6 +239,11 @@ impl Parser {
                 Ok(Literal::Negative(atom))
             }
             (Some(Tok::Ident(_)), Some(Tok::LParen)) => Ok(Literal::Positive(self.atom()?)),
+            (Some(Tok::Ident(_)), Some(Tok::Equal)) if self.aggregate_follows(2) => {
+                let (result, result_span) = self.ident("a variable")?;
+                self.bump();
+                self.aggregate(result, result_span)
+            }
             _ => {
                 let left = self.term()?;
                 let op = match self.peek() {
@@ -265,6 +270,53 @@ impl Parser {
                 })
             }
         }
+    }
+
+    /// Whether an aggregate starts `offset` tokens ahead: `count :` or `sum x :` (also
+    /// `min`, `max`).
+    fn aggregate_follows(&self, offset: usize) -> bool {
+        match self.peek_at(offset) {
+            Some(Tok::Ident(name)) => match AggregateKind::from_name(name) {
+                Some(AggregateKind::Count) => self.peek_at(offset + 1) == Some(&Tok::Colon),
+                Some(_) => {
+                    matches!(self.peek_at(offset + 1), Some(Tok::Ident(_)))
+                        && self.peek_at(offset + 2) == Some(&Tok::Colon)
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// `kind [target] : { atom }` after `result =`.
+    fn aggregate(&mut self, result: String, result_span: Span) -> Parsed<Literal> {
+        let (name, _) = self.ident("an aggregate")?;
+        let kind =
+            AggregateKind::from_name(&name).ok_or_else(|| self.unexpected("an aggregate"))?;
+        let target = if kind == AggregateKind::Count {
+            None
+        } else {
+            Some(self.ident("the aggregated variable")?)
+        };
+        self.expect(Tok::Colon, "`:` after the aggregate")?;
+        self.expect(Tok::LBrace, "`{` opening the aggregate's body")?;
+        let atom = self.atom()?;
+        if self.peek() == Some(&Tok::Comma) {
+            return Err(Diagnostic::error(
+                self.span(),
+                "an aggregate's body is one atom in horsec",
+            )
+            .with_note("derive the conjunction into a relation first and aggregate over it"));
+        }
+        let close = self.expect(Tok::RBrace, "`}` closing the aggregate's body")?;
+        Ok(Literal::Aggregate(Aggregate {
+            result,
+            result_span,
+            kind,
+            target,
+            atom,
+            span: result_span.to(close),
+        }))
     }
 
     fn term(&mut self) -> Parsed<Term> {

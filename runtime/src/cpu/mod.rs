@@ -26,6 +26,7 @@ pub(crate) mod keys;
 mod list;
 mod logic;
 mod math;
+pub mod multiway;
 mod order;
 mod reduce;
 pub(crate) mod relation;
@@ -265,6 +266,7 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
         B::TupleDiff => relation::tuple_diff(&args),
         B::TupleMerge => relation::tuple_merge(&args),
         B::SortedJoin => relation::sorted_join(&args),
+        B::MultiwayJoin => multiway::multiway_join(&args),
         B::ReachIndex => graph::reach_index(&args),
     }
 }

@@ -818,6 +818,11 @@ mod tests {
             ),
             ("like.wgsl", super::super::library::LIKE_WGSL),
             ("relation.wgsl", super::super::relation::RELATION_WGSL),
+            ("multiway.wgsl", super::super::multiway::MULTIWAY_WGSL),
+            (
+                "multiway_trie.wgsl",
+                super::super::multiway::MULTIWAY_TRIE_WGSL,
+            ),
         ] {
             let source = super::render(name, text, &substitutions).expect("renders");
             validate(name, &source);

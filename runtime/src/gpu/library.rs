@@ -61,6 +61,7 @@ pub const LIBRARY_BUILTINS: &[Builtin] = &[
     Builtin::TupleDiff,
     Builtin::TupleMerge,
     Builtin::SortedJoin,
+    Builtin::MultiwayJoin,
 ];
 
 /// Runs library builtin `builtin` on the GPU. Errors start with `@name: `, like the CPU's.
@@ -79,6 +80,7 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
         Builtin::TupleUnique | Builtin::TupleDiff | Builtin::TupleMerge | Builtin::SortedJoin => {
             relation(device, builtin, args)
         }
+        Builtin::MultiwayJoin => multiway_join(device, args),
         other => Err(Failure::Message(format!(
             "@{} is not a GPU library kernel",
             other.name()
@@ -430,6 +432,17 @@ fn relation(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Out<Val
         RelationError::Precondition(m) => Failure::Message(m),
         RelationError::Gpu(e) => Failure::Gpu(e),
     })
+}
+
+/// `@multiway_join` (`gpu/multiway.rs`); arguments checked as by the CPU builtin.
+fn multiway_join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    let (spec, relations) = crate::cpu::multiway::multiway_arguments(&Args { list: args })?;
+    let columns: Vec<Vec<&[i64]>> = relations
+        .iter()
+        .map(|r| r.iter().map(Vec::as_slice).collect())
+        .collect();
+    let result = super::multiway::multiway_join(device, &spec, &columns)?;
+    Ok(crate::cpu::relation::relation_value(result))
 }
 
 /// The stored words of an `@index_a` operand and words per element. `bool`, `char`, `i8`

@@ -17,6 +17,7 @@ pub mod hash;
 pub mod join;
 pub mod keys;
 pub mod library;
+pub mod multiway;
 pub mod order;
 mod pipeline;
 mod pipeline_cache;

@@ -246,10 +246,27 @@ fn gather_relation(
 
 /// `@tuple_unique` on the GPU: the distinct rows, sorted.
 pub fn tuple_unique(device: &Device, columns: &Columns<'_>) -> Out<Vec<Vec<i64>>> {
-    let r = upload(device, "@tuple_unique", columns)?;
+    let (unique, m) = sorted_unique_on_device(device, "@tuple_unique", columns)?;
+    if m == 0 {
+        return Ok(vec![Vec::new(); columns.len()]);
+    }
+    Ok(unique
+        .iter()
+        .map(|column| download_column(device, column, m))
+        .collect::<Result<Vec<_>>>()?)
+}
+
+/// The distinct rows of `columns`, sorted, left on the device: one buffer per column (two
+/// words per i64) and the number of rows (the trie indexes of `gpu/multiway.rs` start here).
+pub(crate) fn sorted_unique_on_device(
+    device: &Device,
+    what: &str,
+    columns: &Columns<'_>,
+) -> Result<(Vec<GpuBuffer<u32>>, usize)> {
+    let r = upload(device, what, columns)?;
     let n = r.rows();
     if n == 0 {
-        return Ok(vec![Vec::new(); columns.len()]);
+        return Ok((Vec::new(), 0));
     }
     let permutation = order_permutation(device, &r.keys, &[true])?;
     let flags = device.zeroed::<u32>("distinct flags", n)?;
@@ -270,10 +287,15 @@ pub fn tuple_unique(device: &Device, columns: &Columns<'_>) -> Out<Vec<Vec<i64>>
     let kept = where_true(device, &flags)?;
     let m = kept.len();
     if m == 0 {
-        return Ok(vec![Vec::new(); columns.len()]);
+        return Ok((Vec::new(), 0));
     }
     let rows = gather(device, &permutation, &kept)?;
-    Ok(gather_relation(device, &r, &rows, m)?)
+    let unique = r
+        .raw
+        .iter()
+        .map(|column| gather_column(device, column, &rows, m))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((unique, m))
 }
 
 /// `@tuple_diff` on the GPU: the rows of `a` not in `b`.

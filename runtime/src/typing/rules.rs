@@ -65,6 +65,7 @@ pub fn arity(builtin: Builtin) -> Arity {
     match builtin {
         B::List => Arity::AtLeast(0),
         B::JoinIndex => Arity::AtLeast(3),
+        B::MultiwayJoin => Arity::AtLeast(2),
         B::EachItem
         | B::EachLeft
         | B::EachRight
@@ -861,6 +862,18 @@ impl Call<'_> {
             B::TupleUnique | B::TupleDiff | B::TupleMerge | B::SortedJoin => {
                 let arguments = if self.builtin == B::TupleUnique { 1 } else { 2 };
                 for arg in 0..arguments {
+                    self.value_where(arg, "a relation (list<i64> of columns)", relation)?;
+                }
+                Ok(list(Type::I64))
+            }
+            // `@multiway_join(spec, r1, …, rk)`: a str or sym spec (parsed when it runs, see
+            // `crate::multiway`), then the relations; the result is a relation of one column
+            // per variable.
+            B::MultiwayJoin => {
+                self.value_where(0, "a join spec (str or sym)", |t| {
+                    matches!(t, Type::Str | Type::Sym | Type::Wildcard)
+                })?;
+                for arg in 1..self.args.len() {
                     self.value_where(arg, "a relation (list<i64> of columns)", relation)?;
                 }
                 Ok(list(Type::I64))

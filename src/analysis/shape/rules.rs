@@ -368,6 +368,12 @@ impl ShapeAnalysis<'_> {
             }
             // A relation of the arguments' arity (as many cells as the first argument), of
             // a length known only at run time.
+            // One column per variable of the spec, of a length known only at run time.
+            B::MultiwayJoin => {
+                let rows = self.call_size(id, prefix, PART_RESULT);
+                let columns = self.call_size(id, prefix, PART_CELLS);
+                Some(Shape::list(columns, Shape::Vector(rows)))
+            }
             B::TupleUnique | B::TupleDiff | B::TupleMerge => {
                 let rows = self.call_size(id, prefix, PART_RESULT);
                 let columns = match arg(0).map(|a| &a.shape) {

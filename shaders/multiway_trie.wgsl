@@ -1,0 +1,103 @@
+// Trie indexes of `@multiway_join` (runtime/src/gpu/multiway.rs), built from a relation
+// whose rows are sorted and distinct (`sorted_unique_on_device`): one column buffer per
+// level, i64 values as two u32 words (little-endian: low word first).
+//
+// Level d of the trie holds one node per distinct prefix of columns 0..d; node j of level d
+// starts at row starts_d[j] (rows whose first difference from the row before is at a column
+// <= d), and its children in level d + 1 are the nodes starting in [starts_d[j],
+// starts_d[j + 1]).
+//
+// Entry points (bindings: params, col, aux, out):
+//   first_difference   out[r] = params.column if out[r] is still params.arity (no difference
+//                      seen in an earlier column) and row r of column `col` differs from row
+//                      r - 1; row 0 differs at column 0. Run once per column, in order.
+//   level_flags        out[r] = 1 if aux[r] <= params.column (row r starts a node of level
+//                      params.column), aux = the first differences
+//   level_offsets      out[j] = the first k with aux[k] >= col[j] (col = starts of level d as
+//                      u32, params.n of them; aux = starts of level d + 1, params.m of them),
+//                      out[params.n] = params.m
+//   gather_values      out[2j], out[2j + 1] = col[2 aux[j]], col[2 aux[j] + 1]
+//
+// Template parameters: {{WORKGROUP_SIZE}}.
+
+struct Params {
+    n: u32,
+    m: u32,
+    column: u32,
+    arity: u32,
+}
+
+const WORKGROUP_SIZE: u32 = {{WORKGROUP_SIZE}}u;
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> col: array<u32>;
+@group(0) @binding(2) var<storage, read> aux: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn first_difference(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var r = global.x; r < params.n; r = r + stride) {
+        if out[r] != params.arity {
+            continue;
+        }
+        if r == 0u {
+            out[r] = 0u;
+        } else if col[2u * r] != col[2u * r - 2u] || col[2u * r + 1u] != col[2u * r - 1u] {
+            out[r] = params.column;
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn level_flags(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var r = global.x; r < params.n; r = r + stride) {
+        out[r] = select(0u, 1u, aux[r] <= params.column);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn level_offsets(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j <= params.n; j = j + stride) {
+        if j == params.n {
+            out[j] = params.m;
+            continue;
+        }
+        let start = col[j];
+        var lo = 0u;
+        var hi = params.m;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2u;
+            if aux[mid] < start {
+                lo = mid + 1u;
+            } else {
+                hi = mid;
+            }
+        }
+        out[j] = lo;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn gather_values(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j < params.n; j = j + stride) {
+        let source = 2u * aux[j];
+        out[2u * j] = col[source];
+        out[2u * j + 1u] = col[source + 1u];
+    }
+}
