@@ -153,6 +153,10 @@ struct BenchArgs {
     /// Time the query programs on the GPU only (no CPU backend runs).
     #[arg(long)]
     gpu_only: bool,
+    /// Split each query's median warm GPU run by kind of work (kernel and library steps
+    /// with their GPU time, host waits, read-backs, buffers created, encoding, submissions).
+    #[arg(long)]
+    time: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -358,7 +362,15 @@ fn bench_files(args: &BenchArgs) -> bool {
     let stdout = std::io::stdout();
     let cpu_runs = if args.gpu_only { 0 } else { args.runs };
     let mut out = stdout.lock();
-    match crate::bench::bench_queries(&args.files, &db, &device, args.runs, cpu_runs, &mut out) {
+    match crate::bench::bench_queries(
+        &args.files,
+        &db,
+        &device,
+        args.runs,
+        cpu_runs,
+        args.time,
+        &mut out,
+    ) {
         Ok(_) => {
             if let Err(e) = device.save_pipeline_cache() {
                 eprintln!("warning: {e}");
@@ -751,6 +763,8 @@ fn run(args: &RunArgs) -> bool {
     let mut profile = Profile::new();
     let result = match &device {
         Some(device) => {
+            // With --time, library kernels get GPU timestamps too.
+            device.set_profiling(args.time);
             let mut engine = GpuEngine::new(device);
             interp::run_with(plan, &db, &mut out, &mut engine, &mut profile)
         }

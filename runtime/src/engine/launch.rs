@@ -43,6 +43,7 @@ pub(crate) fn launch(
     kernel: &KernelLaunch,
     inputs: &HashMap<Slot, Value>,
     cost: &mut LaunchCost,
+    logged: &mut Vec<(ScratchId, u32)>,
 ) -> Result<Vec<(Slot, Value)>> {
     let gpu_error = |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
     if kernel.features.int64 && !device.features().contains(wgpu::Features::SHADER_INT64) {
@@ -243,37 +244,18 @@ pub(crate) fn launch(
             }
         }
     }
+    // Errors the kernel detects are checked later (see `status`): its status words are
+    // copied into the device's status log in this submission, read with the next read-back.
+    let words = super::status::status_words(kernel);
+    for (id, mask) in &words {
+        let status = run.scratch_buffer(*id)?.raw().clone();
+        run.commands()
+            .log_status(&status, *mask)
+            .map_err(gpu_error)?;
+        logged.push((*id, *mask));
+    }
     run.flush()?;
     cost.device_time += run.device_time;
-    // Wait here, so the kernel's own time is not counted as the download's.
-    device
-        .wait_idle()
-        .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
-
-    // Errors the kernel detected.
-    if !kernel.checks.is_empty() {
-        let mut status_words: HashMap<ScratchId, u32> = HashMap::new();
-        for check in &kernel.checks {
-            let word = match status_words.get(&check.status) {
-                Some(w) => *w,
-                None => {
-                    let w = device
-                        .download_range(run.scratch_buffer(check.status)?, 0, 1)
-                        .map_err(gpu_error)?[0];
-                    status_words.insert(check.status, w);
-                    w
-                }
-            };
-            if word & (1 << check.bit) != 0 {
-                let message = match &check.report {
-                    Some(report) => index_message(device, kernel, report, &values)?
-                        .unwrap_or_else(|| check.message.clone()),
-                    None => check.message.clone(),
-                };
-                return Err(located(RuntimeError::new(message), &check.site));
-            }
-        }
-    }
 
     // Outputs as values: vectors stay on the device, lists are read back.
     let mut produced = Vec::with_capacity(kernel.outputs.len());
@@ -433,7 +415,7 @@ fn download_vector(
 }
 
 /// Gives `error` the location of the statement `site` names.
-fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
+pub(super) fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
     if let Some(at) = site.at {
         error.location = Some((at.line, at.column));
     }
@@ -529,7 +511,7 @@ fn static_length(
 }
 
 /// The CPU's message for the first index out of range (None when the host copy shows none).
-fn index_message(
+pub(super) fn index_message(
     device: &Device,
     kernel: &KernelLaunch,
     report: &IndexReport,

@@ -14,6 +14,7 @@
 mod encode;
 mod launch;
 mod location;
+mod status;
 
 use std::collections::HashMap;
 
@@ -29,12 +30,16 @@ use crate::graph::gpu::{GpuGraph, GpuOptions};
 use crate::graph::grail_gpu::{GpuReachIndex, GrailKernels};
 use crate::interp::Accelerator;
 use crate::kernel::KernelLaunch;
-use crate::plan::Slot;
+use crate::plan::{Location, Slot};
 use crate::profile::{Placement, Profile};
 use crate::value::{List, Value, Vector};
 use std::sync::Arc;
 
 pub use launch::LaunchCost;
+
+/// Status words the device's log must have room for before a launch (a launch logs one per
+/// status scratch, a handful at most); with less, the log is read first.
+const MIN_STATUS_ROOM: usize = 1024;
 
 /// `value` with every element on the host (device vectors and lists read back): for callers
 /// of the library kernels outside the interpreter, such as tests comparing with the CPU.
@@ -47,6 +52,8 @@ pub fn read_back(device: &Device, value: &Value) -> Result<Value> {
 pub struct GpuEngine<'d> {
     device: &'d Device,
     location: location::Location,
+    /// Launches whose status words are not checked yet (see `status`).
+    pending: status::PendingChecks,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -54,9 +61,12 @@ pub struct GpuEngine<'d> {
 
 impl<'d> GpuEngine<'d> {
     pub fn new(device: &'d Device) -> GpuEngine<'d> {
+        // Words another engine logged and never checked are not this engine's.
+        device.reset_status_log();
         GpuEngine {
             device,
             location: location::Location::default(),
+            pending: status::PendingChecks::default(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -74,12 +84,24 @@ impl<'d> GpuEngine<'d> {
     /// `value` on the host, read back when it is on the device; the read is recorded under
     /// `step`, the host step that needs it.
     fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
-        let (host, moved) = location::host(self.device, value)?;
+        let (host, moved) = match location::host(self.device, value) {
+            Ok(read) => read,
+            Err(e) => return Err(self.pending.first_error(self.device, e)),
+        };
+        // The read brought the status words logged before it: check them.
+        self.pending.settle(self.device, false)?;
         if moved.bytes > 0 {
             self.downloaded_bytes += moved.bytes;
             profile.read_back(step, moved.bytes, moved.time);
         }
         Ok(host)
+    }
+}
+
+impl Drop for GpuEngine<'_> {
+    fn drop(&mut self) {
+        // The logs of this thread are this engine's (see `gpu::deferred`).
+        self.device.forget_thread_logs();
     }
 }
 
@@ -225,18 +247,44 @@ impl Accelerator for GpuEngine<'_> {
         };
         profile.step_read(&step, (self.device.traffic() - before).downloaded);
         self.device.sample_memory();
+        let result = match result {
+            Ok(value) => self.pending.settle(self.device, false).map(|()| value),
+            Err(e) => Err(self.pending.first_error(self.device, e)),
+        };
         Some(result.map(|v| (v, Placement::GpuLibrary)))
     }
 
     fn launch(
         &mut self,
-        kernel: &KernelLaunch,
+        kernel: &Arc<KernelLaunch>,
         inputs: &HashMap<Slot, Value>,
+        at: Location,
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
+        if self.device.status_room() < MIN_STATUS_ROOM {
+            self.pending.settle(self.device, true)?;
+        }
         let mut cost = LaunchCost::default();
         let before = self.device.traffic();
-        let outputs = launch::launch(self.device, &mut self.location, kernel, inputs, &mut cost)?;
+        let mut logged = Vec::new();
+        let launched = launch::launch(
+            self.device,
+            &mut self.location,
+            kernel,
+            inputs,
+            &mut cost,
+            &mut logged,
+        );
+        if !logged.is_empty() {
+            self.pending
+                .push(status::PendingStatus::new(kernel, inputs, at, &logged));
+        }
+        let outputs = match launched {
+            Ok(outputs) => outputs,
+            Err(e) => return Err(self.pending.first_error(self.device, e)),
+        };
+        // Status words a read inside the launch brought back are checked now.
+        self.pending.settle(self.device, false)?;
         self.uploaded_bytes += cost.upload_bytes;
         self.downloaded_bytes += cost.download_bytes;
         // The launch's time is recorded by the interpreter; the bytes it moved go here.
@@ -250,6 +298,27 @@ impl Accelerator for GpuEngine<'_> {
         profile.step_read(&kernel.name, (self.device.traffic() - before).downloaded);
         self.device.sample_memory();
         Ok(outputs)
+    }
+
+    fn finish(&mut self, outcome: Result<Vec<Value>>, profile: &mut Profile) -> Result<Vec<Value>> {
+        // Every status word still on the device is read (one read-back) and checked: a
+        // kernel that failed fails the run with its own message, whatever came after it.
+        let outcome = match outcome {
+            Ok(values) => self.pending.settle(self.device, true).map(|()| values),
+            Err(e) => Err(self.pending.first_error(self.device, e)),
+        };
+        // GPU time by timestamps, logged by every timed submission of the run.
+        match self.device.drain_gpu_time() {
+            Ok(time) => {
+                profile.gpu_busy += time.kernels;
+                profile.gpu_busy_library += time.library;
+            }
+            Err(e) if outcome.is_ok() => {
+                return Err(RuntimeError::new(format!("reading GPU timestamps: {e}")))
+            }
+            Err(_) => {}
+        }
+        outcome
     }
 
     fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
