@@ -328,6 +328,22 @@ impl<'d> Commands<'d> {
         }
     }
 
+    /// Copies `bytes` bytes of `source` from byte `from` into `destination` at byte `to`
+    /// (offsets and size multiples of 4).
+    pub fn copy_bytes(
+        &mut self,
+        source: &wgpu::Buffer,
+        from: u64,
+        destination: &wgpu::Buffer,
+        to: u64,
+        bytes: u64,
+    ) {
+        if bytes > 0 {
+            self.encoder
+                .copy_buffer_to_buffer(source, from, destination, to, bytes);
+        }
+    }
+
     /// Copies all of `source` into `destination` from byte `offset` on.
     pub fn copy_to_offset<T: bytemuck::Pod>(
         &mut self,
