@@ -49,6 +49,7 @@ struct WarmRun {
     profile: Profile,
     costs: HostCosts,
     downloaded: u64,
+    uploaded: u64,
 }
 
 /// Benchmarks `files` on `db`: `runs` warm GPU runs and `cpu_runs` CPU runs per query (no CPU
@@ -125,6 +126,7 @@ pub fn bench_queries(
                 profile,
                 costs: device.host_costs() - costs,
                 downloaded: (device.traffic() - traffic).downloaded,
+                uploaded: (device.traffic() - traffic).uploaded,
             })
         };
         let gpu_cold = run_gpu()?.time;
@@ -245,6 +247,11 @@ fn breakdown_lines(run: &WarmRun) -> Vec<String> {
         .iter()
         .map(|(name, t, n)| format!("{name} ×{n} {:.3} ms", ms(*t)))
         .collect();
+    let transfers: Vec<String> = p
+        .steps()
+        .filter(|(placement, _, t)| *placement == Placement::Transfer && t.count > 0)
+        .map(|(_, name, t)| format!("{name} ×{} {:.3} ms", t.count, ms(t.time)))
+        .collect();
     let reads: u32 = p.read_backs().map(|(_, n, _)| n).sum::<u32>()
         + p.step_reads().map(|(_, n, _)| n).sum::<u32>();
     vec![
@@ -262,13 +269,14 @@ fn breakdown_lines(run: &WarmRun) -> Vec<String> {
             ms(run.time.saturating_sub(steps)),
         ),
         format!(
-            "host costs: {}, {}, {}, {}, {}; read-backs in {reads} steps, {} B",
+            "host costs: {}, {}, {}, {}, {}; read-backs in {reads} steps, {} B; uploaded {} B",
             kind("waits", c.waits),
             kind("buffers created", c.buffers),
             kind("dispatches encoded", c.encodes),
             kind("submissions", c.submits),
             kind("pipeline look-ups", c.pipelines),
             run.downloaded,
+            run.uploaded,
         ),
         format!(
             "library: {}",
@@ -276,6 +284,14 @@ fn breakdown_lines(run: &WarmRun) -> Vec<String> {
                 "none".to_string()
             } else {
                 library_list.join(", ")
+            }
+        ),
+        format!(
+            "transfer: {}",
+            if transfers.is_empty() {
+                "none".to_string()
+            } else {
+                transfers.join(", ")
             }
         ),
     ]
