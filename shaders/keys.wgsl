@@ -30,6 +30,9 @@
 //   cell_positions dst[i] = i - src[aux[i]]: element i's position within its cell (src =
 //                 the offsets, aux = the cell ids)
 //   gather_or     dst[j] = src[aux[j]], or params.a where aux[j] is NONE (0xffffffff)
+//   sorted_offsets dst[g] = the first j with src[j] >= g, for g in 0 ..= params.a, of
+//                 params.n ascending values below params.a (the cell offsets of rows sorted
+//                 by group rank; no atomics, each offset written once)
 //
 // Template parameters: {{WORKGROUP_SIZE}}.
 
@@ -383,6 +386,30 @@ fn gather_or(
             dst[j] = params.a;
         } else {
             dst[j] = src[k];
+        }
+    }
+}
+
+// sorted_offsets: params.n + 1 invocations; invocation j writes the offsets of the groups
+// between the value before position j and the value at j (all groups up to params.a at
+// j = params.n).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn sorted_offsets(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j <= params.n; j = j + stride) {
+        var first = 0u;
+        if j > 0u {
+            first = src[j - 1u] + 1u;
+        }
+        var last = params.a;
+        if j < params.n {
+            last = src[j];
+        }
+        for (var g = first; g <= last; g = g + 1u) {
+            dst[g] = j;
         }
     }
 }

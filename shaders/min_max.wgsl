@@ -1,5 +1,6 @@
 // The minimum and maximum of src[params.a .. params.a + params.n] (one word of a key
-// matrix): result[0] = min, result[1] = max; the caller initialises result to (u32::MAX, 0).
+// matrix): result[params.at] = min, result[params.at + 1] = max; the caller initialises them
+// to (u32::MAX, 0). One dispatch per word, all into one result buffer read back once.
 // `@order` reads them back to skip words whose values are all equal and to subtract the
 // minimum, so the radix sort only passes over the bits that differ.
 //
@@ -12,7 +13,7 @@
 struct Params {
     n: u32,
     a: u32,
-    unused_0: u32,
+    at: u32,
     unused_1: u32,
 }
 
@@ -48,7 +49,7 @@ fn min_max(
     atomicMax(&highest, hi);
     workgroupBarrier();
     if lid == 0u {
-        atomicMin(&result[0], atomicLoad(&lowest));
-        atomicMax(&result[1], atomicLoad(&highest));
+        atomicMin(&result[params.at], atomicLoad(&lowest));
+        atomicMax(&result[params.at + 1u], atomicLoad(&highest));
     }
 }

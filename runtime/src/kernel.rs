@@ -210,6 +210,10 @@ pub enum ScratchPurpose {
     Flags,
     /// The exclusive prefix sum of a `Flags` buffer, with the total last (`n + 1` elements).
     Offsets,
+    /// The cells a thread-per-cell pass left to the workgroup-per-cell pass (longer than
+    /// [`THREAD_CELL_MAX`]): their count, then their indexes (`cells + 1` zeroed `u32`,
+    /// bound as `array<atomic<u32>>`).
+    LongCells,
     /// One zero-initialised `u32` of error bits (see [`StatusCheck`]), bound as
     /// `array<atomic<u32>>`.
     Status,
@@ -298,6 +302,13 @@ pub enum ParamValue {
     /// Resolved at launch: the number of strings of `slot`'s dictionary that sort before or
     /// equal to `text`.
     SymbolUpper { text: String, slot: Slot },
+    /// The pieces each cell is split into under [`CellStrategy::Split`] (1 otherwise), for
+    /// the kernel's [`Pass::Cells`].
+    CellSplits,
+    /// 1 under [`CellStrategy::Thread`]: the workgroup-per-cell entry reduces only the cells
+    /// the thread-per-cell entry listed in its [`ScratchPurpose::LongCells`] scratch; 0: every
+    /// cell.
+    LongCellsListed,
 }
 
 /// How many workgroups a pass runs.
@@ -306,9 +317,6 @@ pub enum Dispatch {
     /// Threads over `length` elements, grid-stride: `workgroups()` is
     /// `clamp(ceil(length / KERNEL_WORKGROUP_SIZE), 1, max_workgroups)`.
     Elements { length: Length, max_workgroups: u32 },
-    /// One workgroup per list cell, grid-stride over cells:
-    /// `clamp(cells, 1, max_workgroups)` workgroups.
-    Cells { cells: Length, max_workgroups: u32 },
     /// Exactly one workgroup.
     Single,
 }
@@ -322,7 +330,6 @@ impl Dispatch {
                 length.div_ceil(u64::from(KERNEL_WORKGROUP_SIZE)),
                 *max_workgroups,
             ),
-            Dispatch::Cells { max_workgroups, .. } => clamp(length, *max_workgroups),
             Dispatch::Single => 1,
         }
     }
@@ -331,7 +338,6 @@ impl Dispatch {
     pub fn length(&self) -> Option<&Length> {
         match self {
             Dispatch::Elements { length, .. } => Some(length),
-            Dispatch::Cells { cells, .. } => Some(cells),
             Dispatch::Single => None,
         }
     }
@@ -345,6 +351,9 @@ pub enum Pass {
         entry_point: String,
         dispatch: Dispatch,
     },
+    /// The per-cell work of a list kernel, by the strategy [`CellStrategy::choose`] picks
+    /// from the geometry at launch time.
+    Cells(CellPasses),
     /// The runtime's library exclusive scan (`gpu::scan`): `offsets[i]` = number of non-zero
     /// `flags[j]` with `j < i`, `offsets[length]` = the total.
     ExclusiveScan {
@@ -352,6 +361,124 @@ pub enum Pass {
         offsets: ScratchId,
         length: Length,
     },
+}
+
+/// The entry points of a list kernel's per-cell work, one set per [`CellStrategy`]. Every
+/// element is visited by exactly one of the entries a strategy runs, and every cell is
+/// finished (its statements after the reductions run, its values written) by exactly one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellPasses {
+    pub cells: Length,
+    /// The flat elements of all cells.
+    pub values: Length,
+    /// A workgroup per cell (grid-stride over cells), tree reductions; under
+    /// [`ParamValue::LongCellsListed`] only over the cells the thread entry listed.
+    pub per_workgroup: String,
+    /// A thread per cell (grid-stride), folding the cell in order; it lists the cells longer
+    /// than [`THREAD_CELL_MAX`] for the workgroup entry instead.
+    pub per_thread: String,
+    /// A workgroup per piece of a cell (`cells × splits` workgroups): each writes one partial
+    /// per reduction to [`ScratchPurpose::Partials`] buffers of [`MAX_CELL_PARTIALS`].
+    pub split: String,
+    /// A thread per cell: folds the cell's partials in piece order and finishes the cell.
+    pub combine: String,
+}
+
+/// Cells longer than this are not reduced by a single thread.
+pub const THREAD_CELL_MAX: u32 = 64;
+/// Mean cell length up to which cells are reduced a thread each.
+pub const THREAD_CELL_MEAN: u64 = 32;
+/// Elements one workgroup of the split strategy aims to reduce.
+pub const SPLIT_PIECE_ELEMENTS: u64 = 4096;
+/// Partials of the split strategy (`cells × splits` at most): the capacity of its scratch.
+pub const MAX_CELL_PARTIALS: u32 = 4096;
+
+/// How a list kernel reduces its cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellStrategy {
+    /// Many short cells: a thread per cell, then a workgroup per cell for the few cells
+    /// longer than [`THREAD_CELL_MAX`].
+    Thread,
+    /// A workgroup per cell.
+    Workgroup,
+    /// Few long cells: each split into `splits` pieces reduced by a workgroup each, then the
+    /// pieces' partials combined per cell in a fixed order.
+    Split { splits: u32 },
+}
+
+/// The name of the environment variable that forces a strategy (`thread`, `workgroup` or
+/// `split`), for tests and measurements.
+pub const CELL_STRATEGY_ENV: &str = "HORSEC_CELL_STRATEGY";
+
+/// The forced choice of [`CellStrategy::choose`]: the geometry still sets the splits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForcedCells {
+    Thread,
+    Workgroup,
+    Split,
+}
+
+impl ForcedCells {
+    pub fn parse(text: &str) -> Option<ForcedCells> {
+        match text {
+            "thread" => Some(ForcedCells::Thread),
+            "workgroup" => Some(ForcedCells::Workgroup),
+            "split" => Some(ForcedCells::Split),
+            _ => None,
+        }
+    }
+}
+
+std::thread_local! {
+    static FORCED_CELLS: std::cell::Cell<Option<ForcedCells>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with every list kernel launched on this thread using `forced` (tests compare the
+/// strategies on one geometry; the setting is per thread so tests may run in parallel).
+pub fn with_cell_strategy<R>(forced: ForcedCells, f: impl FnOnce() -> R) -> R {
+    /// Puts the previous setting back, also when `f` panics.
+    struct Restore(Option<ForcedCells>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED_CELLS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED_CELLS.with(|c| c.replace(Some(forced))));
+    f()
+}
+
+impl CellStrategy {
+    /// The strategy for `cells` cells of `values` elements in all: a thread per cell when the
+    /// mean cell is short, pieces of about [`SPLIT_PIECE_ELEMENTS`] when cells are few and
+    /// long, a workgroup per cell between. [`with_cell_strategy`] or [`CELL_STRATEGY_ENV`]
+    /// force one.
+    pub fn choose(cells: u64, values: u64) -> CellStrategy {
+        let forced = FORCED_CELLS.with(|c| c.get()).or_else(|| {
+            std::env::var(CELL_STRATEGY_ENV)
+                .ok()
+                .and_then(|v| ForcedCells::parse(v.trim()))
+        });
+        let cells = cells.max(1);
+        let most_splits = (u64::from(MAX_CELL_PARTIALS) / cells).max(1);
+        let wanted = values.div_ceil(cells).div_ceil(SPLIT_PIECE_ELEMENTS);
+        match forced {
+            Some(ForcedCells::Thread) => CellStrategy::Thread,
+            Some(ForcedCells::Workgroup) => CellStrategy::Workgroup,
+            // At least four pieces where the partials allow, so small data splits too.
+            Some(ForcedCells::Split) if cells <= u64::from(MAX_CELL_PARTIALS) => {
+                CellStrategy::Split {
+                    splits: wanted.max(4).min(most_splits) as u32,
+                }
+            }
+            // More cells than partials: a workgroup per cell.
+            Some(ForcedCells::Split) => CellStrategy::Workgroup,
+            None if values <= cells * THREAD_CELL_MEAN => CellStrategy::Thread,
+            None if wanted >= 2 && most_splits >= 2 => CellStrategy::Split {
+                splits: wanted.min(most_splits) as u32,
+            },
+            None => CellStrategy::Workgroup,
+        }
+    }
 }
 
 /// How a produced value is laid out and how long it is.

@@ -3,9 +3,7 @@
 //! outliner would) and checks the launch description; the WGSL is snapshot.
 
 use horsec_runtime::builtin::Builtin;
-use horsec_runtime::kernel::{
-    DictionarySource, Dispatch, Length, OutputLayout, ParamValue, Pass, ValuePart,
-};
+use horsec_runtime::kernel::{DictionarySource, Length, OutputLayout, ParamValue, Pass, ValuePart};
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
 
@@ -49,6 +47,10 @@ fn entry_points(module: &KernelModule) -> Vec<String> {
         .map(|p| match p {
             Pass::Entry { entry_point, .. } => entry_point.clone(),
             Pass::ExclusiveScan { .. } => "<scan>".to_string(),
+            Pass::Cells(cells) => format!(
+                "<cells: {} {} {} {}>",
+                cells.per_workgroup, cells.per_thread, cells.split, cells.combine
+            ),
         })
         .collect()
 }
@@ -198,7 +200,7 @@ fn gathers_check_their_indexes_through_a_status_bit() {
 }
 
 #[test]
-fn group_aggregates_run_one_workgroup_per_cell_and_raze_in_place() {
+fn group_aggregates_run_in_per_cell_passes_and_raze_in_place() {
     // q1's aggregation: sums and counts per group cell.
     let mut f = FunctionBuilder::new("main");
     let price = f.param("price", Type::F64);
@@ -237,11 +239,20 @@ fn group_aggregates_run_one_workgroup_per_cell_and_raze_in_place() {
         &[sum, avg],
     )
     .expect("generates");
-    assert_eq!(entry_points(&module), ["cells_pass"]);
-    let Pass::Entry { dispatch, .. } = &module.passes[0] else {
-        panic!("an entry pass");
+    assert_eq!(
+        entry_points(&module),
+        ["<cells: cells_pass cell_thread_pass cell_split_pass cell_combine_pass>"]
+    );
+    let Pass::Cells(cells) = &module.passes[0] else {
+        panic!("a per-cell pass");
     };
-    assert!(matches!(dispatch, Dispatch::Cells { .. }));
+    assert_eq!(
+        cells.cells,
+        Length::Of {
+            slot: Slot(groups.0),
+            part: ValuePart::ListOffsets
+        }
+    );
     insta::assert_snapshot!("codegen_group_aggregates", module.wgsl);
 }
 

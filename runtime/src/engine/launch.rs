@@ -16,8 +16,9 @@ use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
-    Access, BufferRef, CheckSite, DictionarySource, IndexReport, KernelLaunch, LaunchCheck,
-    LaunchRequirement, LaunchRule, Length, OutputLayout, ParamValue, Pass, ScratchId, ValuePart,
+    Access, BufferRef, CellPasses, CellStrategy, CheckSite, DictionarySource, IndexReport,
+    KernelLaunch, LaunchCheck, LaunchRequirement, LaunchRule, Length, OutputLayout, ParamValue,
+    Pass, ScratchId, ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, THREAD_CELL_MAX,
 };
 use crate::plan::Slot;
 use crate::types::Type;
@@ -99,6 +100,7 @@ pub(crate) fn launch(
         compacted: HashMap::new(),
         commands: None,
         device_time: std::time::Duration::ZERO,
+        cell_strategy: None,
     };
 
     // Scratch buffers (zeroed: the status word and flags rely on it).
@@ -174,10 +176,16 @@ pub(crate) fn launch(
                 };
                 length.map(|n| dispatch.workgroups(n))
             }
-            Pass::ExclusiveScan { .. } => Some(0),
+            Pass::Cells(_) | Pass::ExclusiveScan { .. } => Some(0),
         });
     }
 
+    let bound = Bound {
+        kinds: &binding_kinds,
+        inputs: &input_buffers,
+        input_index: &input_index,
+        outputs: &outputs,
+    };
     for (index, pass) in kernel.passes.iter().enumerate() {
         match pass {
             Pass::Entry {
@@ -197,37 +205,16 @@ pub(crate) fn launch(
                     }
                 };
                 let params = run.params(&pass_workgroups)?;
-                device.count_upload(std::mem::size_of_val(params.as_slice()) as u64);
-                let uniform = device
-                    .device
-                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                        label: Some(&kernel.name),
-                        contents: bytemuck::cast_slice(&params),
-                        usage: wgpu::BufferUsages::UNIFORM,
-                    });
-                let pipeline = device
-                    .pipeline(&KernelSpec {
-                        label: &kernel.name,
-                        source: &kernel.wgsl,
-                        entry_point,
-                        bindings: &binding_kinds,
-                    })
-                    .map_err(gpu_error)?;
-                let mut bound: Vec<wgpu::Buffer> = vec![uniform];
-                for binding in &kernel.bindings {
-                    bound.push(match &binding.buffer {
-                        BufferRef::Input { slot, part } => {
-                            input_buffers[input_index[&(*slot, *part)]].raw().clone()
-                        }
-                        BufferRef::Output { slot, part } => outputs[&(*slot, *part)].raw().clone(),
-                        BufferRef::Scratch(id) => run.scratch_buffer(*id)?.raw().clone(),
-                    });
+                run.record_entry(&bound, entry_point, workgroups, &params)?;
+            }
+            Pass::Cells(cells) => {
+                let (n, values) = (run.resolve(&cells.cells)?, run.resolve(&cells.values)?);
+                let strategy = CellStrategy::choose(n, values);
+                run.cell_strategy = Some(strategy);
+                let params = run.params(&pass_workgroups)?;
+                for (entry_point, workgroups) in cell_dispatches(cells, strategy, n, values) {
+                    run.record_entry(&bound, entry_point, workgroups, &params)?;
                 }
-                let args: Vec<&wgpu::Buffer> = bound.iter().collect();
-                let commands = run.commands();
-                commands
-                    .dispatch(&pipeline, &args, u64::from(workgroups))
-                    .map_err(gpu_error)?;
             }
             Pass::ExclusiveScan {
                 flags,
@@ -619,6 +606,43 @@ struct Run<'a> {
     commands: Option<Commands<'a>>,
     /// GPU time of the submissions so far, by timestamps.
     device_time: std::time::Duration,
+    /// The strategy of the kernel's `Pass::Cells`, once chosen.
+    cell_strategy: Option<CellStrategy>,
+}
+
+/// The buffers every entry point of a launch binds, besides its uniform and scratch.
+struct Bound<'b> {
+    kinds: &'b [BindingKind],
+    inputs: &'b [Arc<GpuBuffer<u32>>],
+    input_index: &'b HashMap<(Slot, ValuePart), usize>,
+    outputs: &'b HashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>>,
+}
+
+/// The entry points a list kernel's strategy runs, in order, with their workgroups.
+fn cell_dispatches(
+    cells: &CellPasses,
+    strategy: CellStrategy,
+    n: u64,
+    values: u64,
+) -> Vec<(&str, u32)> {
+    let clamp = |wanted: u64| wanted.clamp(1, u64::from(MAX_DISPATCH_WORKGROUPS)) as u32;
+    let per_thread = clamp(n.div_ceil(u64::from(KERNEL_WORKGROUP_SIZE)));
+    match strategy {
+        // The short cells a thread each, then the long ones a workgroup each: there are at
+        // most values / (THREAD_CELL_MAX + 1) of those.
+        CellStrategy::Thread => vec![
+            (cells.per_thread.as_str(), per_thread),
+            (
+                cells.per_workgroup.as_str(),
+                clamp(n.min(values / u64::from(THREAD_CELL_MAX + 1))),
+            ),
+        ],
+        CellStrategy::Workgroup => vec![(cells.per_workgroup.as_str(), clamp(n))],
+        CellStrategy::Split { splits } => vec![
+            (cells.split.as_str(), clamp(n * u64::from(splits))),
+            (cells.combine.as_str(), per_thread),
+        ],
+    }
 }
 
 /// Dispatches per submission that get timestamps (a launch rarely has more than a dozen).
@@ -640,6 +664,49 @@ impl<'a> Run<'a> {
             self.device_time += timed.unwrap_or_default();
         }
         Ok(())
+    }
+
+    /// Records one dispatch of `entry_point` with every binding of the kernel.
+    fn record_entry(
+        &mut self,
+        bound: &Bound<'_>,
+        entry_point: &str,
+        workgroups: u32,
+        params: &[u32],
+    ) -> Result<()> {
+        let (device, kernel) = (self.device, self.kernel);
+        let gpu_error =
+            |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
+        device.count_upload(std::mem::size_of_val(params) as u64);
+        let uniform = device
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(&kernel.name),
+                contents: bytemuck::cast_slice(params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let pipeline = device
+            .pipeline(&KernelSpec {
+                label: &kernel.name,
+                source: &kernel.wgsl,
+                entry_point,
+                bindings: bound.kinds,
+            })
+            .map_err(gpu_error)?;
+        let mut buffers: Vec<wgpu::Buffer> = vec![uniform];
+        for binding in &kernel.bindings {
+            buffers.push(match &binding.buffer {
+                BufferRef::Input { slot, part } => bound.inputs[bound.input_index[&(*slot, *part)]]
+                    .raw()
+                    .clone(),
+                BufferRef::Output { slot, part } => bound.outputs[&(*slot, *part)].raw().clone(),
+                BufferRef::Scratch(id) => self.scratch_buffer(*id)?.raw().clone(),
+            });
+        }
+        let args: Vec<&wgpu::Buffer> = buffers.iter().collect();
+        self.commands()
+            .dispatch(&pipeline, &args, u64::from(workgroups))
+            .map_err(gpu_error)
     }
 
     fn scratch_buffer(&self, id: ScratchId) -> Result<&GpuBuffer<u32>> {
@@ -740,6 +807,13 @@ impl<'a> Run<'a> {
                 }
                 ParamValue::SymbolUpper { text, slot } => {
                     rank(input(self.values, *slot, kernel)?, text, true, kernel)?
+                }
+                ParamValue::CellSplits => match self.cell_strategy {
+                    Some(CellStrategy::Split { splits }) => splits,
+                    _ => 1,
+                },
+                ParamValue::LongCellsListed => {
+                    u32::from(self.cell_strategy == Some(CellStrategy::Thread))
                 }
             };
             words.push(word);

@@ -9,12 +9,13 @@ use super::compact::{element_workgroups, where_true};
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::keys::{
-    check_len, filled, gather, gather_rows, params, record_keys, unused, KeyMatrix, NONE,
+    check_len, filled, gather, gather_rows, params, record_keys, sorted_offsets, unused, KeyMatrix,
+    NONE,
 };
 use super::order::order_permutation;
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::scan::exclusive_scan;
-use super::sort::radix_sort_u32;
+use super::sort::radix_sort_u32_below;
 use super::template::{render, workgroup_size_text};
 
 /// `shaders/hash.wgsl`: open-addressing hash table over key rows.
@@ -506,9 +507,10 @@ fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
     commands.submit()?;
     let row_rank = gather(device, &rank_of_slot, &table.slots)?;
     // Rows by group rank; the sort is stable, so rows stay ascending within a group.
-    let sorted = radix_sort_u32(device, &row_rank)?;
-    let counts = count_slots(device, &row_rank, groups)?;
-    let offsets = exclusive_scan(device, &counts)?;
+    // Ranks are below `groups`: the passes cover their bits, with nothing read back.
+    let largest = check_len("@group", groups.saturating_sub(1))?;
+    let sorted = radix_sort_u32_below(device, &row_rank, Some(largest))?;
+    let offsets = sorted_offsets(device, &sorted.keys, groups)?;
     Ok(Groups {
         keys: group_keys,
         rows: sorted.permutation,

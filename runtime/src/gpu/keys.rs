@@ -130,6 +130,40 @@ pub fn gather(
     Ok(out)
 }
 
+/// The `groups + 1` offsets of the cells of `sorted`, ascending values below `groups`: cell
+/// `g` is `sorted[offsets[g] .. offsets[g + 1]]`, empty when no value is `g`. Each offset is
+/// written once from the sorted values (no counting atomics, no scan).
+pub fn sorted_offsets(
+    device: &Device,
+    sorted: &GpuBuffer<u32>,
+    groups: usize,
+) -> Result<GpuBuffer<u32>> {
+    let n = sorted.len();
+    let out = device.zeroed::<u32>("sorted offsets", groups + 1)?;
+    let aux = unused(device)?;
+    let mut commands = Commands::new(device, "sorted_offsets");
+    record_keys(
+        &mut commands,
+        "sorted_offsets",
+        [
+            u32_len("sorted_offsets", n)?,
+            0,
+            u32_len("sorted_offsets", groups)?,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ],
+        sorted.raw(),
+        aux.raw(),
+        out.raw(),
+        n + 1,
+    )?;
+    commands.submit()?;
+    Ok(out)
+}
+
 /// `flags[j] != not_value` as 0/1 words: a bool vector in the kernels' layout.
 pub fn flag_words(
     device: &Device,
@@ -260,11 +294,12 @@ pub fn download_as_bools(
     Ok(bytes.iter().take(n).map(|&b| b != 0).collect())
 }
 
-/// The minimum and maximum of word `word` of a key matrix (read back).
-pub fn word_min_max(device: &Device, keys: &KeyMatrix, word: usize) -> Result<(u32, u32)> {
-    let rows = keys.rows;
-    if rows == 0 {
-        return Ok((0, 0));
+/// The minimum and maximum of every word of a key matrix, `(min, max)` per word, most
+/// significant first: one dispatch per word recorded into one submission, one read back.
+pub fn word_min_max(device: &Device, keys: &KeyMatrix) -> Result<Vec<(u32, u32)>> {
+    let (rows, words) = (keys.rows, keys.num_words());
+    if rows == 0 || words == 0 {
+        return Ok(vec![(0, 0); words]);
     }
     let source = min_max_source()?;
     let pipeline = device.pipeline(&KernelSpec {
@@ -277,22 +312,36 @@ pub fn word_min_max(device: &Device, keys: &KeyMatrix, word: usize) -> Result<(u
             BindingKind::StorageReadWrite,
         ],
     })?;
-    let result = device.upload("min max", &[u32::MAX, 0u32])?;
-    let offset = u32_len("min_max", word * rows)?;
-    let uniform = params(
-        device,
-        "min max params",
-        [u32_len("min_max", rows)?, offset, 0, 0, 0, 0, 0, 0],
-    );
+    let starts: Vec<u32> = std::iter::repeat_n([u32::MAX, 0u32], words)
+        .flatten()
+        .collect();
+    let result = device.upload("min max", &starts)?;
     let mut commands = Commands::new(device, "min_max");
-    commands.dispatch(
-        &pipeline,
-        &[&uniform, keys.words.raw(), result.raw()],
-        element_workgroups(rows),
-    )?;
+    for word in 0..words {
+        let offset = u32_len("min_max", word * rows)?;
+        let uniform = params(
+            device,
+            "min max params",
+            [
+                u32_len("min_max", rows)?,
+                offset,
+                u32_len("min_max", 2 * word)?,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
+        );
+        commands.dispatch(
+            &pipeline,
+            &[&uniform, keys.words.raw(), result.raw()],
+            element_workgroups(rows),
+        )?;
+    }
     commands.submit()?;
     let both = device.download(&result)?;
-    Ok((both[0], both[1]))
+    Ok(both.chunks_exact(2).map(|w| (w[0], w[1])).collect())
 }
 
 /// How `encode` turns one stored element into key words; the discriminant is the shader's

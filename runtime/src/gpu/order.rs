@@ -2,19 +2,20 @@
 //!
 //! Keys are a [`KeyMatrix`] (order-preserving u32 words, see `keys.rs`). The words are sorted
 //! from the least significant (the last word of the last column) to the most significant,
-//! each pass a stable radix sort ([`radix_sort_u32`]) of that word gathered through the
+//! each pass a stable radix sort ([`super::sort::radix_sort_u32`]) of that word gathered through the
 //! permutation so far, so the final permutation orders rows by all words, ties in input
-//! order — exactly the CPU's stable sort. For each word the minimum and maximum are read
-//! back first (`shaders/min_max.wgsl`): a word whose values are all equal is skipped, and
-//! the sort key is `word - min` (ascending) or `max - word` (descending), so the radix sort's
-//! OR-reduction trims the passes to the bits in which the keys really differ.
+//! order — exactly the CPU's stable sort. The minimum and maximum of every word are read
+//! back first, in one read (`shaders/min_max.wgsl`): a word whose values are all equal is
+//! skipped, and the sort key is `word - min` (ascending) or `max - word` (descending), so
+//! the radix sort passes only over the bits of `max - min`, without reading anything else
+//! back.
 
 use super::buffer::GpuBuffer;
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::keys::{check_len, gather, iota, record_keys, word_min_max, KeyMatrix};
 use super::pipeline::Commands;
-use super::sort::radix_sort_u32;
+use super::sort::radix_sort_u32_below;
 
 /// The permutation that sorts the rows of `keys` stably, column `c` ascending when
 /// `ascending[c]` (one flag may stand for every column).
@@ -36,6 +37,8 @@ pub fn order_permutation(
     let rows = keys.rows;
     let rows32 = check_len("@order", rows)?;
     let mut permutation: Option<GpuBuffer<u32>> = None;
+    // Every word's range at once: one read back for the whole sort.
+    let ranges = word_min_max(device, keys)?;
     for (c, &(first, count)) in keys.columns.iter().enumerate().rev() {
         let up = ascending
             .get(c)
@@ -43,7 +46,7 @@ pub fn order_permutation(
             .copied()
             .unwrap_or(true);
         for word in (first..first + count).rev() {
-            let (min, max) = word_min_max(device, keys, word)?;
+            let (min, max) = ranges[word];
             if min == max {
                 // Every row has the same word: this pass would not move anything.
                 continue;
@@ -79,7 +82,8 @@ pub fn order_permutation(
                 rows,
             )?;
             commands.submit()?;
-            let sorted = radix_sort_u32(device, &sort_keys)?;
+            // The sort keys lie in 0 ..= max - min: no read back of their bits.
+            let sorted = radix_sort_u32_below(device, &sort_keys, Some(max - min))?;
             permutation = Some(match permutation {
                 None => sorted.permutation,
                 Some(p) => gather(device, &p, &sorted.permutation)?,

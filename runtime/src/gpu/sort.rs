@@ -35,6 +35,16 @@ pub struct SortedU32 {
 /// Only the key bits some key has set are sorted on: the OR of all keys is computed (and read
 /// back) first, so keys below 2^16, such as dates as days since 1970, take 4 passes, not 8.
 pub fn radix_sort_u32(device: &Device, keys: &GpuBuffer<u32>) -> Result<SortedU32> {
+    radix_sort_u32_below(device, keys, None)
+}
+
+/// [`radix_sort_u32`] of keys the caller knows to be at most `largest` (a group rank, a
+/// key less its minimum): the passes cover its bits without reading the keys' OR back.
+pub fn radix_sort_u32_below(
+    device: &Device,
+    keys: &GpuBuffer<u32>,
+    largest: Option<u32>,
+) -> Result<SortedU32> {
     let n = keys.len();
     // Ping-pong buffers: pass p writes set p % 2.
     let sets = [
@@ -54,7 +64,11 @@ pub fn radix_sort_u32(device: &Device, keys: &GpuBuffer<u32>) -> Result<SortedU3
             permutation,
         });
     }
-    let used_bits = u32::BITS - bitwise_or(device, keys)?.leading_zeros();
+    let bits_of = |x: u32| u32::BITS - x.leading_zeros();
+    let used_bits = match largest {
+        Some(largest) => bits_of(largest),
+        None => bits_of(bitwise_or(device, keys)?),
+    };
     // At least one pass: it also writes the identity payload when all keys are 0.
     let passes = used_bits.div_ceil(RADIX_BITS).max(1);
     let source = radix_sort_source(device.items_per_thread())?;

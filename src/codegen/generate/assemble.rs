@@ -32,7 +32,7 @@ impl Generator<'_> {
 
     /// The type of the value an output holds: what the kernel computed (the type of the
     /// builtin's result), which a declaration the type checker converted may not name.
-    fn output_type(&self, local: LocalId) -> Type {
+    pub(super) fn output_type(&self, local: LocalId) -> Type {
         match self.values.get(&local) {
             Some(val) if val.list && !matches!(val.ty, Type::List(_)) => {
                 Type::List(Box::new(val.ty.clone()))
@@ -376,195 +376,6 @@ impl Generator<'_> {
         self.finish(entries, passes, outputs)
     }
 
-    pub(super) fn assemble_list(mut self) -> Result<KernelLaunch, CodegenError> {
-        let Layout::List { offsets_of, .. } = &self.layout else {
-            return Err(CodegenError::malformed(
-                &self.kernel.name,
-                "not a list kernel",
-            ));
-        };
-        let offsets_of = *offsets_of;
-        let cells_length = Length::Of {
-            slot: Self::slot(offsets_of),
-            part: ValuePart::ListOffsets,
-        };
-        let values_length = Length::Of {
-            slot: Self::slot(offsets_of),
-            part: ValuePart::ListValues,
-        };
-        let cells = self.param(
-            "cells".to_string(),
-            ParamValue::Length(cells_length.clone()),
-        );
-        let offsets = self.input_binding(offsets_of, ValuePart::ListOffsets, GpuElement::U32);
-        let mut outputs = Vec::new();
-        let mut element_writes = Vec::new();
-        let mut cell_writes = Vec::new();
-        for &local in &self.kernel.outputs.clone() {
-            let ty = self.output_type(local);
-            let element = self.output_element(local, &ty)?;
-            let is_list = matches!(ty, Type::List(_));
-            if let Some(k) = self.reductions.iter().position(|r| r.target == local) {
-                let r = self.reductions[k].clone();
-                let part = if is_list {
-                    ValuePart::ListValues
-                } else {
-                    ValuePart::Elements
-                };
-                let buffer = self.output_binding(local, part, element);
-                cell_writes.push(format!("{buffer}[c] = {};", finish_value(&r, k)));
-                outputs.push(KernelOutput {
-                    slot: Self::slot(local),
-                    ty,
-                    layout: if is_list {
-                        OutputLayout::ListOfScalars {
-                            cells: cells_length.clone(),
-                        }
-                    } else {
-                        OutputLayout::Vector {
-                            length: cells_length.clone(),
-                            capacity: cells_length.clone(),
-                        }
-                    },
-                    dictionary: r.dictionary.clone(),
-                });
-                continue;
-            }
-            let Some(val) = self.values.get(&local).cloned() else {
-                return Err(CodegenError::malformed(
-                    &self.kernel.name,
-                    &format!("output {} is not defined by the kernel", self.name(local)),
-                ));
-            };
-            let part = if is_list {
-                ValuePart::ListValues
-            } else {
-                ValuePart::Elements
-            };
-            let buffer = self.output_binding(local, part, element);
-            let stored = wgsl::store(&val.expr, &val.ty);
-            let layout = match (val.level, is_list) {
-                (Level::Element, true) => {
-                    element_writes.push(format!("{buffer}[e] = {stored};"));
-                    OutputLayout::List {
-                        offsets_of: Self::slot(offsets_of),
-                        values: values_length.clone(),
-                    }
-                }
-                (Level::Element, false) => {
-                    element_writes.push(format!("{buffer}[e] = {stored};"));
-                    OutputLayout::Vector {
-                        length: values_length.clone(),
-                        capacity: values_length.clone(),
-                    }
-                }
-                (Level::Cell, true) => {
-                    cell_writes.push(format!("{buffer}[c] = {stored};"));
-                    OutputLayout::ListOfScalars {
-                        cells: cells_length.clone(),
-                    }
-                }
-                (Level::Cell, false) => {
-                    cell_writes.push(format!("{buffer}[c] = {stored};"));
-                    OutputLayout::Vector {
-                        length: cells_length.clone(),
-                        capacity: cells_length.clone(),
-                    }
-                }
-                (Level::Scalar, _) => {
-                    return Err(self.error(
-                        None,
-                        format!(
-                            "output {} is one element inside a list kernel",
-                            self.name(local)
-                        ),
-                    ))
-                }
-            };
-            outputs.push(KernelOutput {
-                slot: Self::slot(local),
-                ty,
-                layout,
-                dictionary: val.dictionary.clone(),
-            });
-        }
-        if self.values.values().any(|v| !v.active.is_empty())
-            || self.reductions.iter().any(|r| !r.active.is_empty())
-        {
-            return Err(self.error(
-                None,
-                "compressed values inside a list kernel are not generated yet",
-            ));
-        }
-        let mut text = entry_header("cells_pass");
-        let _ = writeln!(
-            text,
-            "    for (var c = workgroup_id.x; c < {cells}; c = c + num_workgroups.x) {{"
-        );
-        let _ = writeln!(text, "        let cell_start = {offsets}[c];");
-        let _ = writeln!(text, "        let cell_end = {offsets}[c + 1u];");
-        for (k, r) in self.reductions.iter().enumerate() {
-            let _ = writeln!(text, "        var acc{k}: {} = {};", r.acc, r.identity);
-            if r.counted {
-                let _ = writeln!(text, "        var count{k}: u32 = 0u;");
-            }
-        }
-        text += "        for (var e = cell_start + local_id.x; e < cell_end; e = e + WORKGROUP_SIZE) {\n";
-        text += &indent(&self.element_lines, 3);
-        text += &indent(&accumulate_lines(&self.reductions), 3);
-        text += &indent(&element_writes, 3);
-        text += "        }\n";
-        for (k, r) in self.reductions.iter().enumerate() {
-            let _ = writeln!(
-                text,
-                "        let total{k} = workgroup_{}_{}(local_id.x, acc{k});",
-                combine_name(r.op),
-                r.acc
-            );
-            if r.counted {
-                let _ = writeln!(
-                    text,
-                    "        let total_count{k} = workgroup_sum_u32(local_id.x, count{k});"
-                );
-            }
-        }
-        // Cell-level statements read the cell's reductions by their locals' names.
-        let mut reduced_lines = Vec::new();
-        for (k, r) in self.reductions.iter().enumerate() {
-            let name = self.name(r.target);
-            let ty = wgsl::register_type(&r.result).unwrap_or("f64");
-            // A bool extreme accumulates as a u32 word.
-            let value = if r.result == Type::Bool {
-                format!("({} != 0u)", finish_value(r, k))
-            } else {
-                finish_value(r, k)
-            };
-            reduced_lines.push(format!("let v_{name}: {ty} = {value};"));
-        }
-        text += &indent(&reduced_lines, 2);
-        text += &indent(&self.cell_lines, 2);
-        text += "        if local_id.x == 0u {\n";
-        text += &indent(&cell_writes, 3);
-        for (k, r) in self.reductions.iter().enumerate() {
-            if let Some(bit) = r.empty_bit {
-                let _ = writeln!(
-                    text,
-                    "            if total_count{k} == 0u {{ atomicOr(&status[0], {}u); }}",
-                    1u32 << bit
-                );
-            }
-        }
-        text += "        }\n    }\n}\n";
-        let passes = vec![Pass::Entry {
-            entry_point: "cells_pass".to_string(),
-            dispatch: Dispatch::Cells {
-                cells: cells_length,
-                max_workgroups: MAX_DISPATCH_WORKGROUPS,
-            },
-        }];
-        self.finish(text, passes, outputs)
-    }
-
     pub(super) fn finish(
         self,
         entries: String,
@@ -610,7 +421,7 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let element = if binding.name == "status" {
+            let element = if binding.name == "status" || binding.name == super::cells::LONG_CELLS {
                 "atomic<u32>".to_string()
             } else {
                 binding.element.wgsl().to_string()

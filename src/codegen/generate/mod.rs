@@ -19,6 +19,7 @@
 
 mod access;
 mod assemble;
+mod cells;
 mod elementwise;
 mod reduce;
 

@@ -70,14 +70,20 @@ impl Generator<'_> {
                 },
             );
         }
-        // The CPU's message (runtime/src/cpu/reduce.rs), so both backends fail alike.
+        // The CPU's message (runtime/src/cpu/reduce.rs), so both backends fail alike; a
+        // per-cell reduction fails as the CPU's `@each` does.
+        let reported = if matches!(self.layout, Layout::List { .. }) {
+            Builtin::Each
+        } else {
+            builtin
+        };
         let empty_bit = match op {
             ReduceOp::Min => Some("minimum"),
             ReduceOp::Max => Some("maximum"),
             ReduceOp::Avg => Some("average"),
             ReduceOp::Sum | ReduceOp::Count => None,
         }
-        .map(|what| self.status_bit(format!("@{builtin}: no {what} of no elements"), None))
+        .map(|what| self.status_bit(format!("@{reported}: no {what} of no elements"), None))
         .transpose()?;
         self.reductions.push(Reduction {
             op,
