@@ -16,6 +16,10 @@
 //               u32::MAX): the first row of each distinct key.
 //   is_first    flags[i] = (counters[slots[i]] == i).
 //   count_slots counters[slots[i]] += 1 for rows with a slot (a histogram of the slots).
+//   scatter_slots  rows bucketed by slot, unordered within a bucket: with `build` the
+//               exclusive scan of the histogram in `counters`, each row with a slot takes
+//               position build[slot] + (its atomicSub of counters[slot]) - 1 of `flags`;
+//               table[0] = the largest bucket (atomicMax).
 //
 // Template parameters: {{WORKGROUP_SIZE}}.
 
@@ -173,6 +177,22 @@ fn count_slots(
         let slot = slots[i];
         if slot != NONE {
             atomicAdd(&counters[slot], 1u);
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn scatter_slots(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.n; i = i + stride) {
+        let slot = slots[i];
+        if slot != NONE {
+            let left = atomicSub(&counters[slot], 1u);
+            flags[build[slot] + left - 1u] = i;
+            atomicMax(&table[0], left);
         }
     }
 }

@@ -3,9 +3,12 @@
 //   count_pairs  counts[i] = matching pairs of row i of a
 //   (exclusive scan of counts: offsets, total = pairs)
 //   check_wrap   out_a[0] = 1 if the u32 offsets wrapped (more than 2^32 pairs)
-//   write_pairs  out_a[offsets[i] + k], out_b[...] = the k-th pair of row i
+//   write_pairs  out_a[offsets[i] + k], out_b[...] = the k-th pair of row i (by j); with
+//                params.sort_runs, the walk's order is sorted by j (insertion sort: buckets
+//                are small then, see SMALL_BUCKET in join.rs)
 // Candidates for row i: with equality predicates, the b rows of its hash slot,
-// bucketed[bucket_start[slot] .. bucket_start[slot + 1]] (ascending, a stable sort by slot);
+// bucketed[bucket_start[slot] .. bucket_start[slot + 1]] (ascending after a stable sort by
+// slot, or unordered after a scatter);
 // without any (params.all_pairs = 1), every row of b. The other predicates are checked on
 // each candidate: check k compares the words check_words[3k+1] .. + check_words[3k+2] of the
 // two check key matrices (keys.wgsl layout; most significant word first) with operator
@@ -18,7 +21,8 @@ struct Params {
     rows_b: u32,
     all_pairs: u32,
     num_checks: u32,
-    unused_0: u32,
+    // write_pairs: 1 when the buckets are unordered (each row sorts its own pairs by j).
+    sort_runs: u32,
     unused_1: u32,
     unused_2: u32,
     unused_3: u32,
@@ -141,6 +145,18 @@ fn write_pairs(
                 out_a[at] = i;
                 out_b[at] = j;
                 at = at + 1u;
+            }
+        }
+        if params.sort_runs != 0u {
+            let first = counts[i];
+            for (var k = first + 1u; k < at; k = k + 1u) {
+                let j = out_b[k];
+                var m = k;
+                while m > first && out_b[m - 1u] > j {
+                    out_b[m] = out_b[m - 1u];
+                    m = m - 1u;
+                }
+                out_b[m] = j;
             }
         }
     }

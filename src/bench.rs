@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use horsec_runtime::data::Database;
 use horsec_runtime::engine::GpuEngine;
-use horsec_runtime::gpu::Device;
+use horsec_runtime::gpu::{Device, HostCosts};
 use horsec_runtime::interp;
 use horsec_runtime::profile::{Placement, Profile};
 
@@ -43,17 +43,30 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
+/// One warm GPU run: its wall time, profile, and the device's host costs during it.
+struct WarmRun {
+    time: Duration,
+    profile: Profile,
+    costs: HostCosts,
+    downloaded: u64,
+    uploaded: u64,
+}
+
 /// Benchmarks `files` on `db`: `runs` warm GPU runs and `cpu_runs` CPU runs per query (no CPU
-/// column when 0); writes a table to `out` as each query finishes.
+/// column when 0); writes a table to `out` as each query finishes. With `breakdown`, each
+/// query's row is followed by indented lines that split its median warm run by kind of
+/// work (see [`breakdown_lines`]); library kernels then get GPU timestamps too.
 pub fn bench_queries(
     files: &[PathBuf],
     db: &Database,
     device: &Device,
     runs: usize,
     cpu_runs: usize,
+    breakdown: bool,
     out: &mut dyn Write,
 ) -> Result<Vec<QueryBench>, String> {
     let runs = runs.max(1);
+    device.set_profiling(breakdown);
     let _ = writeln!(out, "device: {}", device.describe());
     let _ = writeln!(
         out,
@@ -100,22 +113,31 @@ pub fn bench_queries(
         };
 
         let mut engine = GpuEngine::new(device);
-        let mut run_gpu = || -> Result<(Duration, Profile), String> {
+        let mut run_gpu = || -> Result<WarmRun, String> {
             let mut profile = Profile::new();
             let mut sink = std::io::sink();
+            let (costs, traffic) = (device.host_costs(), device.traffic());
             let start = Instant::now();
             interp::run_with(&gpu_plan, db, &mut sink, &mut engine, &mut profile)
                 .map_err(|e| format!("{}:{e}", file.display()))?;
             device.wait_idle().map_err(|e| e.to_string())?;
-            Ok((start.elapsed(), profile))
+            Ok(WarmRun {
+                time: start.elapsed(),
+                profile,
+                costs: device.host_costs() - costs,
+                downloaded: (device.traffic() - traffic).downloaded,
+                uploaded: (device.traffic() - traffic).uploaded,
+            })
         };
-        let (gpu_cold, _) = run_gpu()?;
+        let gpu_cold = run_gpu()?.time;
+        let mut warm_runs = Vec::with_capacity(runs);
         let (mut gpu, mut kernels, mut library, mut host) = (vec![], vec![], vec![], vec![]);
         let mut transfer = Vec::with_capacity(runs);
         let mut busy = Vec::with_capacity(runs);
         let mut fallbacks = Vec::new();
         for _ in 0..runs {
-            let (t, profile) = run_gpu()?;
+            let run = run_gpu()?;
+            let (t, profile) = (run.time, &run.profile);
             gpu.push(t);
             kernels.push(profile.total(Placement::GpuKernel));
             transfer.push(profile.total(Placement::Transfer));
@@ -127,6 +149,7 @@ pub fn bench_queries(
                 .into_iter()
                 .map(|(n, _)| n.to_string())
                 .collect();
+            warm_runs.push(run);
         }
         let mut cpu = Vec::with_capacity(cpu_runs);
         for _ in 0..cpu_runs {
@@ -181,6 +204,14 @@ pub fn bench_queries(
                 result.cpu_fallbacks.join(",")
             }
         );
+        if breakdown {
+            warm_runs.sort_by_key(|r| r.time);
+            if let Some(run) = warm_runs.get(warm_runs.len() / 2) {
+                for line in breakdown_lines(run) {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
+        }
         results.push(result);
     }
     let _ = writeln!(
@@ -189,4 +220,79 @@ pub fn bench_queries(
          columns uploaded); gpu: later runs (columns resident); cpu/gpu > 1: the GPU is faster"
     );
     Ok(results)
+}
+
+/// The median warm run split by kind of work, as lines for `bench --time`: the generated
+/// kernels' and library kernels' step time and GPU time (timestamps), and the host's costs
+/// of driving the device (waits for it, read-backs, buffers created, dispatches encoded,
+/// submissions, pipeline look-ups). Host costs overlap the steps they happen in: they say
+/// what the steps' time is made of.
+fn breakdown_lines(run: &WarmRun) -> Vec<String> {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let p = &run.profile;
+    let kernels = p.total(Placement::GpuKernel);
+    let library = p.total(Placement::GpuLibrary);
+    let transfer = p.total(Placement::Transfer);
+    let host = p.total(Placement::Cpu) + p.total(Placement::Host);
+    let steps = kernels + library + transfer + host;
+    let c = &run.costs;
+    let kind = |what: &str, (n, t): (u32, Duration)| format!("{what} {n} × {:.3} ms", ms(t));
+    let mut library_steps: Vec<(String, Duration, u32)> = p
+        .steps()
+        .filter(|(placement, _, _)| *placement == Placement::GpuLibrary)
+        .map(|(_, name, t)| (name.to_string(), t.time, t.count))
+        .collect();
+    library_steps.sort_by_key(|s| std::cmp::Reverse(s.1));
+    let library_list: Vec<String> = library_steps
+        .iter()
+        .map(|(name, t, n)| format!("{name} ×{n} {:.3} ms", ms(*t)))
+        .collect();
+    let transfers: Vec<String> = p
+        .steps()
+        .filter(|(placement, _, t)| *placement == Placement::Transfer && t.count > 0)
+        .map(|(_, name, t)| format!("{name} ×{} {:.3} ms", t.count, ms(t.time)))
+        .collect();
+    let reads: u32 = p.read_backs().map(|(_, n, _)| n).sum::<u32>()
+        + p.step_reads().map(|(_, n, _)| n).sum::<u32>();
+    vec![
+        format!(
+            "breakdown (median warm run, {:.3} ms): kernel steps {:.3} ms (GPU busy {:.3} ms), \
+             library steps {:.3} ms (GPU busy {:.3} ms), transfer {:.3} ms, host+cpu {:.3} ms, \
+             outside steps {:.3} ms",
+            ms(run.time),
+            ms(kernels),
+            ms(p.gpu_busy),
+            ms(library),
+            ms(p.gpu_busy_library),
+            ms(transfer),
+            ms(host),
+            ms(run.time.saturating_sub(steps)),
+        ),
+        format!(
+            "host costs: {}, {}, {}, {}, {}; read-backs in {reads} steps, {} B; uploaded {} B",
+            kind("waits", c.waits),
+            kind("buffers created", c.buffers),
+            kind("dispatches encoded", c.encodes),
+            kind("submissions", c.submits),
+            kind("pipeline look-ups", c.pipelines),
+            run.downloaded,
+            run.uploaded,
+        ),
+        format!(
+            "library: {}",
+            if library_list.is_empty() {
+                "none".to_string()
+            } else {
+                library_list.join(", ")
+            }
+        ),
+        format!(
+            "transfer: {}",
+            if transfers.is_empty() {
+                "none".to_string()
+            } else {
+                transfers.join(", ")
+            }
+        ),
+    ]
 }

@@ -167,6 +167,10 @@ struct BenchArgs {
     /// `load TABLE (FILE): best S s of RUNS (ROWS rows)`.
     #[arg(long, value_delimiter = ',', value_name = "TABLE", requires = "data")]
     load: Vec<String>,
+    /// Split each query's median warm GPU run by kind of work (kernel and library steps
+    /// with their GPU time, host waits, read-backs, buffers created, encoding, submissions).
+    #[arg(long)]
+    time: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -390,7 +394,15 @@ fn bench_files(args: &BenchArgs) -> bool {
     let stdout = std::io::stdout();
     let cpu_runs = if args.gpu_only { 0 } else { args.runs };
     let mut out = stdout.lock();
-    match crate::bench::bench_queries(&args.files, &db, &device, args.runs, cpu_runs, &mut out) {
+    match crate::bench::bench_queries(
+        &args.files,
+        &db,
+        &device,
+        args.runs,
+        cpu_runs,
+        args.time,
+        &mut out,
+    ) {
         Ok(_) => {
             if let Err(e) = device.save_pipeline_cache() {
                 eprintln!("warning: {e}");
@@ -844,6 +856,10 @@ fn run(args: &RunArgs) -> bool {
     };
     let load_time = start.elapsed();
 
+    // With --time, library kernels get GPU timestamps too.
+    if let Some(device) = engine.device() {
+        device.set_profiling(args.time);
+    }
     let output = match engine.run(&query, &db) {
         Ok(output) => output,
         Err(e) => {

@@ -133,6 +133,26 @@ fn an_index_out_of_range_fails_with_the_cpu_message() {
 }
 
 #[test]
+fn an_index_out_of_range_read_after_later_library_steps_keeps_its_message_and_location() {
+    // The kernel's status word is read late (with the next read-back): the @order and the
+    // kernels after it run first, and the run still fails with the index's own error.
+    fails_with(
+        "index_out_of_range_then_library_steps",
+        "7:5: @index: index 7 out of range for length 5",
+    );
+}
+
+#[test]
+fn an_index_out_of_range_before_a_condition_fails_before_the_condition_is_used() {
+    // The `if` reads a scalar computed from the failed kernel's output: that read is where
+    // the deferred status words come back, and the index's error wins.
+    fails_with(
+        "index_out_of_range_then_if",
+        "7:5: @index: index 7 out of range for length 5",
+    );
+}
+
+#[test]
 fn an_if_on_a_vector_fails() {
     fails_with("if_on_a_vector", "`if` condition must be one bool");
 }

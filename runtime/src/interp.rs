@@ -43,13 +43,26 @@ pub trait Accelerator {
     /// returned as it is.
     fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value>;
 
-    /// Runs a generated kernel on `inputs`; returns the values of its output slots.
+    /// Runs a generated kernel on `inputs`; returns the values of its output slots. `at` is
+    /// the launch statement, for errors the kernel reports after the launch returned.
     fn launch(
         &mut self,
-        kernel: &KernelLaunch,
+        kernel: &Arc<KernelLaunch>,
         inputs: &HashMap<Slot, Value>,
+        at: Location,
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>>;
+
+    /// Ends a run whose outcome is `outcome`: a backend that checks its steps' errors late
+    /// (kernels' status words) does so here, and an error of a step before the failing one
+    /// takes precedence.
+    fn finish(
+        &mut self,
+        outcome: Result<Vec<Value>>,
+        _profile: &mut Profile,
+    ) -> Result<Vec<Value>> {
+        outcome
+    }
 }
 
 /// The CPU backend: accelerates nothing.
@@ -76,8 +89,9 @@ impl Accelerator for CpuOnly {
 
     fn launch(
         &mut self,
-        kernel: &KernelLaunch,
+        kernel: &Arc<KernelLaunch>,
         _: &HashMap<Slot, Value>,
+        _: Location,
         _: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
         Err(RuntimeError::new(format!(
@@ -109,12 +123,21 @@ pub fn run_with(
         accelerator,
         profile,
     };
-    let values = interpreter.call_function(plan.entry, Vec::new())?;
     // The query's result is the one value that always comes to the host.
-    values
-        .iter()
-        .map(|v| interpreter.host(v, "result"))
-        .collect()
+    let outcome = interpreter
+        .call_function(plan.entry, Vec::new())
+        .and_then(|values| {
+            values
+                .iter()
+                .map(|v| interpreter.host(v, "result"))
+                .collect()
+        });
+    let Interpreter {
+        accelerator,
+        profile,
+        ..
+    } = interpreter;
+    accelerator.finish(outcome, profile)
 }
 
 struct Interpreter<'a> {
@@ -251,14 +274,16 @@ impl Interpreter<'_> {
                 }
                 Ok(Flow::Next)
             }
-            Step::Launch { kernel, inputs, .. } => {
+            Step::Launch { kernel, inputs, at } => {
                 let mut values = HashMap::with_capacity(inputs.len());
                 for slot in inputs {
                     values.insert(*slot, self.operand(&Operand::Slot(*slot), frame)?.clone());
                 }
                 let start = Instant::now();
                 let transfers = self.profile.total(Placement::Transfer);
-                let outputs = self.accelerator.launch(kernel, &values, self.profile)?;
+                let outputs = self
+                    .accelerator
+                    .launch(kernel, &values, *at, self.profile)?;
                 // The launch's transfers are recorded as such; the rest is the kernel's.
                 let moved = self.profile.total(Placement::Transfer) - transfers;
                 self.profile.record(

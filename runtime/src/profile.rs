@@ -80,6 +80,9 @@ pub struct Profile {
     /// GPU time of generated kernels measured by timestamp queries (zero where the device
     /// has none): the part of the kernels' wall time the GPU was actually computing.
     pub gpu_busy: Duration,
+    /// GPU time of library kernels by timestamp queries, measured only while the device
+    /// profiles (`--time`; zero otherwise).
+    pub gpu_busy_library: Duration,
     /// Device values read back because a host step needed their elements: per step
     /// (`@raze`, `if`, `result`, …), reads and bytes.
     read_backs: BTreeMap<String, (u32, u64)>,
@@ -187,6 +190,13 @@ impl Profile {
                 out,
                 "  GPU busy (timestamps) {:>10.3} ms  (generated kernels)",
                 self.gpu_busy.as_secs_f64() * 1e3
+            );
+        }
+        if !self.gpu_busy_library.is_zero() {
+            let _ = writeln!(
+                out,
+                "  GPU busy (timestamps) {:>10.3} ms  (library kernels)",
+                self.gpu_busy_library.as_secs_f64() * 1e3
             );
         }
         if self.uploaded_bytes + self.downloaded_bytes > 0 {

@@ -343,6 +343,32 @@ fn join_index_equality_single_and_multi_column() {
 }
 
 #[test]
+fn join_index_pairs_keep_the_cpu_order_for_buckets_on_both_sides_of_the_small_bucket_limit() {
+    // Buckets up to SMALL_BUCKET rows are scattered unordered and each row sorts its own
+    // pairs; a larger bucket makes the join sort the buckets instead. Keys are shuffled so
+    // that an unsorted walk would show.
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let limit = horsec_runtime::gpu::join::SMALL_BUCKET as usize;
+    let mut rng = Rng(8);
+    for size in [limit - 1, limit, limit + 1] {
+        let mut keys: Vec<i32> = (0..3 * size).map(|r| (r % 3) as i32).collect();
+        for r in (1..keys.len()).rev() {
+            keys.swap(r, rng.below(r as u64 + 1) as usize);
+        }
+        let a = i32s(vec![2, 0, 1, 2]);
+        ok(
+            device,
+            B::JoinIndex,
+            &[B::Eq],
+            &[a.clone(), i32s(keys.clone())],
+        );
+        ok(device, B::JoinIndex, &[B::Eq], &[i32s(keys), a]);
+    }
+}
+
+#[test]
 fn join_index_checks_other_predicates_on_probe() {
     let Some(device) = shared_device() else {
         return;

@@ -45,6 +45,7 @@ pub(crate) fn launch(
     kernel: &KernelLaunch,
     inputs: &HashMap<Slot, Value>,
     cost: &mut LaunchCost,
+    logged: &mut Vec<(ScratchId, u32)>,
 ) -> Result<Vec<(Slot, Value)>> {
     let gpu_error = |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
     if kernel.features.int64 && !device.features().contains(wgpu::Features::SHADER_INT64) {
@@ -231,15 +232,35 @@ pub(crate) fn launch(
             }
         }
     }
+    // Errors the kernel detects are checked later (see `status`): its status words are
+    // copied into the device's status log in this submission, read with the next read-back.
+    // A kernel whose checks name the failing element (an index, a date shift) is checked
+    // now instead: its message reads the positions and operands the kernel recorded in its
+    // own scratch buffers, which do not outlive the launch.
+    let immediate = kernel.checks.iter().any(|c| c.report.is_some());
+    let words = if immediate {
+        Vec::new()
+    } else {
+        super::status::status_words(kernel)
+    };
+    for (id, mask) in &words {
+        let status = run.scratch_buffer(*id)?.raw().clone();
+        run.commands()
+            .log_status(&status, *mask)
+            .map_err(gpu_error)?;
+        logged.push((*id, *mask));
+    }
     run.flush()?;
     cost.device_time += run.device_time;
-    // Wait here, so the kernel's own time is not counted as the download's.
-    device
-        .wait_idle()
-        .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
+    if immediate {
+        // Wait here, so the kernel's own time is not counted as the download's.
+        device
+            .wait_idle()
+            .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
+    }
 
-    // Errors the kernel detected.
-    if !kernel.checks.is_empty() {
+    // Errors the kernel detected, when their message needs what the kernel recorded.
+    if immediate {
         let mut status_words: HashMap<ScratchId, u32> = HashMap::new();
         for check in &kernel.checks {
             let word = match status_words.get(&check.status) {
@@ -447,7 +468,7 @@ fn download_vector(
 }
 
 /// Gives `error` the location of the statement `site` names.
-fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
+pub(super) fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError {
     if let Some(at) = site.at {
         error.location = Some((at.line, at.column));
     }

@@ -230,7 +230,7 @@ fn key_of(value: &Value, part: ValuePart, element: GpuElement) -> Option<Key> {
     Some((address, part, element))
 }
 
-fn vector_address(v: &Vector) -> usize {
+pub(super) fn vector_address(v: &Vector) -> usize {
     match v {
         Vector::Bool(x) => Arc::as_ptr(x) as usize,
         Vector::Char(x) => Arc::as_ptr(x) as usize,

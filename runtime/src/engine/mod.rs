@@ -14,6 +14,7 @@
 mod encode;
 mod launch;
 mod location;
+mod status;
 
 use std::collections::HashMap;
 
@@ -29,12 +30,17 @@ use crate::graph::gpu::{GpuGraph, GpuOptions};
 use crate::graph::grail_gpu::{GpuReachIndex, GrailKernels};
 use crate::interp::Accelerator;
 use crate::kernel::KernelLaunch;
-use crate::plan::Slot;
+use crate::plan::{Location, Slot};
 use crate::profile::{Placement, Profile};
+use crate::types::Type;
 use crate::value::{List, Value, Vector};
 use std::sync::Arc;
 
 pub use launch::LaunchCost;
+
+/// Status words the device's log must have room for before a launch (a launch logs one per
+/// status scratch, a handful at most); with less, the log is read first.
+const MIN_STATUS_ROOM: usize = 1024;
 
 /// `value` with every element on the host (device vectors and lists read back): for callers
 /// of the library kernels outside the interpreter, such as tests comparing with the CPU.
@@ -47,6 +53,12 @@ pub fn read_back(device: &Device, value: &Value) -> Result<Value> {
 pub struct GpuEngine<'d> {
     device: &'d Device,
     location: location::Location,
+    /// Launches whose status words are not checked yet (see `status`).
+    pending: status::PendingChecks,
+    /// `@fetch` results per enum (the addresses of its domain and index), with the enum
+    /// kept so the addresses stay its own: an enum column gives the same vector every run,
+    /// and keeping it keeps its device copy in `location` too (no upload per warm run).
+    fetched: HashMap<(usize, usize), (Value, Value)>,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -54,9 +66,13 @@ pub struct GpuEngine<'d> {
 
 impl<'d> GpuEngine<'d> {
     pub fn new(device: &'d Device) -> GpuEngine<'d> {
+        // Words another engine logged and never checked are not this engine's.
+        device.reset_status_log();
         GpuEngine {
             device,
             location: location::Location::default(),
+            pending: status::PendingChecks::default(),
+            fetched: HashMap::new(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -74,7 +90,12 @@ impl<'d> GpuEngine<'d> {
     /// `value` on the host, read back when it is on the device; the read is recorded under
     /// `step`, the host step that needs it.
     fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
-        let (host, moved) = location::host(self.device, value)?;
+        let (host, moved) = match location::host(self.device, value) {
+            Ok(read) => read,
+            Err(e) => return Err(self.pending.first_error(self.device, e)),
+        };
+        // The read brought the status words logged before it: check them.
+        self.pending.settle(self.device, false)?;
         if moved.bytes > 0 {
             self.downloaded_bytes += moved.bytes;
             profile.read_back(step, moved.bytes, moved.time);
@@ -83,7 +104,113 @@ impl<'d> GpuEngine<'d> {
     }
 }
 
+impl Drop for GpuEngine<'_> {
+    fn drop(&mut self) {
+        // The logs of this thread are this engine's (see `gpu::deferred`).
+        self.device.forget_thread_logs();
+    }
+}
+
+/// Whether host vectors of type `ty` go to the key builtins as device copies: the numeric
+/// and temporal types, whose device words are what the host keys encode to (strings and
+/// symbols keep the host path, which merges their dictionaries).
+fn resident_key_type(ty: &Type) -> bool {
+    matches!(
+        ty,
+        Type::I32
+            | Type::I64
+            | Type::F32
+            | Type::F64
+            | Type::Date
+            | Type::Month
+            | Type::Minute
+            | Type::Second
+            | Type::Time
+            | Type::Dt
+    )
+}
+
 impl GpuEngine<'_> {
+    /// For the key builtins of the library (`@join_index`, `@member`, `@index_of`, and
+    /// `@order`, `@group`, `@unique` on their keys), which read their keys and never write
+    /// them: each host key column as a device vector holding the engine's device copy
+    /// (uploaded once per column, see `location`), so that warm runs do not upload the
+    /// table's columns again on every call. None for an argument left as it is.
+    fn resident_keys(
+        &mut self,
+        b: Builtin,
+        args: &[ArgValue<'_>],
+        step: &str,
+        profile: &mut Profile,
+    ) -> Result<Vec<Option<Value>>> {
+        let keys = |i: usize| match b {
+            Builtin::JoinIndex | Builtin::Member | Builtin::IndexOf => true,
+            Builtin::Order | Builtin::Group | Builtin::Unique => i == 0,
+            _ => false,
+        };
+        let mut resident = Vec::with_capacity(args.len());
+        for (i, arg) in args.iter().enumerate() {
+            resident.push(match arg {
+                ArgValue::Value(v) if keys(i) => self.resident_key(v, step, profile)?,
+                _ => None,
+            });
+        }
+        Ok(resident)
+    }
+
+    /// `value` (a host vector, or a list of them) with its eligible vectors as device
+    /// copies; None when nothing changes.
+    fn resident_key(
+        &mut self,
+        value: &Value,
+        step: &str,
+        profile: &mut Profile,
+    ) -> Result<Option<Value>> {
+        match value {
+            Value::Vector(v) if resident_key_type(&v.ty()) => {
+                let Some(element) = crate::kernel::GpuElement::of_type(&v.ty()) else {
+                    return Ok(None);
+                };
+                let (buffer, moved) = self.location.buffer(
+                    self.device,
+                    value,
+                    crate::kernel::ValuePart::Elements,
+                    element,
+                )?;
+                if moved.bytes > 0 {
+                    self.uploaded_bytes += moved.bytes;
+                    profile.uploaded_bytes += moved.bytes;
+                    profile.record(
+                        Placement::Transfer,
+                        &format!("upload for {step}"),
+                        moved.time,
+                    );
+                }
+                Ok(Some(Value::Device(crate::value::DeviceVector::new(
+                    v.ty(),
+                    v.len(),
+                    None,
+                    buffer,
+                ))))
+            }
+            Value::List(List::Mixed(cells)) => {
+                let mut changed = false;
+                let mut out = Vec::with_capacity(cells.len());
+                for cell in cells.iter() {
+                    match self.resident_key(cell, step, profile)? {
+                        Some(v) => {
+                            changed = true;
+                            out.push(v);
+                        }
+                        None => out.push(cell.clone()),
+                    }
+                }
+                Ok(changed.then(|| Value::List(List::Mixed(Arc::new(out)))))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// `@shortest_path_length` / `@reachable` with the IBFS library kernel; `@reach_index`
     /// and `@reachable` on an index with the GRAIL kernels (`graph::grail_gpu`).
     fn graph_search(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Result<Value> {
@@ -168,6 +295,23 @@ impl Accelerator for GpuEngine<'_> {
         args: &[ArgValue<'_>],
         profile: &mut Profile,
     ) -> Option<Result<(Value, Placement)>> {
+        if let (Builtin::Fetch, [ArgValue::Value(value @ Value::Enum(e))]) = (b, args) {
+            // The CPU's own @fetch, once per enum (see `fetched`).
+            let key = (
+                location::vector_address(&e.domain),
+                Arc::as_ptr(&e.index) as usize,
+            );
+            if let Some((_, fetched)) = self.fetched.get(&key) {
+                return Some(Ok((fetched.clone(), Placement::Host)));
+            }
+            let fetched = match crate::cpu::as_vector(value) {
+                Ok(v) => Value::Vector(v.into_owned()),
+                Err(e) => return Some(Err(e)),
+            };
+            self.fetched
+                .insert(key, ((*value).clone(), fetched.clone()));
+            return Some(Ok((fetched, Placement::Host)));
+        }
         if let Some(value) = container_on_device(b, args) {
             return Some(Ok((value, Placement::Host)));
         }
@@ -211,6 +355,19 @@ impl Accelerator for GpuEngine<'_> {
                 None => *a,
             })
             .collect();
+        // Host key columns go in as the engine's device copies (see `resident_keys`).
+        let resident = match self.resident_keys(b, &args, &step, profile) {
+            Ok(resident) => resident,
+            Err(e) => return Some(Err(self.pending.first_error(self.device, e))),
+        };
+        let args: Vec<ArgValue<'_>> = args
+            .iter()
+            .zip(&resident)
+            .map(|(a, r)| match r {
+                Some(v) => ArgValue::Value(v),
+                None => *a,
+            })
+            .collect();
         let args = args.as_slice();
         let before = self.device.traffic();
         let result = if matches!(
@@ -225,18 +382,44 @@ impl Accelerator for GpuEngine<'_> {
         };
         profile.step_read(&step, (self.device.traffic() - before).downloaded);
         self.device.sample_memory();
+        let result = match result {
+            Ok(value) => self.pending.settle(self.device, false).map(|()| value),
+            Err(e) => Err(self.pending.first_error(self.device, e)),
+        };
         Some(result.map(|v| (v, Placement::GpuLibrary)))
     }
 
     fn launch(
         &mut self,
-        kernel: &KernelLaunch,
+        kernel: &Arc<KernelLaunch>,
         inputs: &HashMap<Slot, Value>,
+        at: Location,
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
+        if self.device.status_room() < MIN_STATUS_ROOM {
+            self.pending.settle(self.device, true)?;
+        }
         let mut cost = LaunchCost::default();
         let before = self.device.traffic();
-        let outputs = launch::launch(self.device, &mut self.location, kernel, inputs, &mut cost)?;
+        let mut logged = Vec::new();
+        let launched = launch::launch(
+            self.device,
+            &mut self.location,
+            kernel,
+            inputs,
+            &mut cost,
+            &mut logged,
+        );
+        if !logged.is_empty() {
+            self.pending
+                .push(status::PendingStatus::new(kernel, at, &logged));
+        }
+        let outputs = match launched {
+            Ok(outputs) => outputs,
+            Err(e) => return Err(self.pending.first_error(self.device, e)),
+        };
+        // Status words a read inside the launch brought back are checked now.
+        self.pending.settle(self.device, false)?;
         self.uploaded_bytes += cost.upload_bytes;
         self.downloaded_bytes += cost.download_bytes;
         // The launch's time is recorded by the interpreter; the bytes it moved go here.
@@ -250,6 +433,27 @@ impl Accelerator for GpuEngine<'_> {
         profile.step_read(&kernel.name, (self.device.traffic() - before).downloaded);
         self.device.sample_memory();
         Ok(outputs)
+    }
+
+    fn finish(&mut self, outcome: Result<Vec<Value>>, profile: &mut Profile) -> Result<Vec<Value>> {
+        // Every status word still on the device is read (one read-back) and checked: a
+        // kernel that failed fails the run with its own message, whatever came after it.
+        let outcome = match outcome {
+            Ok(values) => self.pending.settle(self.device, true).map(|()| values),
+            Err(e) => Err(self.pending.first_error(self.device, e)),
+        };
+        // GPU time by timestamps, logged by every timed submission of the run.
+        match self.device.drain_gpu_time() {
+            Ok(time) => {
+                profile.gpu_busy += time.kernels;
+                profile.gpu_busy_library += time.library;
+            }
+            Err(e) if outcome.is_ok() => {
+                return Err(RuntimeError::new(format!("reading GPU timestamps: {e}")))
+            }
+            Err(_) => {}
+        }
+        outcome
     }
 
     fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {

@@ -74,6 +74,7 @@ impl Device {
         let bytes = checked_bytes::<T>(self, label, data.len())?;
         self.count_upload(std::mem::size_of_val(data) as u64);
         let make_error = |label, message| GpuError::Command { label, message };
+        let _timer = self.costs.buffers.timer();
         let buffer = self.capture_errors(label, make_error, || {
             if data.is_empty() {
                 self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -102,6 +103,7 @@ impl Device {
     pub fn zeroed<T: bytemuck::Pod>(&self, label: &str, len: usize) -> Result<GpuBuffer<T>> {
         let bytes = checked_bytes::<T>(self, label, len)?;
         let make_error = |label, message| GpuError::Command { label, message };
+        let _timer = self.costs.buffers.timer();
         let buffer = self.capture_errors(label, make_error, || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -120,6 +122,7 @@ impl Device {
     /// A small uniform buffer holding `value` (kernel parameters).
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
         self.count_upload(std::mem::size_of::<T>() as u64);
+        let _timer = self.costs.buffers.timer();
         self.device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
@@ -134,26 +137,61 @@ impl Device {
     }
 
     /// Copies `count` elements from `start` back to the host (e.g. only the total at the end
-    /// of a scan).
+    /// of a scan). The kernels' status words logged since the last read come along in the
+    /// same copy (see `deferred`); when one shows an error, the read fails with
+    /// [`super::deferred::KERNEL_FAILED`] instead of returning what a failed kernel wrote.
     pub fn download_range<T: bytemuck::Pod>(
         &self,
         source: &GpuBuffer<T>,
         start: usize,
         count: usize,
     ) -> Result<Vec<T>> {
-        let end = start.checked_add(count).filter(|&end| end <= source.len());
-        if end.is_none() {
-            return Err(GpuError::Readback(format!(
-                "range {start}..{start}+{count} is outside a buffer of {} elements",
-                source.len()
-            )));
+        self.read_range(Some((source, start, count)), true)
+    }
+
+    /// Reads back only the status words logged so far (see `deferred`).
+    pub(crate) fn read_status_log(&self) -> Result<()> {
+        self.read_range::<u32>(None, true).map(|_| ())
+    }
+
+    /// A read-back not counted in [`Device::traffic`]: the profile's own timestamps.
+    pub(crate) fn download_uncounted<T: bytemuck::Pod>(
+        &self,
+        source: &GpuBuffer<T>,
+    ) -> Result<Vec<T>> {
+        self.read_range(Some((source, 0, source.len())), false)
+    }
+
+    fn read_range<T: bytemuck::Pod>(
+        &self,
+        source: Option<(&GpuBuffer<T>, usize, usize)>,
+        counted: bool,
+    ) -> Result<Vec<T>> {
+        if let Some((source, start, count)) = source {
+            let end = start.checked_add(count).filter(|&end| end <= source.len());
+            if end.is_none() {
+                return Err(GpuError::Readback(format!(
+                    "range {start}..{start}+{count} is outside a buffer of {} elements",
+                    source.len()
+                )));
+            }
         }
-        if count == 0 {
+        let count = source.map_or(0, |s| s.2);
+        let status_bytes = self.status_copy_bytes();
+        if count == 0 && status_bytes == 0 {
+            if self.status_failed() {
+                return Err(GpuError::Readback(
+                    super::deferred::KERNEL_FAILED.to_string(),
+                ));
+            }
             return Ok(Vec::new());
         }
         let size = std::mem::size_of::<T>() as u64;
         let bytes = count as u64 * size;
-        self.count_download(bytes);
+        if counted {
+            self.count_download(bytes + status_bytes.saturating_sub(4));
+        }
+        let total = bytes.next_multiple_of(4) + status_bytes;
         let make_error = |label, message| GpuError::Command { label, message };
         // Reuse the last staging buffer when it is large enough (taken out of the slot, so a
         // concurrent download on another thread makes its own).
@@ -162,15 +200,17 @@ impl Device {
             .lock()
             .ok()
             .and_then(|mut slot| slot.take())
-            .filter(|b| b.size() >= bytes);
-        let staging = self.capture_errors("download", make_error, || {
+            .filter(|b| b.size() >= total);
+        let (staging, status) = self.capture_errors("download", make_error, || {
             let staging = reused.unwrap_or_else(|| {
-                self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("download staging"),
-                    // Rounded up so that slightly larger read-backs reuse it too.
-                    size: bytes.next_power_of_two().max(4096),
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
+                self.costs.buffers.time(|| {
+                    self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("download staging"),
+                        // Rounded up so that slightly larger read-backs reuse it too.
+                        size: total.next_power_of_two().max(4096),
+                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    })
                 })
             });
             let mut encoder = self
@@ -178,13 +218,27 @@ impl Device {
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("download"),
                 });
-            encoder.copy_buffer_to_buffer(source.raw(), start as u64 * size, &staging, 0, bytes);
-            self.queue.submit([encoder.finish()]);
-            staging
+            if let Some((source, start, _)) = source {
+                if bytes > 0 {
+                    encoder.copy_buffer_to_buffer(
+                        source.raw(),
+                        start as u64 * size,
+                        &staging,
+                        0,
+                        bytes,
+                    );
+                }
+            }
+            let status = self.status_copy(&mut encoder, &staging, bytes);
+            self.costs
+                .submits
+                .time(|| self.queue.submit([encoder.finish()]));
+            (staging, status)
         })?;
+        let status = status?;
         let (sender, receiver) = std::sync::mpsc::channel();
         staging
-            .slice(..bytes)
+            .slice(..total)
             .map_async(wgpu::MapMode::Read, move |result| {
                 // The receiver outlives the poll below; a failed send cannot happen.
                 let _ = sender.send(result);
@@ -194,13 +248,18 @@ impl Device {
             .recv()
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .map_err(|e| GpuError::Readback(e.to_string()))?;
-        let values = {
+        let (values, words) = {
             let view = staging
-                .slice(..bytes)
+                .slice(..total)
                 .get_mapped_range()
                 .map_err(|e| GpuError::Readback(e.to_string()))?;
             // The mapping's alignment is not guaranteed to suit `T`: copy, don't cast.
-            bytemuck::pod_collect_to_vec::<u8, T>(&view)
+            let values = bytemuck::pod_collect_to_vec::<u8, T>(&view[..bytes as usize]);
+            let words = status.as_ref().map(|(offset, masks)| {
+                let at = *offset as usize;
+                bytemuck::pod_collect_to_vec::<u8, u32>(&view[at..at + masks.len() * 4])
+            });
+            (values, words)
         };
         staging.unmap();
         if let Ok(mut slot) = self.staging.lock() {
@@ -208,6 +267,13 @@ impl Device {
             if slot.as_ref().is_none_or(|b| b.size() < staging.size()) {
                 *slot = Some(staging);
             }
+        }
+        if let (Some((_, masks)), Some(words)) = (&status, &words) {
+            self.status_read(words, masks)?;
+        } else if self.status_failed() {
+            return Err(GpuError::Readback(
+                super::deferred::KERNEL_FAILED.to_string(),
+            ));
         }
         Ok(values)
     }

@@ -58,6 +58,15 @@ pub struct Device {
     pub(crate) pipeline_cache: Option<super::pipeline_cache::DiskCache>,
     /// The most device memory the allocator held at any [`Device::sample_memory`].
     peak_memory: AtomicU64,
+    /// Kernels' status words copied on the device, read with the next read-back (see
+    /// `deferred`).
+    pub(crate) status_log: super::deferred::PerThread<super::deferred::StatusLog>,
+    /// GPU timestamps of submissions, read when a query finishes (see `deferred`).
+    pub(crate) timestamp_log: super::deferred::PerThread<super::deferred::TimestampLog>,
+    /// Host time by kind of device operation (see [`HostCosts`]).
+    pub(crate) costs: super::deferred::CostCounters,
+    /// Library kernels' passes get timestamps too (`--time`).
+    pub(crate) profiling: std::sync::atomic::AtomicBool,
 }
 
 /// Bytes moved between host and device, as counted by [`Device::traffic`].
@@ -136,6 +145,10 @@ impl Device {
                         pipeline_build_nanos: AtomicU64::new(0),
                         pipeline_cache,
                         peak_memory: AtomicU64::new(0),
+                        status_log: Default::default(),
+                        timestamp_log: Default::default(),
+                        costs: Default::default(),
+                        profiling: Default::default(),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -278,12 +291,16 @@ impl Device {
         self.downloaded.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// Blocks until all submitted work has finished.
+    /// Blocks until all submitted work has finished (counted as a host wait).
     pub fn wait_idle(&self) -> Result<()> {
-        self.device
+        let start = std::time::Instant::now();
+        let waited = self
+            .device
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
-            .map_err(|e| GpuError::Readback(e.to_string()))
+            .map_err(|e| GpuError::Readback(e.to_string()));
+        self.costs.waits.add(start.elapsed());
+        waited
     }
 
     /// Runs `body` with wgpu's validation and out-of-memory errors captured instead of

@@ -122,6 +122,19 @@ fn record_hash(
 
 /// Inserts every row of `keys` into a new table.
 pub fn hash_insert(device: &Device, what: &str, keys: &KeyMatrix) -> Result<HashTable> {
+    let mut commands = Commands::new(device, "hash insert");
+    let table = record_insert(&mut commands, what, keys)?;
+    commands.submit()?;
+    Ok(table)
+}
+
+/// Records the insertion of every row of `keys` into a new table.
+pub(crate) fn record_insert(
+    commands: &mut Commands<'_>,
+    what: &str,
+    keys: &KeyMatrix,
+) -> Result<HashTable> {
+    let device = commands.device();
     if !hash_table_fits(device, keys.rows) {
         return Err(GpuError::Unsupported {
             what: what.to_string(),
@@ -135,9 +148,8 @@ pub fn hash_insert(device: &Device, what: &str, keys: &KeyMatrix) -> Result<Hash
     let table = device.zeroed::<u32>("hash table", capacity)?;
     let slots = device.zeroed::<u32>("hash slots", keys.rows)?;
     let (probe, counters, flags) = (unused(device)?, unused(device)?, unused(device)?);
-    let mut commands = Commands::new(device, "hash insert");
     record_hash(
-        &mut commands,
+        commands,
         "insert",
         keys.rows,
         keys.num_words(),
@@ -153,7 +165,6 @@ pub fn hash_insert(device: &Device, what: &str, keys: &KeyMatrix) -> Result<Hash
             flags: flags.raw(),
         },
     )?;
-    commands.submit()?;
     Ok(HashTable {
         table,
         slots,
@@ -169,11 +180,24 @@ pub fn hash_probe(
     build: &KeyMatrix,
     probe: &KeyMatrix,
 ) -> Result<GpuBuffer<u32>> {
+    let mut commands = Commands::new(device, "hash probe");
+    let slots = record_probe(&mut commands, table, build, probe)?;
+    commands.submit()?;
+    Ok(slots)
+}
+
+/// Records [`hash_probe`].
+pub(crate) fn record_probe(
+    commands: &mut Commands<'_>,
+    table: &HashTable,
+    build: &KeyMatrix,
+    probe: &KeyMatrix,
+) -> Result<GpuBuffer<u32>> {
+    let device = commands.device();
     let slots = device.zeroed::<u32>("probe slots", probe.rows)?;
     let (counters, flags) = (unused(device)?, unused(device)?);
-    let mut commands = Commands::new(device, "hash probe");
     record_hash(
-        &mut commands,
+        commands,
         "probe",
         probe.rows,
         build.num_words(),
@@ -189,7 +213,6 @@ pub fn hash_probe(
             flags: flags.raw(),
         },
     )?;
-    commands.submit()?;
     Ok(slots)
 }
 
@@ -199,6 +222,19 @@ pub fn count_slots(
     slots: &GpuBuffer<u32>,
     buckets: usize,
 ) -> Result<GpuBuffer<u32>> {
+    let mut commands = Commands::new(device, "count slots");
+    let counters = record_count_slots(&mut commands, slots, buckets)?;
+    commands.submit()?;
+    Ok(counters)
+}
+
+/// Records [`count_slots`].
+pub(crate) fn record_count_slots(
+    commands: &mut Commands<'_>,
+    slots: &GpuBuffer<u32>,
+    buckets: usize,
+) -> Result<GpuBuffer<u32>> {
+    let device = commands.device();
     let counters = device.zeroed::<u32>("slot counts", buckets)?;
     let (build, probe, table, flags) = (
         unused(device)?,
@@ -206,9 +242,8 @@ pub fn count_slots(
         unused(device)?,
         unused(device)?,
     );
-    let mut commands = Commands::new(device, "count slots");
     record_hash(
-        &mut commands,
+        commands,
         "count_slots",
         slots.len(),
         0,
@@ -224,8 +259,41 @@ pub fn count_slots(
             flags: flags.raw(),
         },
     )?;
-    commands.submit()?;
     Ok(counters)
+}
+
+/// Rows bucketed by slot without sorting: records the scatter of each row with a slot into
+/// its bucket, `bucket_start[slot] ..` (the exclusive scan of `counts`, the slots'
+/// histogram, which the scatter counts down to zero), in no particular order within a
+/// bucket. Returns the bucketed rows and a one-word buffer with the largest bucket's size.
+pub(crate) fn record_scatter_slots(
+    commands: &mut Commands<'_>,
+    slots: &GpuBuffer<u32>,
+    counts: &GpuBuffer<u32>,
+    bucket_start: &GpuBuffer<u32>,
+) -> Result<(GpuBuffer<u32>, GpuBuffer<u32>)> {
+    let device = commands.device();
+    let bucketed = device.zeroed::<u32>("bucketed rows", slots.len())?;
+    let largest = device.zeroed::<u32>("largest bucket", 1)?;
+    let probe = unused(device)?;
+    record_hash(
+        commands,
+        "scatter_slots",
+        slots.len(),
+        0,
+        1,
+        0,
+        0,
+        &Bindings {
+            build: bucket_start.raw(),
+            probe: probe.raw(),
+            table: largest.raw(),
+            slots: slots.raw(),
+            counters: counts.raw(),
+            flags: bucketed.raw(),
+        },
+    )?;
+    Ok((bucketed, largest))
 }
 
 /// A filled table over `keys` and, per slot, the first (lowest) row with that slot's key

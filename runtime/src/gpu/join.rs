@@ -4,13 +4,18 @@
 //! 1. The hash table is built on the side with fewer rows (`hash.wgsl` insert); the other
 //!    side probes it, so both sides end with a slot per row (the larger side's rows without
 //!    a match get none).
-//! 2. b's rows are bucketed by slot with a stable radix sort of their slots (log2(slots)
-//!    bits), so each bucket lists its rows ascending; a histogram and a scan of the slots
-//!    give each bucket's start.
-//! 3. `count_pairs`: each row i of a walks its bucket, checks the other predicates, counts;
-//!    a scan gives the output offsets and the pair count (read back: it sizes the output);
-//!    `write_pairs` repeats the walk and writes. Pairs come out sorted by i, then j — the CPU
-//!    builtin's order.
+//! 2. b's rows are bucketed by slot: a histogram and a scan of the slots give each bucket's
+//!    start, and a scatter puts each row into its bucket (unordered within it), noting the
+//!    largest bucket.
+//! 3. `count_pairs`: each row i of a walks its bucket, checks the other predicates, counts
+//!    (the order within a bucket does not matter for counting); a scan gives the output
+//!    offsets and the pair count. All of this is one submission; the pair count (it sizes
+//!    the output), the wrap flag and the largest bucket come back in one read.
+//! 4. `write_pairs` repeats the walk and writes. Pairs come out sorted by i, then j — the
+//!    CPU builtin's order: with buckets of at most [`SMALL_BUCKET`] rows each row of a sorts
+//!    its own few pairs by j; with a larger bucket, the bucketed rows are first sorted by
+//!    slot with a stable radix sort (log2(slots) bits), so each bucket lists its rows
+//!    ascending and the walk needs no sort.
 //!
 //! Without an equality predicate every pair is a candidate (as on the CPU).
 
@@ -18,10 +23,10 @@ use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
 use super::device::Device;
 use super::error::{GpuError, Result};
-use super::hash::{count_slots, hash_insert, hash_probe};
+use super::hash::{record_count_slots, record_insert, record_probe, record_scatter_slots};
 use super::keys::{check_len, params, record_keys, unused, KeyMatrix};
 use super::pipeline::{BindingKind, Commands, KernelSpec};
-use super::scan::exclusive_scan;
+use super::scan::{record_scan, SUM_VALUES};
 use super::sort::radix_sort_u32;
 use super::template::{render, workgroup_size_text};
 use crate::builtin::Builtin;
@@ -88,51 +93,43 @@ fn unsupported(message: String) -> GpuError {
     }
 }
 
-/// Runs the join.
+/// Buckets of at most this many rows are bucketed by a scatter, unordered, and each row of
+/// a sorts its own pairs by b's row as it writes them; a larger bucket makes the join sort
+/// the bucketed rows by slot instead (a stable radix sort), as a sorted walk needs no
+/// per-row sort.
+pub const SMALL_BUCKET: u32 = 64;
+
+/// Runs the join: one submission up to the pair count, one read-back (the count, the wrap
+/// flag and the largest bucket together), then the write.
 pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
     let (rows_a, rows_b) = (keys.rows_a, keys.rows_b);
+    let mut commands = Commands::new(device, "@join_index");
     // Candidates: per row of a, its slot; per slot, its range of bucketed b rows.
-    let (slot_a, bucket_start, bucketed, all_pairs) = match &keys.equal {
+    let equality = match &keys.equal {
         Some((ea, eb)) => {
             let (slot_a, slot_b, capacity) = if rows_b <= rows_a {
-                let table = hash_insert(device, "@join_index", eb)?;
-                let slot_a = hash_probe(device, &table, eb, ea)?;
+                let table = record_insert(&mut commands, "@join_index", eb)?;
+                let slot_a = record_probe(&mut commands, &table, eb, ea)?;
                 (slot_a, table.slots, table.capacity)
             } else {
-                let table = hash_insert(device, "@join_index", ea)?;
-                let slot_b = hash_probe(device, &table, ea, eb)?;
+                let table = record_insert(&mut commands, "@join_index", ea)?;
+                let slot_b = record_probe(&mut commands, &table, ea, eb)?;
                 (table.slots, slot_b, table.capacity)
             };
-            // b rows without a slot sort after every bucket (key = capacity).
-            let sort_keys = device.zeroed::<u32>("join bucket keys", rows_b)?;
-            let aux = unused(device)?;
-            let mut commands = Commands::new(device, "join bucket keys");
-            let values = [
-                check_len("@join_index", rows_b)?,
-                0,
-                check_len("@join_index", capacity)?,
-                0,
-                0,
-                0,
-                0,
-                0,
-            ];
-            record_keys(
-                &mut commands,
-                "clamp_to",
-                values,
-                slot_b.raw(),
-                aux.raw(),
-                sort_keys.raw(),
-                rows_b,
-            )?;
-            commands.submit()?;
-            let bucketed = radix_sort_u32(device, &sort_keys)?.permutation;
-            let counts = count_slots(device, &slot_b, capacity)?;
-            let start = exclusive_scan(device, &counts)?;
-            (slot_a, start, bucketed, false)
+            let counts = record_count_slots(&mut commands, &slot_b, capacity)?;
+            let start = record_scan(&mut commands, counts.raw(), capacity, SUM_VALUES)?;
+            let (bucketed, largest) =
+                record_scatter_slots(&mut commands, &slot_b, &counts, &start)?;
+            Some(Buckets {
+                slot_a,
+                slot_b,
+                capacity,
+                start,
+                bucketed,
+                largest,
+            })
         }
-        None => (unused(device)?, unused(device)?, unused(device)?, true),
+        None => None,
     };
 
     let mut check_words = Vec::new();
@@ -153,6 +150,15 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         Some((ca, cb)) => (ca.words.raw(), cb.words.raw()),
         None => (dummy_a.raw(), dummy_b.raw()),
     };
+    let no_buckets = [unused(device)?, unused(device)?, unused(device)?];
+    let (slot_a, bucket_start, bucketed) = match &equality {
+        Some(b) => (b.slot_a.raw(), b.start.raw(), b.bucketed.raw()),
+        None => (
+            no_buckets[0].raw(),
+            no_buckets[1].raw(),
+            no_buckets[2].raw(),
+        ),
+    };
 
     let source = join_source()?;
     let pipeline = |entry: &str| {
@@ -163,30 +169,32 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
             bindings: JOIN_BINDINGS,
         })
     };
-    let uniform = params(
-        device,
-        "join params",
-        [
-            check_len("@join_index", rows_a)?,
-            check_len("@join_index", rows_b)?,
-            u32::from(all_pairs),
-            num_checks as u32,
-            0,
-            0,
-            0,
-            0,
-        ],
-    );
+    let join_params = |sort_runs: bool| -> Result<wgpu::Buffer> {
+        Ok(params(
+            device,
+            "join params",
+            [
+                check_len("@join_index", rows_a)?,
+                check_len("@join_index", rows_b)?,
+                u32::from(equality.is_none()),
+                num_checks as u32,
+                u32::from(sort_runs),
+                0,
+                0,
+                0,
+            ],
+        ))
+    };
+    let uniform = join_params(false)?;
     let counts = device.zeroed::<u32>("join counts", rows_a)?;
     let (unused_a, unused_b) = (unused(device)?, unused(device)?);
-    let mut commands = Commands::new(device, "join count");
     commands.dispatch(
         &*pipeline("count_pairs")?,
         &[
             &uniform,
-            slot_a.raw(),
-            bucket_start.raw(),
-            bucketed.raw(),
+            slot_a,
+            bucket_start,
+            bucketed,
             check_a,
             check_b,
             check_words.raw(),
@@ -196,37 +204,38 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         ],
         element_workgroups(rows_a),
     )?;
-    commands.submit()?;
-    let offsets = exclusive_scan(device, &counts)?;
-    let wrapped = device.zeroed::<u32>("join wrap flag", 1)?;
-    let mut commands = Commands::new(device, "join wrap check");
+    let offsets = record_scan(&mut commands, counts.raw(), rows_a, SUM_VALUES)?;
+    // Word 0: the wrap flag (check_wrap writes it); 1: the pair count; 2: the largest
+    // bucket.
+    let facts = device.zeroed::<u32>("join facts", 3)?;
     commands.dispatch(
         &*pipeline("check_wrap")?,
         &[
             &uniform,
-            slot_a.raw(),
-            bucket_start.raw(),
-            bucketed.raw(),
+            slot_a,
+            bucket_start,
+            bucketed,
             check_a,
             check_b,
             check_words.raw(),
             offsets.raw(),
-            wrapped.raw(),
+            facts.raw(),
             unused_b.raw(),
         ],
         element_workgroups(rows_a),
     )?;
+    commands.copy_bytes(offsets.raw(), rows_a as u64 * 4, facts.raw(), 4, 4);
+    if let Some(b) = &equality {
+        commands.copy_bytes(b.largest.raw(), 0, facts.raw(), 8, 4);
+    }
     commands.submit()?;
-    if device.download(&wrapped)?.first().copied().unwrap_or(0) != 0 {
+    let facts = device.download(&facts)?;
+    if facts.first().copied().unwrap_or(0) != 0 {
         return Err(unsupported(
             "the join has more than 2^32 pairs, more than u32 indexes can hold".to_string(),
         ));
     }
-    let total = device
-        .download_range(&offsets, rows_a, 1)?
-        .first()
-        .copied()
-        .unwrap_or(0) as usize;
+    let total = facts.get(1).copied().unwrap_or(0) as usize;
     if total > super::buffer::MAX_ELEMENTS {
         return Err(unsupported(format!(
             "{total} pairs, more than a GPU buffer can index"
@@ -235,14 +244,23 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
     let out_a = device.zeroed::<u32>("join pairs a", total)?;
     let out_b = device.zeroed::<u32>("join pairs b", total)?;
     if total > 0 {
+        // Small buckets: each row of a sorts its own pairs. A large one: the bucketed rows
+        // are sorted by slot first (stable), so every walk is in b's order already.
+        let largest = facts.get(2).copied().unwrap_or(0);
+        let sorted = match &equality {
+            Some(b) if largest > SMALL_BUCKET => Some(sorted_buckets(device, b)?),
+            _ => None,
+        };
+        let bucketed = sorted.as_ref().map_or(bucketed, |s| s.raw());
+        let uniform = join_params(equality.is_some() && sorted.is_none())?;
         let mut commands = Commands::new(device, "join write");
         commands.dispatch(
             &*pipeline("write_pairs")?,
             &[
                 &uniform,
-                slot_a.raw(),
-                bucket_start.raw(),
-                bucketed.raw(),
+                slot_a,
+                bucket_start,
+                bucketed,
                 check_a,
                 check_b,
                 check_words.raw(),
@@ -255,4 +273,46 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         commands.submit()?;
     }
     Ok(JoinPairs { a: out_a, b: out_b })
+}
+
+/// The hash buckets of b's rows: `bucketed[start[s] .. start[s + 1]]` are the rows of slot
+/// `s` (unordered), `largest` holds the largest bucket's size.
+struct Buckets {
+    slot_a: GpuBuffer<u32>,
+    slot_b: GpuBuffer<u32>,
+    capacity: usize,
+    start: GpuBuffer<u32>,
+    bucketed: GpuBuffer<u32>,
+    largest: GpuBuffer<u32>,
+}
+
+/// b's rows sorted by slot, stably (ascending within each bucket), rows without a slot last:
+/// the same buckets as `b.bucketed`, each in b's order.
+fn sorted_buckets(device: &Device, b: &Buckets) -> Result<GpuBuffer<u32>> {
+    let rows_b = b.slot_b.len();
+    // b rows without a slot sort after every bucket (key = capacity).
+    let sort_keys = device.zeroed::<u32>("join bucket keys", rows_b)?;
+    let aux = unused(device)?;
+    let mut commands = Commands::new(device, "join bucket keys");
+    let values = [
+        check_len("@join_index", rows_b)?,
+        0,
+        check_len("@join_index", b.capacity)?,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    record_keys(
+        &mut commands,
+        "clamp_to",
+        values,
+        b.slot_b.raw(),
+        aux.raw(),
+        sort_keys.raw(),
+        rows_b,
+    )?;
+    commands.submit()?;
+    Ok(radix_sort_u32(device, &sort_keys)?.permutation)
 }

@@ -11,6 +11,7 @@
 pub mod bandwidth;
 mod buffer;
 pub mod compact;
+pub mod deferred;
 mod device;
 mod error;
 pub mod hash;
@@ -28,6 +29,7 @@ pub mod sort;
 pub mod template;
 
 pub use buffer::{GpuBuffer, MAX_ELEMENTS};
+pub use deferred::{GpuTime, HostCosts, TimedWork};
 pub use device::{
     require_gpu_or_skip, Device, Traffic, ADAPTER_ENV, OPTIONAL_FEATURES, REQUIRE_GPU_ENV,
 };

@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
+use super::deferred::TimedWork;
 use super::device::Device;
 use super::error::{GpuError, Result};
 
@@ -41,6 +42,7 @@ impl Device {
     /// The pipeline for `spec`, compiled on first use and cached afterwards (keyed by the
     /// WGSL text and entry point). A shader that naga or the driver rejects is an error.
     pub fn pipeline(&self, spec: &KernelSpec<'_>) -> Result<Arc<Pipeline>> {
+        let _timer = self.costs.pipelines.timer();
         let key = (spec.source.to_string(), spec.entry_point.to_string());
         {
             let cache = self.pipelines.lock().map_err(|_| poisoned(spec.label))?;
@@ -145,6 +147,28 @@ fn poisoned(label: &str) -> GpuError {
     }
 }
 
+/// Dispatches per library submission that get timestamps while profiling.
+const LIBRARY_TIMED_DISPATCHES: u32 = 32;
+
+impl Timestamps {
+    fn new(device: &Device, label: &str, dispatches: u32, work: TimedWork) -> Option<Timestamps> {
+        if !device.has_timestamps() || dispatches == 0 {
+            return None;
+        }
+        let set = device.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some(label),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2 * dispatches,
+        });
+        Some(Timestamps {
+            set,
+            work,
+            capacity: dispatches,
+            used: 0,
+        })
+    }
+}
+
 /// One argument of a dispatch: a whole buffer, bound at the kernel's next binding.
 pub type Arg<'a> = &'a wgpu::Buffer;
 
@@ -154,13 +178,15 @@ pub struct Commands<'d> {
     device: &'d Device,
     label: String,
     encoder: wgpu::CommandEncoder,
-    /// With [`Commands::timed`]: a timestamp pair per dispatch, up to the set's capacity.
+    /// With [`Commands::timed`] (or while the device profiles): a timestamp pair per
+    /// dispatch, up to the set's capacity.
     timestamps: Option<Timestamps>,
 }
 
 /// Timestamp queries around each compute pass of one command buffer.
 struct Timestamps {
     set: wgpu::QuerySet,
+    work: TimedWork,
     /// Pairs the set holds.
     capacity: u32,
     /// Pairs written so far.
@@ -168,7 +194,22 @@ struct Timestamps {
 }
 
 impl<'d> Commands<'d> {
+    /// Commands for library kernels; while the device profiles (`--time`), their passes
+    /// get timestamps too (as library work).
     pub fn new(device: &'d Device, label: &str) -> Commands<'d> {
+        let timestamps = if device.profiling() {
+            Timestamps::new(device, label, LIBRARY_TIMED_DISPATCHES, TimedWork::Library)
+        } else {
+            None
+        };
+        Commands::with_timestamps(device, label, timestamps)
+    }
+
+    fn with_timestamps(
+        device: &'d Device,
+        label: &str,
+        timestamps: Option<Timestamps>,
+    ) -> Commands<'d> {
         let encoder = device
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
@@ -176,28 +217,23 @@ impl<'d> Commands<'d> {
             device,
             label: label.to_string(),
             encoder,
-            timestamps: None,
+            timestamps,
         }
     }
 
     /// Like [`Commands::new`], but the first `dispatches` dispatches write GPU timestamps
-    /// around their passes, summed by [`Commands::submit_timed`]. Without the device feature
-    /// `TIMESTAMP_QUERY` this is `new`.
+    /// around their passes (as generated-kernel work), read when the query finishes
+    /// ([`Device::drain_gpu_time`]). Without the device feature `TIMESTAMP_QUERY` this is
+    /// `new`.
     pub fn timed(device: &'d Device, label: &str, dispatches: u32) -> Commands<'d> {
-        let mut commands = Commands::new(device, label);
-        if device.has_timestamps() && dispatches > 0 {
-            let set = device.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some(label),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2 * dispatches,
-            });
-            commands.timestamps = Some(Timestamps {
-                set,
-                capacity: dispatches,
-                used: 0,
-            });
-        }
-        commands
+        let timestamps = Timestamps::new(device, label, dispatches, TimedWork::Kernel);
+        Commands::with_timestamps(device, label, timestamps)
+    }
+
+    /// Records a copy of word 0 of `status` into the device's status log, read with the
+    /// next read-back (see `deferred`); the bits of `mask` are errors.
+    pub fn log_status(&mut self, status: &wgpu::Buffer, mask: u32) -> Result<()> {
+        self.device.log_status(&mut self.encoder, status, mask)
     }
 
     pub fn device(&self) -> &'d Device {
@@ -241,6 +277,7 @@ impl<'d> Commands<'d> {
         if workgroups == 0 {
             return Ok(());
         }
+        let _timer = self.device.costs.encodes.timer();
         let clamped = workgroups.min(u64::from(self.device.max_workgroups_per_dispatch())) as u32;
         let make_error = |label, message| GpuError::Command { label, message };
         let encoder = &mut self.encoder;
@@ -291,6 +328,22 @@ impl<'d> Commands<'d> {
         }
     }
 
+    /// Copies `bytes` bytes of `source` from byte `from` into `destination` at byte `to`
+    /// (offsets and size multiples of 4).
+    pub fn copy_bytes(
+        &mut self,
+        source: &wgpu::Buffer,
+        from: u64,
+        destination: &wgpu::Buffer,
+        to: u64,
+        bytes: u64,
+    ) {
+        if bytes > 0 {
+            self.encoder
+                .copy_buffer_to_buffer(source, from, destination, to, bytes);
+        }
+    }
+
     /// Copies all of `source` into `destination` from byte `offset` on.
     pub fn copy_to_offset<T: bytemuck::Pod>(
         &mut self,
@@ -306,59 +359,29 @@ impl<'d> Commands<'d> {
     }
 
     /// Sends the recorded work to the queue. It runs asynchronously; a later download (or
-    /// [`Device::wait_idle`]) waits for it.
+    /// [`Device::wait_idle`]) waits for it. Timestamps go to the device's timestamp log.
     pub fn submit(self) -> Result<()> {
-        let Commands {
-            device,
-            label,
-            encoder,
-            ..
-        } = self;
-        let make_error = |label, message| GpuError::Command { label, message };
-        device.capture_errors(&label, make_error, || {
-            device.queue.submit([encoder.finish()]);
-        })
-    }
-
-    /// Submits, waits for the work, and returns the GPU time of the timed dispatches (the sum
-    /// of their passes' end minus start timestamps), or None when nothing was timed.
-    pub fn submit_timed(self) -> Result<Option<std::time::Duration>> {
         let Commands {
             device,
             label,
             mut encoder,
             timestamps,
         } = self;
-        let Some(t) = timestamps.filter(|t| t.used > 0) else {
-            Commands {
-                device,
-                label,
-                encoder,
-                timestamps: None,
-            }
-            .submit()?;
-            return Ok(None);
-        };
-        let bytes = u64::from(2 * t.used) * 8;
+        if let Some(t) = timestamps.filter(|t| t.used > 0) {
+            device.log_timestamps(&mut encoder, &t.set, t.used, t.work);
+        }
         let make_error = |label, message| GpuError::Command { label, message };
-        let resolved = device.capture_errors(&label, make_error, || {
-            let resolve = device.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("timestamps"),
-                size: bytes,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            encoder.resolve_query_set(&t.set, 0..2 * t.used, &resolve, 0);
-            device.queue.submit([encoder.finish()]);
-            resolve
-        })?;
-        let ticks: Vec<u64> =
-            device.download(&GpuBuffer::<u64>::wrap(resolved, 2 * t.used as usize))?;
-        let period_ns = f64::from(device.queue.get_timestamp_period());
-        let total: f64 = ticks
-            .chunks_exact(2)
-            .map(|pair| pair[1].saturating_sub(pair[0]) as f64 * period_ns)
-            .sum();
-        Ok(Some(std::time::Duration::from_nanos(total as u64)))
+        device.capture_errors(&label, make_error, || {
+            device
+                .costs
+                .submits
+                .time(|| device.queue.submit([encoder.finish()]));
+        })
+    }
+
+    /// Submits without waiting: the timestamps are resolved into the device's log and read
+    /// when the query finishes ([`Device::drain_gpu_time`]), so this returns None.
+    pub fn submit_timed(self) -> Result<Option<std::time::Duration>> {
+        self.submit().map(|()| None)
     }
 }
