@@ -57,7 +57,12 @@ impl Generator<'_> {
                 index: IndexSource::Input(Self::slot(index)),
                 length: source_length,
             })),
-            (None, Some(length)) if index.active.is_empty() => {
+            // Each recorded report costs two storage bindings; past a few per kernel the
+            // message names the vector read instead, so that a fused kernel stays within
+            // the device's binding limit (32 on lavapipe; TPC-H q10 gathers eight columns).
+            (None, Some(length))
+                if index.active.is_empty() && self.recorded_reports() < MAX_RECORDED_REPORTS =>
+            {
                 let element = if index.ty == Type::I64 {
                     GpuElement::I64
                 } else {

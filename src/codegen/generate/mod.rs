@@ -47,6 +47,10 @@ use crate::sema::typed::{
 };
 use crate::syntax::ast::{Literal, LiteralValue};
 
+/// Checks per kernel whose failing element the kernel records for the CPU's message (two
+/// storage bindings each).
+const MAX_RECORDED_REPORTS: usize = 4;
+
 /// Where in the kernel a value exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Level {
@@ -476,6 +480,14 @@ impl<'a> Generator<'a> {
         });
         self.binding_names.insert((local, part, true), name.clone());
         name
+    }
+
+    /// Checks so far whose failing elements the kernel records (each has its own scratch).
+    fn recorded_reports(&self) -> usize {
+        self.scratch
+            .iter()
+            .filter(|s| matches!(s.purpose, ScratchPurpose::BadIndexes))
+            .count()
     }
 
     fn scratch_binding(&mut self, scratch: Scratch, name: String) -> (ScratchId, String) {
