@@ -64,8 +64,11 @@ fn checked_bytes<T>(device: &Device, label: &str, len: usize) -> Result<u64> {
             limit: limit.min((MAX_ELEMENTS * std::mem::size_of::<T>()) as u64),
         });
     }
-    // Room for one element even when empty; copies and bindings need non-zero, 4-aligned sizes.
-    Ok(bytes.max(std::mem::size_of::<T>().max(4) as u64))
+    // Room for one element even when empty; copies and bindings need non-zero, 4-aligned
+    // sizes, and a kernel binding of 8-byte elements (i64, f64) needs 8 bytes even when the
+    // buffer holds none (an empty library result bound as i64 was 4 bytes: a validation
+    // error where the CPU answers).
+    Ok(bytes.max(std::mem::size_of::<T>().max(8) as u64))
 }
 
 impl Device {
