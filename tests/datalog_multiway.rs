@@ -7,29 +7,16 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use horsec::datalog::{compile, LowerOptions};
 use horsec::diag::SourceFile;
 
+mod datalog_support;
+use datalog_support::{backends, horsec, relations, Tuples};
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
-
-fn horsec(args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_horsec"))
-        .args(args)
-        .output()
-        .expect("the horsec binary runs");
-    assert!(
-        output.status.success(),
-        "horsec {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-type Tuples = BTreeSet<Vec<i64>>;
 
 /// The `.output` relations of a run of `program` on `edge=edges`, one set per relation.
 fn run(program: &Path, edges: &Path, backend: &str) -> Vec<Tuples> {
@@ -44,29 +31,7 @@ fn run(program: &Path, edges: &Path, backend: &str) -> Vec<Tuples> {
         "--table",
         &table,
     ]);
-    let mut relations = Vec::new();
-    for line in text.lines() {
-        if line.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
-            relations.push(Tuples::new());
-            continue;
-        }
-        let tuple = line
-            .split('\t')
-            .map(|f| f.parse::<i64>().expect("a number"))
-            .collect();
-        relations.last_mut().expect("a header first").insert(tuple);
-    }
-    relations
-}
-
-fn backends() -> Vec<&'static str> {
-    match horsec_runtime::gpu::require_gpu_or_skip() {
-        Some(_) => vec!["cpu", "gpu"],
-        None => {
-            eprintln!("SKIPPED: the GPU backend (no GPU adapter)");
-            vec!["cpu"]
-        }
-    }
+    relations(&text)
 }
 
 /// `count` random directed edges among `vertices` vertices (loops and repeats included),
