@@ -147,6 +147,7 @@ impl Device {
         let bytes = checked_bytes::<T>(self, label, data.len())?;
         self.count_upload(std::mem::size_of_val(data) as u64);
         let buffer = self.storage_buffer(label, bytes)?;
+        self.submit_pending_clears();
         {
             // Queue-ordered: lands before the next submission's commands, after all work
             // submitted before (a pooled buffer's earlier uses are all submitted, see `pool`).
@@ -232,6 +233,7 @@ impl Device {
                 mapped_at_creation: false,
             })
         });
+        self.submit_pending_clears();
         self.queue.write_buffer(&buffer, 0, bytes);
         Uniform {
             buffer,

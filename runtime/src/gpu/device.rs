@@ -316,10 +316,24 @@ impl Device {
     /// Submits `commands` after the pool's pending clears (see `pool`): every submission
     /// of work that may use a pooled buffer goes through here.
     pub(crate) fn submit(&self, commands: wgpu::CommandBuffer) {
+        // Taking the clears and submitting them is one step for all threads: a clear taken
+        // by one thread but submitted after another thread's work would wipe that work.
+        let _order = self.pool.submit_order();
         match self.pool.take_clears() {
             Some(clears) => self.queue.submit([clears, commands]),
             None => self.queue.submit([commands]),
         };
+    }
+
+    /// Submits the pool's pending clears now, if any. A write from the host
+    /// (`queue.write_buffer`) lands before the commands of the next submission, so a clear
+    /// still pending for the buffer (a zeroed buffer dropped unused and handed out again
+    /// for an upload) would wipe what was written: every host write comes after this.
+    pub(crate) fn submit_pending_clears(&self) {
+        let _order = self.pool.submit_order();
+        if let Some(clears) = self.pool.take_clears() {
+            self.costs.submits.time(|| self.queue.submit([clears]));
+        }
     }
 
     /// Counts `bytes` written from the host into device memory (every upload path calls it).

@@ -551,6 +551,7 @@ fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
     commands.copy(&starts, offsets.raw());
     commands.submit()?;
     device.count_upload(4);
+    device.submit_pending_clears();
     device.queue.write_buffer(
         offsets.raw(),
         (groups * 4) as u64,

@@ -39,6 +39,8 @@ type Class = (u64, u32);
 #[derive(Debug)]
 pub(crate) struct BufferPool {
     state: Mutex<State>,
+    /// Held from taking the pending clears until they are submitted (see `Device::submit`).
+    submitting: Mutex<()>,
     max_free_bytes: u64,
 }
 
@@ -114,6 +116,7 @@ impl BufferPool {
     pub(crate) fn new(software: bool) -> BufferPool {
         BufferPool {
             state: Mutex::new(State::default()),
+            submitting: Mutex::new(()),
             max_free_bytes: if software {
                 MAX_FREE_BYTES_CPU
             } else {
@@ -217,6 +220,12 @@ impl BufferPool {
                 })
             })
             .clear_buffer(buffer, 0, None);
+    }
+
+    /// Orders submissions that take the pending clears (held until the clears are
+    /// submitted).
+    pub(crate) fn submit_order(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        self.submitting.lock().ok()
     }
 
     /// The pending clears as a command buffer to submit ahead of the next work, if any.
