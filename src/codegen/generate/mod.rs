@@ -47,10 +47,6 @@ use crate::sema::typed::{
 };
 use crate::syntax::ast::{Literal, LiteralValue};
 
-/// Checks per kernel whose failing element the kernel records for the CPU's message (two
-/// storage bindings each).
-const MAX_RECORDED_REPORTS: usize = 4;
-
 /// Where in the kernel a value exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Level {
@@ -480,14 +476,6 @@ impl<'a> Generator<'a> {
         });
         self.binding_names.insert((local, part, true), name.clone());
         name
-    }
-
-    /// Checks so far whose failing elements the kernel records (each has its own scratch).
-    fn recorded_reports(&self) -> usize {
-        self.scratch
-            .iter()
-            .filter(|s| matches!(s.purpose, ScratchPurpose::BadIndexes))
-            .count()
     }
 
     fn scratch_binding(&mut self, scratch: Scratch, name: String) -> (ScratchId, String) {
@@ -1493,42 +1481,10 @@ fn union(parts: &[&[String]]) -> Vec<String> {
     out
 }
 
+/// Element-wise builtins: the catalogue's one list (`Builtin::is_elementwise`), shared with
+/// the shape analysis.
 fn is_elementwise(b: Builtin) -> bool {
-    use Builtin as B;
-    matches!(
-        b,
-        B::Plus
-            | B::Minus
-            | B::Mul
-            | B::Div
-            | B::Lt
-            | B::Leq
-            | B::Gt
-            | B::Geq
-            | B::Eq
-            | B::Neq
-            | B::And
-            | B::Or
-            | B::Nand
-            | B::Nor
-            | B::Xor
-            | B::Not
-            | B::Neg
-            | B::Abs
-            | B::Signum
-            | B::Ceil
-            | B::Floor
-            | B::Round
-            | B::Conj
-            | B::Sqrt
-            | B::Recip
-            | B::Pi
-            | B::DateYear
-            | B::DateMonth
-            | B::DateDay
-            | B::Date
-            | B::DatetimeDiff
-    )
+    b.is_elementwise()
 }
 
 /// The call an expression makes, looking through `check_cast` (a type assertion the
