@@ -320,11 +320,23 @@ fn mul_f64(a: f64, b: f64) -> f64 {
     return select(a * b, nan_f64(), nan);
 }
 
+// Every special case of a quotient is chosen on the bits: besides the folds above, lavapipe
+// divides f64 by Newton steps on a reciprocal, which make x / 0 and x / inf NaN.
 fn div_f64(a: f64, b: f64) -> f64 {
     let ca = class_f64(a);
     let cb = class_f64(b);
-    let nan = max(ca, cb) == 3u || (ca == 0u && cb == 0u) || (ca == 2u && cb == 2u);
-    return select(a / b, nan_f64(), nan);
+    let negative = negative_f64(a) != negative_f64(b);
+    var q = a / b;
+    if ca == 2u || cb == 0u {
+        q = select(bitcast<f64>(9218868437227405312lu), bitcast<f64>(18442240474082181120lu), negative);
+    }
+    if ca == 0u || cb == 2u {
+        q = select(0.0lf, bitcast<f64>(9223372036854775808lu), negative);
+    }
+    if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
+        q = nan_f64();
+    }
+    return q;
 }
 
 fn unordered_f64(a: f64, b: f64) -> bool {
@@ -336,12 +348,23 @@ fn unordered_f64(a: f64, b: f64) -> bool {
                 "// f32 division as the CPU's, correctly rounded: WGSL allows 2.5 ulp (NVIDIA divides
 // by a reciprocal). The f64 quotient of two f32 values is within an f64 ulp or two of the
 // exact one, and an exact quotient of 24-bit significands is never within 2^-48 of an f32
-// rounding midpoint, so rounding it to f32 gives the correctly rounded quotient.
+// rounding midpoint, so rounding it to f32 gives the correctly rounded quotient. Special
+// cases are chosen on the bits, as in div_f64.
 fn div_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
-    let nan = max(ca, cb) == 3u || (ca == 0u && cb == 0u) || (ca == 2u && cb == 2u);
-    return select(f32(f64(a) / f64(b)), nan_f32(), nan);
+    let negative = negative_f32(a) != negative_f32(b);
+    var q = f32(f64(a) / f64(b));
+    if ca == 2u || cb == 0u {
+        q = select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), negative);
+    }
+    if ca == 0u || cb == 2u {
+        q = select(0.0f, bitcast<f32>(0x80000000u), negative);
+    }
+    if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
+        q = nan_f32();
+    }
+    return q;
 }
 "
             }

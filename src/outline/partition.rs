@@ -239,6 +239,15 @@ impl<'p> Context<'p> {
         })
     }
 
+    /// True when the index argument (the second) of `@index`/`@index_a` is a kernel input.
+    fn index_is_input(&self, args: &[crate::sema::typed::Arg], inputs: &[LocalId]) -> bool {
+        matches!(
+            args.get(1),
+            Some(crate::sema::typed::Arg::Operand(crate::sema::typed::Operand::Local(local, _)))
+                if inputs.contains(local)
+        )
+    }
+
     /// True when an argument is a date or time (`@plus`/`@minus` then shift it, checked).
     fn temporal_operand(&self, args: &[crate::sema::typed::Arg]) -> bool {
         args.iter().any(|arg| match arg {
@@ -374,6 +383,9 @@ impl<'p> Context<'p> {
             };
             total += match builtin {
                 B::Plus | B::Minus if self.temporal_operand(args) => 2,
+                // An index read from an input is named from the host's copy; one computed
+                // in the kernel (or a literal) is recorded.
+                B::Index | B::IndexA if self.index_is_input(args, &inputs) => 0,
                 B::Index
                 | B::IndexA
                 | B::DatetimeAdd
@@ -386,7 +398,6 @@ impl<'p> Context<'p> {
                 | B::Len
                 | B::Compress
                 | B::Where => 2,
-                B::Each | B::EachLeft | B::EachRight | B::EachItem => 2,
                 _ => 0,
             };
         }
