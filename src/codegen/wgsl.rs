@@ -275,6 +275,18 @@ fn mul_f32(a: f32, b: f32) -> f32 {
 fn unordered_f32(a: f32, b: f32) -> bool {
     return max(class_f32(a), class_f32(b)) == 3u;
 }
+
+// The least and greatest of two floats with NaN after every number (the order of keys):
+// @min skips NaN, @max of anything with a NaN is NaN.
+fn min_f32(a: f32, b: f32) -> f32 {
+    let nan_a = class_f32(a) == 3u;
+    return select(a, b, class_f32(b) != 3u && (nan_a || b < a));
+}
+
+fn max_f32(a: f32, b: f32) -> f32 {
+    let nan_a = class_f32(a) == 3u;
+    return select(a, b, !nan_a && (class_f32(b) == 3u || b > a));
+}
 "
             }
             Helper::IeeeF64 => {
@@ -341,6 +353,18 @@ fn div_f64(a: f64, b: f64) -> f64 {
 
 fn unordered_f64(a: f64, b: f64) -> bool {
     return max(class_f64(a), class_f64(b)) == 3u;
+}
+
+// The least and greatest of two floats with NaN after every number (the order of keys):
+// @min skips NaN, @max of anything with a NaN is NaN.
+fn min_f64(a: f64, b: f64) -> f64 {
+    let nan_a = class_f64(a) == 3u;
+    return select(a, b, class_f64(b) != 3u && (nan_a || b < a));
+}
+
+fn max_f64(a: f64, b: f64) -> f64 {
+    let nan_a = class_f64(a) == 3u;
+    return select(a, b, !nan_a && (class_f64(b) == 3u || b > a));
 }
 "
             }

@@ -1316,7 +1316,7 @@ fn accumulate_lines(reductions: &[Reduction]) -> Vec<String> {
     for (k, r) in reductions.iter().enumerate() {
         let mut body = vec![format!(
             "acc{k} = {};",
-            combine(r.op, &format!("acc{k}"), &r.value)
+            combine(r.op, r.acc, &format!("acc{k}"), &r.value)
         )];
         if r.counted {
             body.push(format!("count{k} = count{k} + 1u;"));
@@ -1340,9 +1340,15 @@ fn combine_name(op: ReduceOp) -> &'static str {
     }
 }
 
-/// Folds `value` into `acc`. Min and max pick by comparison, so a NaN never replaces a number.
-fn combine(op: ReduceOp, acc: &str, value: &str) -> String {
+/// Folds `value` into `acc`, an accumulator of WGSL type `ty`. Min and max of floats order
+/// NaN after every number (`min_f64`, `max_f64`: the order of keys, see `Helper::IeeeF64`),
+/// so the minimum skips NaN and is NaN only for a cell of NaNs, and the maximum is NaN when
+/// any element is; of other types they pick by comparison.
+fn combine(op: ReduceOp, ty: &str, acc: &str, value: &str) -> String {
     match op {
+        ReduceOp::Min | ReduceOp::Max if matches!(ty, "f32" | "f64") => {
+            format!("{}_{ty}({acc}, {value})", combine_name(op))
+        }
         ReduceOp::Min => format!("select({acc}, {value}, {value} < {acc})"),
         ReduceOp::Max => format!("select({acc}, {value}, {value} > {acc})"),
         ReduceOp::Count => format!("{acc} + {value}"),
@@ -1374,10 +1380,12 @@ fn finish_value(r: &Reduction, k: usize) -> String {
 /// The fixed-order tree reduction of one value per invocation over the workgroup. Every
 /// invocation calls it (uniform control flow) and gets the total.
 fn workgroup_reduce(op: &str, ty: &str) -> String {
+    let float = matches!(ty, "f32" | "f64");
     let step = match op {
-        "min" => "select(a, b, b < a)",
-        "max" => "select(a, b, b > a)",
-        _ => "a + b",
+        "min" | "max" if float => format!("{op}_{ty}(a, b)"),
+        "min" => "select(a, b, b < a)".to_string(),
+        "max" => "select(a, b, b > a)".to_string(),
+        _ => "a + b".to_string(),
     };
     format!(
         "fn workgroup_{op}_{ty}(local: u32, value: {ty}) -> {ty} {{
@@ -1428,27 +1436,14 @@ fn extreme_identity(ty: &Type, max: bool) -> Option<(&'static str, String)> {
             wgsl::i32_literal(pick(i64::from(i32::MIN), i64::from(i32::MAX))),
         ),
         Type::I64 | Type::Dt => ("i64", wgsl::i64_literal(pick(i64::MIN, i64::MAX))),
+        // NaN is the greatest float (`combine`): the minimum starts from it.
         Type::F32 => (
             "f32",
-            wgsl::float_literal(
-                if max {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                },
-                true,
-            ),
+            wgsl::float_literal(if max { f64::NEG_INFINITY } else { f64::NAN }, true),
         ),
         Type::F64 => (
             "f64",
-            wgsl::float_literal(
-                if max {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                },
-                false,
-            ),
+            wgsl::float_literal(if max { f64::NEG_INFINITY } else { f64::NAN }, false),
         ),
         Type::Char | Type::Sym | Type::Str => {
             ("u32", if max { "0u" } else { "4294967295u" }.to_string())
