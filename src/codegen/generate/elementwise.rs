@@ -390,9 +390,20 @@ impl Generator<'_> {
                 } else {
                     (cx.clone(), zero)
                 };
-                format!(
-                    "select(select({keep}, {minus}, {sign_of} < {own_zero}), {one}, {sign_of} > {own_zero})"
-                )
+                if wgsl::register_type(&x.ty) == Some("i64") {
+                    // Of the i64 itself (its conversion to a narrower result would wrap), on
+                    // 32-bit words: lavapipe miscompiles signed i64 comparisons with constants.
+                    let high = format!("u32({} >> 32u)", x.expr);
+                    let negative = format!("(({high} >> 31u) == 1u)");
+                    let nonzero = format!("(({high} | u32({})) != 0u)", x.expr);
+                    format!(
+                        "select(select({keep}, {minus}, {negative}), {one}, {nonzero} && !{negative})"
+                    )
+                } else {
+                    format!(
+                        "select(select({keep}, {minus}, {sign_of} < {own_zero}), {one}, {sign_of} > {own_zero})"
+                    )
+                }
             }
             B::Ceil | B::Floor | B::Round | B::Conj if !float => cx,
             B::Conj => cx,
