@@ -176,11 +176,6 @@ pub enum Helper {
     DivF32,
     /// `sin_f32`, `cos_f32`, `tan_f32`: within an ulp of the CPU's, any argument.
     TrigF32,
-    /// `mod_i32(a, b, bit)`: the remainder with the sign of `b`; a zero `b` sets `bit` of
-    /// the kernel's status word.
-    ModI32,
-    /// `mod_i64(a, b, bit)`, likewise.
-    ModI64,
 }
 
 impl Helper {
@@ -394,39 +389,6 @@ fn div_f32(a: f32, b: f32) -> f32 {
         q = nan_f32();
     }
     return q;
-}
-"
-            }
-            Helper::ModI32 => {
-                "// a mod b with the sign of b, as the CPU's; a zero b is an error (`bit` of the
-// status word) and gives 0. MIN % -1 is 0, as the CPU's wrapping remainder.
-fn mod_i32(a: i32, b: i32, bit: u32) -> i32 {
-    if b == 0i {
-        atomicOr(&status[0], bit);
-        return 0i;
-    }
-    let r = select(a % b, 0i, b == -1i);
-    return select(r, r + b, r != 0i && ((r < 0i) != (b < 0i)));
-}
-"
-            }
-            Helper::ModI64 => {
-                "// a mod b with the sign of b, as the CPU's; a zero b is an error (`bit` of the
-// status word) and gives 0. Zero, -1 and signs are tested on 32-bit words: lavapipe
-// (Mesa 22.3) miscompiles signed i64 comparisons with constants.
-fn mod_i64(a: i64, b: i64, bit: u32) -> i64 {
-    let b_high = u32(b >> 32u);
-    let b_low = u32(b);
-    if (b_high | b_low) == 0u {
-        atomicOr(&status[0], bit);
-        return 0li;
-    }
-    let minus_one = (b_high & b_low) == 0xffffffffu;
-    let r = select(a % select(b, 1li, minus_one), 0li, minus_one);
-    let r_high = u32(r >> 32u);
-    let r_zero = (r_high | u32(r)) == 0u;
-    let fix = !r_zero && ((r_high >> 31u) != (b_high >> 31u));
-    return select(r, r + b, fix);
 }
 "
             }

@@ -32,13 +32,6 @@ impl Generator<'_> {
                 }
                 Ok(wgsl::wrap_narrow(format!("({cx} {op} {cy})"), result))
             }
-            B::Mod => {
-                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
-                    return Err(unsupported(self, "expects two arguments"));
-                };
-                let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
-                self.modulo(&cx, &cy, result)
-            }
             B::Div => {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
                     return Err(unsupported(self, "expects two arguments"));
@@ -485,34 +478,6 @@ impl Generator<'_> {
                 Ok(format!("div_f64({x}, {y})"))
             }
             other => Err(self.error(Some(Builtin::Div), format!("a division in {other}"))),
-        }
-    }
-
-    /// `x mod y` in `result`, as the CPU computes it: of integers, the remainder with the
-    /// sign of `y`, and a zero divisor an error (a status bit); of floats,
-    /// `x - y * floor(x / y)` through the IEEE helpers (NaN for a zero or infinite divisor).
-    fn modulo(&mut self, x: &str, y: &str, result: &Type) -> Result<String, CodegenError> {
-        match wgsl::register_type(result) {
-            Some(float @ ("f32" | "f64")) => {
-                self.ieee_float(result);
-                let div = self.float_division(x, y, result)?;
-                Ok(format!(
-                    "minus_{float}({x}, mul_{float}({y}, floor({div})))"
-                ))
-            }
-            Some(int @ ("i32" | "i64")) if result.is_integer() => {
-                let bit = self.status_bit("@mod: integer modulo by zero".to_string(), None)?;
-                self.helper(if int == "i64" {
-                    Helper::ModI64
-                } else {
-                    Helper::ModI32
-                });
-                Ok(wgsl::wrap_narrow(
-                    format!("mod_{int}({x}, {y}, {}u)", 1u32 << bit),
-                    result,
-                ))
-            }
-            _ => Err(self.error(Some(Builtin::Mod), format!("@mod in {result}"))),
         }
     }
 
