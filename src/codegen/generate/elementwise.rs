@@ -105,6 +105,12 @@ impl Generator<'_> {
                     "1.0lf"
                 };
                 match b {
+                    // f32 through f64: WGSL allows sqrt 2.5 ulp (NVIDIA approximates); the f64
+                    // root rounded to f32 is the correctly rounded f32 root (53 >= 2 * 24 + 2).
+                    B::Sqrt if *result == Type::F32 => {
+                        self.use_type("f64");
+                        Ok(format!("f32(sqrt(f64({cx})))"))
+                    }
                     B::Sqrt => Ok(format!("sqrt({cx})")),
                     B::Recip => self.float_division(one, &cx, result),
                     B::Sin | B::Cos | B::Tan if *result == Type::F32 => {
