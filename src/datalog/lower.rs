@@ -527,9 +527,18 @@ impl Lowering<'_, '_> {
         let any = self.any_delta(&stratum.relations, &mut body);
         body.line(&format!("{more} = {any};"));
 
+        // delta_R starts as full_R: a list of full_R's columns (cells taken, not copied, so a
+        // relation on the device stays where it is and no kernel copies it).
         for &id in &stratum.relations {
-            let name = &checked.relations[id].name;
-            code.line(&format!("{}:list<i64> = {};", delta(name), full(name)));
+            let relation = &checked.relations[id];
+            let cells: Vec<String> = (0..relation.attrs.len())
+                .map(|c| format!("@index({}, {c}:i64)", full(&relation.name)))
+                .collect();
+            code.line(&format!(
+                "{}:list<i64> = @list({});",
+                delta(&relation.name),
+                cells.join(", ")
+            ));
         }
         for (id, order) in &own {
             let name = checked.relations[*id].name.clone();
