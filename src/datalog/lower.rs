@@ -530,13 +530,16 @@ impl Lowering<'_, '_> {
         // delta_R starts as full_R: a list of full_R's columns (cells taken, not copied, so a
         // relation on the device stays where it is and no kernel copies it).
         for &id in &stratum.relations {
-            let relation = &checked.relations[id];
-            let cells: Vec<String> = (0..relation.attrs.len())
-                .map(|c| format!("@index({}, {c}:i64)", full(&relation.name)))
-                .collect();
+            let name = checked.relations[id].name.clone();
+            let mut cells = Vec::new();
+            for c in 0..checked.relations[id].attrs.len() {
+                let cell = self.temp(&format!("{name}_{c}"));
+                code.line(&format!("{cell}:i64 = @index({}, {c}:i64);", full(&name)));
+                cells.push(cell);
+            }
             code.line(&format!(
                 "{}:list<i64> = @list({});",
-                delta(&relation.name),
+                delta(&name),
                 cells.join(", ")
             ));
         }
