@@ -68,6 +68,8 @@ def horsec_bench(horsec, program, data_args, runs, backend, limit):
         return "failed", None, None, None
     if out is None:
         return None, None, None, None
+    for line in out.strip().splitlines():
+        print(f"  {line}", file=sys.stderr, flush=True)
     match = BENCH.search(out)
     if not match:
         raise SystemExit(f"unexpected horsec bench output:\n{out}")
@@ -98,6 +100,8 @@ import duckdb
 csv, runs, sql = sys.argv[1], int(sys.argv[2]), sys.stdin.read()
 con = duckdb.connect()
 con.execute(f"SET threads TO {os.cpu_count()}")
+# The progress bar writes to stdout on queries past 2 s; only the result line goes there.
+con.execute("SET enable_progress_bar = false")
 con.execute(f"CREATE TABLE edge AS SELECT * FROM read_csv_auto('{csv}')")
 times = []
 for _ in range(runs):
@@ -120,8 +124,13 @@ def duckdb_median(csv, sql, runs, limit):
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
         return "failed", None
-    ms, count = done.stdout.split()
-    return float(ms), int(count)
+    lines = done.stdout.strip().splitlines()
+    fields = lines[-1].split() if lines else []
+    if len(fields) != 2:
+        sys.stderr.write(done.stdout + done.stderr)
+        return "failed", None
+    print(f"  duckdb: {fields[0]} ms, {fields[1]} tuples", file=sys.stderr, flush=True)
+    return float(fields[0]), int(fields[1])
 
 
 def main():
@@ -181,7 +190,7 @@ def main():
         duck_ms, count = None, None
         if duck is not None and "duckdb" not in skip:
             duck_ms, count = duckdb_median(duck[0], duck[1], args.runs, min(args.duckdb_limit_s, left()))
-            if count is not None and total is not None and count != total:
+            if isinstance(count, int) and total is not None and count != total:
                 print(f"WARNING: {name}: DuckDB counted {count} tuples, horsec {total}", file=sys.stderr)
         limits = {"gpu": args.gpu_limit_s, "cpu": args.cpu_limit_s, "duckdb": args.duckdb_limit_s}
         rows.append((name, total, iterations, gpu, cold, cpu, duck_ms, duck is not None and "duckdb" not in skip,
