@@ -13,7 +13,10 @@
 //   check_monotonic    flag[slot] = min k with idx[k+1] < idx[k] (a scan that wrapped), k < n
 //   store_total        flag[slot] = idx[n] (the total of a scan, read with the checks)
 //   not_in_b           out[i] = 1 if row i of a is not a row of b
-//   merge_position_a   out[i] = i + lower bound of row i of a in b
+//   merge_count        flag[lower bound of row j of b in a] += 1 for every row j of b (a
+//                      histogram over a's rows + 1, so a's positions are a scan away)
+//   merge_position_a   out[i] = i + idx[i + 1] (idx: the exclusive scan of merge_count's
+//                      histogram: the rows of b that go before row i of a)
 //   merge_position_b   out[j] = j + lower bound of row j of b in a
 //   hisa_insert        HISA build, 1: every row k of b that starts a run of equal rows
 //                      claims an empty slot of the hash table flag[0 .. slots] (linear
@@ -181,13 +184,24 @@ fn not_in_b(
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
+fn merge_count(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j < params.rows_b; j = j + stride) {
+        atomicAdd(&flag[lower_bound_in_a(j)], 1u);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
 fn merge_position_a(
     @builtin(global_invocation_id) global: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
-    for (var i = global.x; i < params.rows_a; i = i + stride) {
-        out[i] = i + bound_in_b(i, false);
+    for (var i = global.x; i < params.n; i = i + stride) {
+        out[i] = i + idx[i + 1u];
     }
 }
 

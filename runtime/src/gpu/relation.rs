@@ -25,7 +25,12 @@
 //!
 //! Preconditions (sorted, duplicate-free) are checked on the GPU (`check_sorted`) and fail
 //! with the CPU's message (`crate::relation::not_sorted`); the checks of one call share one
-//! status buffer, read back once.
+//! status buffer, read back once. A relation these kernels returned is sorted and
+//! duplicate-free by construction: its column buffers are remembered ([`SORTED`]), and the
+//! check of such an argument (or of a prefix of its columns, for the join's non-strict check)
+//! is skipped, so a semi-naive iteration does not re-read `full` to check it. The key
+//! matrix last encoded is kept too ([`KEYS`]): `@tuple_diff(new, full)` and then
+//! `@tuple_merge(full, delta)` encode `full` once.
 //!
 //! Full relations are not grown in place (GDlog's eager buffer management): the value model
 //! is immutable, and a merge interleaves delta into full, so the previous `full` value (still
@@ -33,7 +38,9 @@
 //! buffer of |full| + |delta| rows and the old one is freed when its last value goes.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Weak};
 
 use super::buffer::GpuBuffer;
 use super::compact::{element_workgroups, where_true};
@@ -77,6 +84,32 @@ impl From<GpuError> for RelationError {
 }
 
 type Out<T> = std::result::Result<T, RelationError>;
+
+/// The column buffers of one relation, held weakly: a remembered relation does not keep
+/// device memory alive.
+type Remembered = (Vec<Weak<GpuBuffer<u32>>>, usize);
+
+fn same_columns(remembered: &Remembered, columns: &[Arc<GpuBuffer<u32>>], rows: usize) -> bool {
+    remembered.1 == rows
+        && remembered.0.len() >= columns.len()
+        && remembered
+            .0
+            .iter()
+            .zip(columns)
+            .all(|(w, c)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(c)))
+}
+
+thread_local! {
+    /// Relations returned by the kernels here (sorted and duplicate-free); dead ones are
+    /// dropped as new ones come.
+    static SORTED: RefCell<Vec<Remembered>> = const { RefCell::new(Vec::new()) };
+    /// The relation whose key matrix was encoded last, and that matrix.
+    static KEYS: RefCell<Option<(Remembered, Rc<KeyMatrix>)>> = const { RefCell::new(None) };
+}
+
+fn remember(columns: &[Arc<GpuBuffer<u32>>], rows: usize) -> Remembered {
+    (columns.iter().map(Arc::downgrade).collect(), rows)
+}
 
 /// A relation in device memory: one buffer per column, each holding `rows` i64 elements as
 /// two little-endian words (the layout of an i64 device vector).
@@ -134,8 +167,45 @@ impl DeviceRelation {
         self.columns.len()
     }
 
-    /// The key matrix of the rows (every column a key column), encoded on the device.
-    fn keys(&self, device: &Device, what: &str) -> Result<KeyMatrix> {
+    /// Marks the relation sorted and duplicate-free (a kernel here made it).
+    fn sorted(self) -> DeviceRelation {
+        SORTED.with(|sorted| {
+            let mut sorted = sorted.borrow_mut();
+            sorted.retain(|(columns, _)| columns.iter().all(|w| w.strong_count() > 0));
+            sorted.push(remember(&self.columns, self.rows));
+        });
+        self
+    }
+
+    /// Whether a kernel here made the relation (strictly: exactly these columns; else these
+    /// columns a prefix of such a relation's, which makes them sorted, duplicates allowed).
+    fn known_sorted(&self, strictly: bool) -> bool {
+        SORTED.with(|sorted| {
+            sorted.borrow().iter().any(|r| {
+                same_columns(r, &self.columns, self.rows)
+                    && (!strictly || r.0.len() == self.columns.len())
+            })
+        })
+    }
+
+    /// The key matrix of the rows (every column a key column), encoded on the device; the
+    /// last one encoded is reused.
+    fn keys(&self, device: &Device, what: &str) -> Result<Rc<KeyMatrix>> {
+        let cached = KEYS.with(|keys| {
+            keys.borrow().as_ref().and_then(|(r, k)| {
+                (r.0.len() == self.columns.len() && same_columns(r, &self.columns, self.rows))
+                    .then(|| k.clone())
+            })
+        });
+        if let Some(keys) = cached {
+            return Ok(keys);
+        }
+        let keys = Rc::new(self.encode_keys(device, what)?);
+        KEYS.with(|k| *k.borrow_mut() = Some((remember(&self.columns, self.rows), keys.clone())));
+        Ok(keys)
+    }
+
+    fn encode_keys(&self, device: &Device, what: &str) -> Result<KeyMatrix> {
         let sources: Vec<ColumnSource<'static>> = self
             .columns
             .iter()
@@ -267,16 +337,17 @@ impl Status {
         })
     }
 
-    /// Records the check that the rows of `r` are increasing (strictly: no duplicates) into
-    /// slot `slot`.
+    /// Records the check that the rows of `relation` (keys `r`) are increasing (strictly: no
+    /// duplicates) into slot `slot`; nothing for a relation known sorted.
     fn check_sorted(
         &self,
         device: &Device,
+        relation: &DeviceRelation,
         r: &KeyMatrix,
         slot: u32,
         strictly: bool,
     ) -> Result<()> {
-        if r.rows < 2 {
+        if r.rows < 2 || relation.known_sorted(strictly) {
             return Ok(());
         }
         let (b, idx, out) = (unused(device)?, unused(device)?, unused(device)?);
@@ -385,7 +456,7 @@ pub fn tuple_unique(device: &Device, r: &DeviceRelation) -> Result<DeviceRelatio
     if n == 0 {
         return DeviceRelation::empty(device, r.arity());
     }
-    let keys = r.keys(device, "@tuple_unique")?;
+    let keys = r.encode_keys(device, "@tuple_unique")?;
     let permutation = order_permutation(device, &keys, &[true])?;
     let flags = device.zeroed::<u32>("distinct flags", n)?;
     let (b, flag) = (unused(device)?, unused(device)?);
@@ -409,7 +480,7 @@ pub fn tuple_unique(device: &Device, r: &DeviceRelation) -> Result<DeviceRelatio
     )?;
     let kept = where_true(device, &flags)?;
     let rows = gather(device, &permutation, &kept)?;
-    r.gather(device, &rows, kept.len())
+    Ok(r.gather(device, &rows, kept.len())?.sorted())
 }
 
 /// The distinct rows of host `columns`, sorted, on the device (the trie indexes of
@@ -426,8 +497,8 @@ pub fn tuple_diff(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Ou
     let ka = a.keys(device, "@tuple_diff")?;
     let kb = b.keys(device, "@tuple_diff")?;
     let status = Status::new(device, 2)?;
-    status.check_sorted(device, &ka, 0, true)?;
-    status.check_sorted(device, &kb, 1, true)?;
+    status.check_sorted(device, a, &ka, 0, true)?;
+    status.check_sorted(device, b, &kb, 1, true)?;
     if a.rows >= 2 || b.rows >= 2 {
         sorted_or_error(&status.read(device)?, &[(0, 0, true), (1, 1, true)])?;
     }
@@ -435,11 +506,11 @@ pub fn tuple_diff(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Ou
         return Ok(DeviceRelation::empty(device, a.arity())?);
     }
     if b.rows == 0 {
-        return Ok(a.clone());
+        return Ok(a.clone().sorted());
     }
     let missing = per_row(device, "not_in_b", &ka, &kb, a.rows)?;
     let kept = where_true(device, &missing)?;
-    Ok(a.gather(device, &kept, kept.len())?)
+    Ok(a.gather(device, &kept, kept.len())?.sorted())
 }
 
 /// `@tuple_merge` on the GPU: the sorted union of `a` and `b`.
@@ -447,27 +518,65 @@ pub fn tuple_merge(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> O
     let ka = a.keys(device, "@tuple_merge")?;
     let kb = b.keys(device, "@tuple_merge")?;
     let status = Status::new(device, 2)?;
-    status.check_sorted(device, &ka, 0, true)?;
-    status.check_sorted(device, &kb, 1, true)?;
+    status.check_sorted(device, a, &ka, 0, true)?;
+    status.check_sorted(device, b, &kb, 1, true)?;
     if a.rows >= 2 || b.rows >= 2 {
         sorted_or_error(&status.read(device)?, &[(0, 0, true), (1, 1, true)])?;
     }
     if b.rows == 0 {
-        return Ok(a.clone());
+        return Ok(a.clone().sorted());
     }
     if a.rows == 0 {
-        return Ok(b.clone());
+        return Ok(b.clone().sorted());
     }
     // The rows of b that a lacks; the two are then disjoint.
     let missing = per_row(device, "not_in_b", &kb, &ka, b.rows)?;
     let fresh = where_true(device, &missing)?;
     let (na, nb) = (a.rows, fresh.len());
     if nb == 0 {
-        return Ok(a.clone());
+        return Ok(a.clone().sorted());
     }
     let total = na + nb;
     let fresh_keys = gather_rows(device, &kb, &fresh)?;
-    let positions_a = per_row(device, "merge_position_a", &ka, &fresh_keys, na)?;
+    // Row i of a goes to i + (rows of fresh before it): a histogram of fresh's insertion
+    // points in a, scanned (a streaming pass over a, no search per row of a).
+    let before = device.zeroed::<u32>("merge histogram", na + 1)?;
+    let (unused_idx, unused_out) = (unused(device)?, unused(device)?);
+    run(
+        device,
+        Dispatch {
+            entry: "merge_count",
+            params: Params {
+                rows_a: na,
+                rows_b: nb,
+                words: ka.num_words(),
+                ..Params::new(nb)
+            }
+            .words()?,
+            a: ka.words.raw(),
+            b: fresh_keys.words.raw(),
+            idx: unused_idx.raw(),
+            out: unused_out.raw(),
+            flag: before.raw(),
+            items: nb,
+        },
+    )?;
+    let before = exclusive_scan(device, &before)?;
+    let positions_a = device.zeroed::<u32>("merge_position_a", na)?;
+    let (unused_a, unused_b, unused_flag) = (unused(device)?, unused(device)?, unused(device)?);
+    run(
+        device,
+        Dispatch {
+            entry: "merge_position_a",
+            params: Params::new(na).words()?,
+            a: unused_a.raw(),
+            b: unused_b.raw(),
+            idx: before.raw(),
+            out: positions_a.raw(),
+            flag: unused_flag.raw(),
+            items: na,
+        },
+    )?;
     let positions_b = per_row(device, "merge_position_b", &ka, &fresh_keys, nb)?;
     let mut columns = Vec::with_capacity(a.arity());
     for (column_a, column_b) in a.columns.iter().zip(&b.columns) {
@@ -497,7 +606,8 @@ pub fn tuple_merge(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> O
     Ok(DeviceRelation {
         columns,
         rows: total,
-    })
+    }
+    .sorted())
 }
 
 /// The number of slots of the HISA table of `rows` build rows: a power of two with load
@@ -517,7 +627,7 @@ pub fn sorted_join(
     let (rows, rows_b) = (probe.rows, build.rows);
     if rows == 0 || rows_b == 0 {
         let status = Status::new(device, 1)?;
-        status.check_sorted(device, &kb, 0, false)?;
+        status.check_sorted(device, build, &kb, 0, false)?;
         if rows_b >= 2 {
             sorted_or_error(&status.read(device)?, &[(0, 1, false)])?;
         }
@@ -526,7 +636,7 @@ pub fn sorted_join(
     let kp = probe.keys(device, "@sorted_join")?;
     // Status: 0 the build side's order, 1 a wrapped scan, 2 the number of pairs.
     let status = Status::new(device, 3)?;
-    status.check_sorted(device, &kb, 0, false)?;
+    status.check_sorted(device, build, &kb, 0, false)?;
     let slots = hisa_slots(rows_b);
     let table = filled(device, 2 * slots, EMPTY)?;
     let words = kb.num_words();
