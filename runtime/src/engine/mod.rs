@@ -332,6 +332,11 @@ impl Accelerator for GpuEngine<'_> {
             }
             Builtin::Member | Builtin::IndexOf | Builtin::IndexA => matches!(v, Value::Device(_)),
             Builtin::JoinIndex => matches!(v, Value::Device(_) | Value::List(_)),
+            // Relations stay on the device across a semi-naive loop (`gpu/relation.rs`).
+            Builtin::TupleUnique
+            | Builtin::TupleDiff
+            | Builtin::TupleMerge
+            | Builtin::SortedJoin => matches!(v, Value::Device(_) | Value::List(_)),
             _ => false,
         };
         let step = format!("@{}", b.name());
