@@ -26,6 +26,9 @@
 //
 // One of the two expand kernels gets zero workgroups each level. `seed` starts a batch.
 //
+// A batch with no destinations at all runs until every lane's search has ended: `seen` then
+// holds each lane's reach set (the hub reach sets of a reachability index's queries).
+//
 // On the condensed DAG of a reachability index (@reachable on @reach_index), `labels` holds
 // the GRAIL labels and `lane_destinations` the one destination of each lane (or NONE when a
 // lane has several): `identify` drops a lane's new bit at a vertex whose labels do not
@@ -189,8 +192,10 @@ fn control_level() {
     atomicStore(&control[CUR_LEN], queued);
     atomicStore(&control[NEXT_LEN], 0u);
     atomicStore(&control[NEXT_EDGES], 0u);
+    // A batch without destinations (reach sets: every vertex each lane reaches) runs until
+    // its frontier is empty.
     let finished = atomicLoad(&control[DONE]) != 0u || queued == 0u
-        || atomicLoad(&control[PENDING]) == 0u;
+        || (params.target_count != 0u && atomicLoad(&control[PENDING]) == 0u);
     if finished {
         atomicStore(&control[DONE], 1u);
         set_args(ARGS_TOP_DOWN, 0u);
