@@ -192,6 +192,7 @@ struct Kernels {
     group0: wgpu::BindGroupLayout,
     group1: wgpu::BindGroupLayout,
     seed: wgpu::ComputePipeline,
+    exclude: wgpu::ComputePipeline,
     control: wgpu::ComputePipeline,
     top_down: wgpu::ComputePipeline,
     bottom_up: wgpu::ComputePipeline,
@@ -265,6 +266,7 @@ impl Kernels {
                 };
                 Kernels {
                     seed: pipeline("seed", &level_layout),
+                    exclude: pipeline("exclude", &level_layout),
                     control: pipeline("control_level", &control_layout),
                     top_down: pipeline("expand_top_down", &level_layout),
                     bottom_up: pipeline("expand_bottom_up", &level_layout),
@@ -726,6 +728,18 @@ impl<'d> GpuGraph<'d> {
                             label: Some("ibfs levels"),
                             timestamp_writes: None,
                         });
+                        if chunk == 0 && params.label_count != 0 {
+                            // Pruning: the lanes' excluded vertices count as seen from the
+                            // start (before the seed sets the sources' own bits).
+                            let threads = params.n as usize * params.words as usize;
+                            let workgroups = threads
+                                .div_ceil(WORKGROUP_SIZE as usize)
+                                .min(params.max_workgroups as usize)
+                                .max(1) as u32;
+                            pass.set_pipeline(&kernels.exclude);
+                            pass.set_bind_group(0, &groups[1], &[]);
+                            pass.dispatch_workgroups(workgroups, 1, 1);
+                        }
                         if chunk == 0 {
                             // The seed fills queue 0, which level 1 (parity 0) expands: the
                             // parity-1 bind group has queue 0 as its output.
