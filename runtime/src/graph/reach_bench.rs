@@ -218,7 +218,7 @@ pub fn run(config: &ReachBench, out: &mut dyn Write) -> Result<()> {
     say(
         out,
         format!(
-            "\n{} pairs, {} reachable ({:.1} %); settled by labels alone: {:.1} % (GPU labels), {:.1} % (CPU labels); by {} hubs: {:.1} % more (their reach sets: {} levels); pruned search of the other {:.1} %: {} batches, {} levels",
+            "\n{} pairs, {} reachable ({:.1} %); settled by labels alone: {:.1} % (GPU labels), {:.1} % (CPU labels); by {} hubs: {:.1} % more (their reach sets: {} levels); pruned search of the other {:.1} %: {} batches, {} levels ({} bottom-up)",
             config.pairs,
             reachable,
             100.0 * reachable as f64 / pairs,
@@ -229,7 +229,8 @@ pub fn run(config: &ReachBench, out: &mut dyn Write) -> Result<()> {
             stats.hub_search.levels,
             100.0 * (config.pairs - stats.settled_by_labels - stats.settled_by_hubs) as f64 / pairs,
             stats.search.batches,
-            stats.search.levels
+            stats.search.levels,
+            stats.search.bottom_up_levels
         ),
     )?;
     say(
