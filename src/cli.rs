@@ -155,6 +155,10 @@ struct BenchArgs {
     /// --reach: pairs (a prefix) given to plain @reachable on both backends; default: all.
     #[arg(long)]
     plain_pairs: Option<usize>,
+    /// --reach: hub components whose reach sets settle pairs before the pruned search (0 to
+    /// 1024; 0: labels alone).
+    #[arg(long, default_value_t = horsec_runtime::graph::grail_gpu::DEFAULT_HUBS)]
+    hubs: usize,
     /// Measure the device's copy bandwidth (buffer to buffer on the device) and print it as
     /// `device copy bandwidth: X GB/s` (bytes read plus written per second).
     #[arg(long)]
@@ -584,6 +588,14 @@ fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
         eprintln!("error: --labels must be 1 to 8, got {}", args.labels);
         return false;
     }
+    if args.hubs > horsec_runtime::graph::grail_gpu::MAX_HUBS {
+        eprintln!(
+            "error: --hubs must be 0 to {}, got {}",
+            horsec_runtime::graph::grail_gpu::MAX_HUBS,
+            args.hubs
+        );
+        return false;
+    }
     let config = ReachBench {
         graph: kind,
         vertices: args.vertices,
@@ -591,6 +603,7 @@ fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
         labels: args.labels,
         pairs: args.reach_pairs,
         plain_pairs: args.plain_pairs.unwrap_or(args.reach_pairs),
+        hubs: args.hubs,
         runs: args.runs,
         seed: args.seed,
     };
