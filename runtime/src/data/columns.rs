@@ -133,13 +133,15 @@ impl<'s> SymBuilder<'s> {
     }
 }
 
-/// The first 8 bytes of `text`, zero-padded, as a big-endian number: numbers compare as
+/// The first 16 bytes of `text`, zero-padded, as two big-endian numbers: they compare as
 /// the strings do whenever they differ (zero padding sorts a shorter prefix first).
-fn sort_prefix(text: &str) -> u64 {
-    let mut prefix = [0u8; 8];
-    let bytes = &text.as_bytes()[..text.len().min(8)];
+fn sort_prefix(text: &str) -> (u64, u64) {
+    let mut prefix = [0u8; 16];
+    let bytes = &text.as_bytes()[..text.len().min(16)];
     prefix[..bytes.len()].copy_from_slice(bytes);
-    u64::from_be_bytes(prefix)
+    let (high, low) = prefix.split_at(8);
+    let number = |half: &[u8]| u64::from_be_bytes(half.try_into().unwrap_or_default());
+    (number(high), number(low))
 }
 
 /// One part of a string column: its distinct texts (indexed by the part's codes, in any
@@ -184,63 +186,67 @@ pub(crate) fn concat_strings(parts: Vec<Strings>) -> Strings {
 }
 
 /// Merges the dictionaries of `parts` into one sorted dictionary of distinct strings and
-/// renumbers every row, all of it on every core: the parts' texts are sorted together
-/// (an 8-byte prefix settles most comparisons without following the string pointer), runs
-/// of equal texts get one code, each distinct text is copied once, and each part's rows are
-/// renumbered into their place in one code buffer.
+/// renumbers every row, all of it on every core: the parts' texts are sorted together (as
+/// small keys: a 16-byte prefix settles most comparisons without following the string
+/// pointer), runs of equal texts get one code, each distinct text is copied once, and each
+/// part's rows are renumbered into their place in one code buffer.
 fn merge_dictionaries(parts: &[DictPart<'_>]) -> Strings {
     use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-    // Built in place (an indexed parallel iterator): entry `i` is text `i - first[part]`
-    // of the part whose range holds `i`.
+    // Every part's texts one after another: part `p`'s code `c` is text `first[p] + c`.
     let mut first = Vec::with_capacity(parts.len() + 1);
     first.push(0usize);
     for dict in parts {
         first.push(first[first.len() - 1] + dict.texts.len());
     }
-    let total = first[parts.len()];
-    let mut entries: Vec<(u64, &str, u32, u32)> = (0..total)
-        .into_par_iter()
-        .map(|i| {
-            let part = first.partition_point(|&start| start <= i) - 1;
-            let code = i - first[part];
-            let text = parts[part].texts[code];
-            (sort_prefix(text), text, part as u32, code as u32)
-        })
+    let texts: Vec<&str> = parts
+        .iter()
+        .flat_map(|dict| dict.texts.iter().copied())
         .collect();
-    entries.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-    let starts_run: Vec<bool> = entries
+    let mut keys: Vec<(u64, u64, u32)> = texts
         .par_iter()
         .enumerate()
-        .map(|(i, entry)| {
+        .map(|(i, text)| {
+            let (high, low) = sort_prefix(text);
+            (high, low, i as u32)
+        })
+        .collect();
+    keys.par_sort_unstable_by(|a, b| {
+        (a.0, a.1)
+            .cmp(&(b.0, b.1))
+            .then_with(|| texts[a.2 as usize].cmp(texts[b.2 as usize]))
+    });
+    let starts_run: Vec<bool> = keys
+        .par_iter()
+        .enumerate()
+        .map(|(i, key)| {
             i == 0 || {
-                let before = &entries[i - 1];
-                before.0 != entry.0 || before.1 != entry.1
+                let before = &keys[i - 1];
+                (before.0, before.1) != (key.0, key.1)
+                    || texts[before.2 as usize] != texts[key.2 as usize]
             }
         })
         .collect();
-    let mut merged_code = Vec::with_capacity(entries.len());
-    let mut runs = 0u32;
-    for &starts in &starts_run {
-        runs += u32::from(starts);
-        merged_code.push(runs.saturating_sub(1));
+    let mut run_starts = Vec::new();
+    let mut merged_code = Vec::with_capacity(keys.len());
+    for (position, &starts) in starts_run.iter().enumerate() {
+        if starts {
+            run_starts.push(position);
+        }
+        merged_code.push(run_starts.len().saturating_sub(1) as u32);
     }
-    let strings: Vec<Arc<str>> = entries
+    drop(starts_run);
+    let strings: Vec<Arc<str>> = run_starts
         .par_iter()
-        .zip(&starts_run)
-        .filter(|(_, &starts)| starts)
-        .map(|(entry, _)| Arc::<str>::from(entry.1))
+        .map(|&position| Arc::<str>::from(texts[keys[position].2 as usize]))
         .collect();
-    let renumber: Vec<Vec<AtomicU32>> = parts
-        .par_iter()
-        .map(|dict| dict.texts.iter().map(|_| AtomicU32::new(0)).collect())
+    let renumber: Vec<AtomicU32> = (0..texts.len())
+        .into_par_iter()
+        .map(|_| AtomicU32::new(0))
         .collect();
-    entries
-        .par_iter()
+    keys.par_iter()
         .zip(&merged_code)
-        .for_each(|(entry, &code)| {
-            renumber[entry.2 as usize][entry.3 as usize].store(code, Relaxed)
-        });
-    drop(entries);
+        .for_each(|(key, &code)| renumber[key.2 as usize].store(code, Relaxed));
+    drop(keys);
     let mut codes = vec![0u32; parts.iter().map(|dict| dict.codes.len()).sum()];
     let mut outputs = Vec::with_capacity(parts.len());
     let mut rest = codes.as_mut_slice();
@@ -253,8 +259,9 @@ fn merge_dictionaries(parts: &[DictPart<'_>]) -> Strings {
     outputs
         .into_par_iter()
         .zip(parts)
-        .zip(&renumber)
-        .for_each(|((output, dict), renumber)| {
+        .zip(&first)
+        .for_each(|((output, dict), &first)| {
+            let renumber = &renumber[first..];
             output
                 .par_chunks_mut(ROWS_PER_TASK)
                 .zip(dict.codes.par_chunks(ROWS_PER_TASK))
@@ -529,6 +536,11 @@ mod tests {
             "ab\0\u{1}",
             "abcdefgh",
             "abcdefghi",
+            "abcdefghijklmnop",
+            "abcdefghijklmnop\0",
+            "abcdefghijklmnopq",
+            "abcdefghijklmnoq",
+            "abcdefghijklmno",
             "b",
             "\u{e9}",
         ];
