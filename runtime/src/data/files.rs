@@ -59,6 +59,7 @@ pub(crate) fn read_parquet(
     let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
     let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
         .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
+    let metadata = with_text_as_views(metadata);
     let schema = metadata.schema().clone();
     let fields = projection(&schema, wanted);
     let mask = ProjectionMask::roots(metadata.parquet_schema(), fields.iter().copied());
@@ -98,6 +99,41 @@ pub(crate) fn read_parquet(
         batches.extend(group?);
     }
     finish(&batches, &projected).map_err(|e| fail(e.message))
+}
+
+/// The reader of `metadata`'s file set to read text columns as string views: a view points
+/// into the page it was decoded from (or the column's dictionary), so no text is copied.
+/// Read as Arrow dictionaries instead, a column chunk whose writer fell back from dictionary
+/// to plain pages (any large one of distinct texts) is hashed into a new dictionary, row by
+/// row, before horsec hashes it again. Left as it is if the reader refuses the views.
+fn with_text_as_views(metadata: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    use arrow_schema::{DataType, Schema};
+    let schema = metadata.schema();
+    let is_text = |ty: &DataType| matches!(ty, DataType::Utf8 | DataType::LargeUtf8);
+    let viewed = |ty: &DataType| match ty {
+        DataType::Dictionary(_, values) => is_text(values),
+        other => is_text(other),
+    };
+    if !schema.fields().iter().any(|f| viewed(f.data_type())) {
+        return metadata;
+    }
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            if viewed(field.data_type()) {
+                Arc::new(field.as_ref().clone().with_data_type(DataType::Utf8View))
+            } else {
+                Arc::clone(field)
+            }
+        })
+        .collect();
+    let views = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        Arc::clone(metadata.metadata()),
+        ArrowReaderOptions::new().with_schema(views),
+    )
+    .unwrap_or(metadata)
 }
 
 /// Reads the columns `wanted` names of the Arrow IPC file (or stream) `path`.
