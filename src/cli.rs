@@ -168,7 +168,8 @@ struct BenchArgs {
     gpu_only: bool,
     /// Time loading these TPC-H tables (comma-separated), every column, each from its file
     /// in --data DIR (`.tbl`, `.parquet`, …; foreign keys as plain keys); prints
-    /// `load TABLE (FILE): best S s of RUNS (ROWS rows)`.
+    /// `load TABLE (FILE): best S s of RUNS (ROWS rows)`, then the best run's wall time by
+    /// phase: `  phases: read file S s, parse S s, …`.
     #[arg(long, value_delimiter = ',', value_name = "TABLE", requires = "data")]
     load: Vec<String>,
     /// Split each query's median warm GPU run by kind of work (kernel and library steps
@@ -432,15 +433,21 @@ fn bench_load(args: &BenchArgs) -> bool {
             return false;
         };
         let mut best = f64::INFINITY;
+        let mut best_phases = Vec::new();
         let mut rows = 0;
         for _ in 0..args.runs.max(1) {
             let start = Instant::now();
             let mut db = Database::new();
-            if let Err(e) = db.load_file(table, &path) {
+            let (loaded, phases) = horsec_runtime::data::time_phases(|| db.load_file(table, &path));
+            if let Err(e) = loaded {
                 eprintln!("error: {e}");
                 return false;
             }
-            best = best.min(start.elapsed().as_secs_f64());
+            let seconds = start.elapsed().as_secs_f64();
+            if seconds < best {
+                best = seconds;
+                best_phases = phases;
+            }
             rows = db.table(table).map_or(0, |t| t.rows());
         }
         println!(
@@ -448,6 +455,11 @@ fn bench_load(args: &BenchArgs) -> bool {
             path.display(),
             args.runs.max(1)
         );
+        let phases: Vec<String> = best_phases
+            .iter()
+            .map(|(phase, spent)| format!("{phase} {:.3} s", spent.as_secs_f64()))
+            .collect();
+        println!("  phases: {}", phases.join(", "));
     }
     true
 }
