@@ -8,8 +8,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use wgpu::util::DeviceExt;
-
 use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
 use super::location::{self, Location};
 use crate::error::{Result, RuntimeError};
@@ -788,14 +786,8 @@ impl<'a> Run<'a> {
         let (device, kernel) = (self.device, self.kernel);
         let gpu_error =
             |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
-        device.count_upload(std::mem::size_of_val(params) as u64);
-        let uniform = device
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(&kernel.name),
-                contents: bytemuck::cast_slice(params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
+        // Pooled; counted as uploaded by the device.
+        let uniform = device.uniform_bytes(&kernel.name, bytemuck::cast_slice(params));
         let pipeline = device
             .pipeline(&KernelSpec {
                 label: &kernel.name,
@@ -804,7 +796,7 @@ impl<'a> Run<'a> {
                 bindings: bound.kinds,
             })
             .map_err(gpu_error)?;
-        let mut buffers: Vec<wgpu::Buffer> = vec![uniform];
+        let mut buffers: Vec<wgpu::Buffer> = vec![(*uniform).clone()];
         for binding in &kernel.bindings {
             buffers.push(match &binding.buffer {
                 BufferRef::Input { slot, part } => bound.inputs[bound.input_index[&(*slot, *part)]]

@@ -1,0 +1,260 @@
+//! Device buffers by size class, reused across steps and runs instead of created and
+//! destroyed per value (creating a buffer costs tens of microseconds of host time on a
+//! discrete GPU, and a TPC-H query makes hundreds).
+//!
+//! A buffer comes back to the pool when its last owner drops it ([`GpuBuffer`]'s drop: a
+//! value's `Arc`s are gone, so no live value can still see it — the interpreter clears a
+//! slot after the value's last use, see `plan::liveness`). It can be handed out again only
+//! once no command encoder that might have recorded work on it is still open: work recorded
+//! before the drop but submitted after a new owner's first write would see the new
+//! contents. So a buffer given back while encoders are open waits ("retired") until the
+//! last of them is submitted or dropped.
+//!
+//! Pooling must not raise the device memory a query needs: the pool keeps free buffers only
+//! within the most memory its live buffers ever took (their high-water mark). Creating a
+//! buffer that would take the total past that first destroys free buffers, oldest first,
+//! so the device holds at most what the query's live values needed at their peak, and warm
+//! runs, which need the same, find their buffers free.
+//!
+//! A reused buffer holds its previous owner's data: [`Device::zeroed`] clears it with a
+//! `clear_buffer` recorded in the pool's pending clears, which go to the queue ahead of the
+//! next submission's own commands (`Commands::submit`, read-backs); uploads overwrite it.
+//!
+//! [`GpuBuffer`]: super::GpuBuffer
+//! [`Device::zeroed`]: super::Device::zeroed
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Free buffers the pool keeps, in bytes, beyond which a given-back buffer is destroyed.
+const MAX_FREE_BYTES_GPU: u64 = 4 << 30;
+const MAX_FREE_BYTES_CPU: u64 = 512 << 20;
+
+/// Smallest size class: kernel parameters, counts and small results all share it.
+const MIN_CLASS: u64 = 256;
+
+/// Pool key: the size class in bytes and the usage bits.
+type Class = (u64, u32);
+
+#[derive(Debug)]
+pub(crate) struct BufferPool {
+    state: Mutex<State>,
+    max_free_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Free buffers by class, each with the sequence number of its return (oldest first).
+    free: HashMap<Class, Vec<(u64, wgpu::Buffer)>>,
+    free_bytes: u64,
+    returns: u64,
+    /// Bytes of pooled buffers handed out and not given back, and the most there ever were.
+    live_bytes: u64,
+    high_water: u64,
+    /// The most live bytes at a step boundary ([`BufferPool::trim`]).
+    step_high_water: u64,
+    /// Given back while encoders were open; free once none is.
+    retired: Vec<(Class, wgpu::Buffer)>,
+    open_encoders: usize,
+    /// `clear_buffer`s of reused buffers that must run before the next submission's work.
+    clears: Option<wgpu::CommandEncoder>,
+    counts: PoolCounts,
+}
+
+impl State {
+    fn hand_out(&mut self, size: u64) {
+        self.live_bytes += size;
+        self.high_water = self.high_water.max(self.live_bytes);
+    }
+
+    /// Destroys free buffers, oldest first, until live and free bytes fit in `budget`.
+    fn evict_to(&mut self, budget: u64) {
+        while self.live_bytes + self.free_bytes > budget && self.free_bytes > 0 {
+            let oldest = self
+                .free
+                .iter()
+                .filter_map(|(class, list)| list.first().map(|(seq, _)| (*seq, *class)))
+                .min();
+            let Some((_, class)) = oldest else {
+                break;
+            };
+            if let Some(list) = self.free.get_mut(&class) {
+                // Destroyed when this last handle drops.
+                list.remove(0);
+                self.free_bytes -= class.0;
+            }
+        }
+    }
+}
+
+/// How often the pool had a buffer to hand out, and how often one was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolCounts {
+    pub reused: u64,
+    pub created: u64,
+}
+
+/// The size a buffer of `bytes` bytes is created with: rounded up to one of eight classes
+/// per power of two (at most 1/8 wasted), never past `limit` (the largest buffer the
+/// device binds; a request near it keeps its exact size).
+pub(crate) fn class_bytes(bytes: u64, limit: u64) -> u64 {
+    if bytes <= MIN_CLASS {
+        return MIN_CLASS.min(limit).max(bytes);
+    }
+    let step = (bytes.next_power_of_two() / 8).max(MIN_CLASS);
+    let rounded = bytes.next_multiple_of(step);
+    if rounded > limit {
+        bytes
+    } else {
+        rounded
+    }
+}
+
+impl BufferPool {
+    pub(crate) fn new(software: bool) -> BufferPool {
+        BufferPool {
+            state: Mutex::new(State::default()),
+            max_free_bytes: if software {
+                MAX_FREE_BYTES_CPU
+            } else {
+                MAX_FREE_BYTES_GPU
+            },
+        }
+    }
+
+    /// A free buffer of exactly `size` bytes and `usage`, if the pool has one.
+    pub(crate) fn take(&self, size: u64, usage: wgpu::BufferUsages) -> Option<wgpu::Buffer> {
+        let mut state = self.state.lock().ok()?;
+        // The most recently returned: likeliest still in the device's caches.
+        let (_, buffer) = state.free.get_mut(&(size, usage.bits()))?.pop()?;
+        state.free_bytes -= size;
+        state.counts.reused += 1;
+        state.hand_out(size);
+        Some(buffer)
+    }
+
+    /// A buffer of `size` bytes is about to be created: destroys free buffers, oldest first,
+    /// until the pool's total stays within its high-water mark of live bytes (or the new
+    /// live total, when that is higher).
+    pub(crate) fn make_room(&self, size: u64) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.counts.created += 1;
+        state.hand_out(size);
+        let budget = state.high_water;
+        state.evict_to(budget);
+    }
+
+    /// At a step boundary (where `--time` samples device memory): keeps free buffers only
+    /// within the most live bytes seen at step boundaries, so the pool does not raise the
+    /// memory held between steps past what live values needed there; temporaries of a
+    /// step beyond that are destroyed.
+    pub(crate) fn trim(&self) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.step_high_water = state.step_high_water.max(state.live_bytes);
+        let budget = state.step_high_water;
+        state.evict_to(budget);
+    }
+
+    /// Takes back a buffer whose last owner dropped it.
+    pub(crate) fn give_back(&self, buffer: wgpu::Buffer) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let class = (buffer.size(), buffer.usage().bits());
+        state.live_bytes = state.live_bytes.saturating_sub(class.0);
+        if state.open_encoders > 0 {
+            state.retired.push((class, buffer));
+        } else {
+            self.keep(&mut state, class, buffer);
+        }
+    }
+
+    fn keep(&self, state: &mut State, class: Class, buffer: wgpu::Buffer) {
+        if state.free_bytes + class.0 > self.max_free_bytes {
+            // Destroyed when this last handle drops.
+            return;
+        }
+        state.free_bytes += class.0;
+        state.returns += 1;
+        let seq = state.returns;
+        state.free.entry(class).or_default().push((seq, buffer));
+    }
+
+    /// An encoder that may record work on pool buffers was created.
+    pub(crate) fn open_encoder(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.open_encoders += 1;
+        }
+    }
+
+    /// An encoder from [`BufferPool::open_encoder`] was submitted or dropped.
+    pub(crate) fn close_encoder(&self) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.open_encoders = state.open_encoders.saturating_sub(1);
+        if state.open_encoders == 0 {
+            for (class, buffer) in std::mem::take(&mut state.retired) {
+                self.keep(&mut state, class, buffer);
+            }
+        }
+    }
+
+    /// Records a clear of `buffer` to run before the next submission's commands.
+    pub(crate) fn clear_before_next_submit(&self, device: &wgpu::Device, buffer: &wgpu::Buffer) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state
+            .clears
+            .get_or_insert_with(|| {
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("pool clears"),
+                })
+            })
+            .clear_buffer(buffer, 0, None);
+    }
+
+    /// The pending clears as a command buffer to submit ahead of the next work, if any.
+    pub(crate) fn take_clears(&self) -> Option<wgpu::CommandBuffer> {
+        let mut state = self.state.lock().ok()?;
+        state.clears.take().map(wgpu::CommandEncoder::finish)
+    }
+
+    pub(crate) fn counts(&self) -> PoolCounts {
+        self.state.lock().map(|s| s.counts).unwrap_or_default()
+    }
+
+    /// Bytes of free buffers held for reuse.
+    pub(crate) fn free_bytes(&self) -> u64 {
+        self.state.lock().map(|s| s.free_bytes).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_waste_at_most_an_eighth_and_never_pass_the_limit() {
+        assert_eq!(class_bytes(8, u64::MAX), 256);
+        assert_eq!(class_bytes(256, u64::MAX), 256);
+        assert_eq!(class_bytes(257, u64::MAX), 512);
+        assert_eq!(class_bytes(4096, u64::MAX), 4096);
+        assert_eq!(class_bytes(4097, u64::MAX), 4096 + 1024);
+        for bytes in [1000u64, 12_345, 1 << 20, (1 << 20) + 1, 123_456_789] {
+            let class = class_bytes(bytes, u64::MAX);
+            assert!(
+                class >= bytes && class - bytes <= bytes / 8 + MIN_CLASS,
+                "{bytes}"
+            );
+        }
+        // Near the binding limit the exact size is kept.
+        assert_eq!(class_bytes(1000, 1010), 1000);
+        assert_eq!(class_bytes(8, 64), 64);
+    }
+}
