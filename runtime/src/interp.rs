@@ -14,7 +14,6 @@ use crate::builtin::Builtin;
 use crate::cpu::{self, ArgValue, Env};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::KernelLaunch;
-use crate::plan::liveness::{last_uses, LastUses};
 use crate::plan::{Arg, Callee, Expr, FunctionId, Location, Operand, Plan, Slot, Step};
 use crate::profile::{is_host_builtin, Placement, Profile};
 use crate::types::Type;
@@ -123,7 +122,6 @@ pub fn run_with(
         depth: 0,
         accelerator,
         profile,
-        last_uses: HashMap::new(),
     };
     // The query's result is the one value that always comes to the host.
     let outcome = interpreter
@@ -149,9 +147,6 @@ struct Interpreter<'a> {
     depth: usize,
     accelerator: &'a mut dyn Accelerator,
     profile: &'a mut Profile,
-    /// Per function: the slots dead after each step (see `plan::liveness`), found on the
-    /// function's first call.
-    last_uses: HashMap<usize, Arc<LastUses>>,
 }
 
 /// How a sequence of steps ended.
@@ -165,9 +160,6 @@ enum Flow {
 struct Frame {
     slots: Vec<Option<Value>>,
     function: FunctionId,
-    /// Slots cleared after each step: a value's device buffers go back to the pool after
-    /// its last use, not when the frame ends.
-    last_uses: Arc<LastUses>,
 }
 
 impl Interpreter<'_> {
@@ -191,15 +183,9 @@ impl Interpreter<'_> {
                 function.name
             )));
         }
-        let last_uses = self
-            .last_uses
-            .entry(id.0)
-            .or_insert_with(|| Arc::new(last_uses(function)))
-            .clone();
         let mut frame = Frame {
             slots: vec![None; function.slots.len()],
             function: id,
-            last_uses,
         };
         for (slot, value) in function.params.iter().zip(args) {
             frame.slots[slot.0] = Some(value);
@@ -224,11 +210,6 @@ impl Interpreter<'_> {
                 .map_err(|e| locate(e, step_location(step)))?;
             if !matches!(flow, Flow::Next) {
                 return Ok(flow);
-            }
-            for slot in frame.last_uses.after(step) {
-                if let Some(value) = frame.slots.get_mut(slot.0) {
-                    *value = None;
-                }
             }
         }
         Ok(Flow::Next)

@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-pub mod liveness;
-
 use crate::builtin::Builtin;
 use crate::kernel::KernelLaunch;
 use crate::types::Type;

@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use wgpu::util::DeviceExt;
+
 use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
 use super::location::{self, Location};
 use crate::error::{Result, RuntimeError};
@@ -786,8 +788,14 @@ impl<'a> Run<'a> {
         let (device, kernel) = (self.device, self.kernel);
         let gpu_error =
             |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
-        // Pooled; counted as uploaded by the device.
-        let uniform = device.uniform_bytes(&kernel.name, bytemuck::cast_slice(params));
+        device.count_upload(std::mem::size_of_val(params) as u64);
+        let uniform = device
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(&kernel.name),
+                contents: bytemuck::cast_slice(params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
         let pipeline = device
             .pipeline(&KernelSpec {
                 label: &kernel.name,
@@ -796,7 +804,7 @@ impl<'a> Run<'a> {
                 bindings: bound.kinds,
             })
             .map_err(gpu_error)?;
-        let mut buffers: Vec<wgpu::Buffer> = vec![(*uniform).clone()];
+        let mut buffers: Vec<wgpu::Buffer> = vec![uniform];
         for binding in &kernel.bindings {
             buffers.push(match &binding.buffer {
                 BufferRef::Input { slot, part } => bound.inputs[bound.input_index[&(*slot, *part)]]

@@ -59,10 +59,6 @@ pub struct GpuEngine<'d> {
     /// kept so the addresses stay its own: an enum column gives the same vector every run,
     /// and keeping it keeps its device copy in `location` too (no upload per warm run).
     fetched: HashMap<(usize, usize), (Value, Value)>,
-    /// Flat lists `@list` made of host key columns in this run, by the address of their
-    /// values, with the list (so the address stays its own) and the columns (see
-    /// `listed_columns`); cleared when the run finishes.
-    listed: HashMap<usize, (Value, Vec<Value>)>,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -77,7 +73,6 @@ impl<'d> GpuEngine<'d> {
             location: location::Location::default(),
             pending: status::PendingChecks::default(),
             fetched: HashMap::new(),
-            listed: HashMap::new(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -156,13 +151,6 @@ impl GpuEngine<'_> {
         let mut resident = Vec::with_capacity(args.len());
         for (i, arg) in args.iter().enumerate() {
             resident.push(match arg {
-                // `@member` and `@index_of` take one vector per side: a list is left to
-                // their own checks.
-                ArgValue::Value(Value::List(List::Flat { .. }))
-                    if matches!(b, Builtin::Member | Builtin::IndexOf) =>
-                {
-                    None
-                }
                 ArgValue::Value(v) if keys(i) => self.resident_key(v, step, profile)?,
                 _ => None,
             });
@@ -205,19 +193,6 @@ impl GpuEngine<'_> {
                     buffer,
                 ))))
             }
-            Value::List(List::Flat { .. }) => {
-                let Some(cells) = self.listed_cells(value).map(<[Value]>::to_vec) else {
-                    return Ok(None);
-                };
-                let mut out = Vec::with_capacity(cells.len());
-                for cell in &cells {
-                    match self.resident_key(cell, step, profile)? {
-                        Some(v) => out.push(v),
-                        None => return Ok(None),
-                    }
-                }
-                Ok(Some(Value::List(List::Mixed(Arc::new(out)))))
-            }
             Value::List(List::Mixed(cells)) => {
                 let mut changed = false;
                 let mut out = Vec::with_capacity(cells.len());
@@ -234,41 +209,6 @@ impl GpuEngine<'_> {
             }
             _ => Ok(None),
         }
-    }
-
-    /// `@list` of host key columns (numeric and temporal vectors): the CPU's flat list, with
-    /// its columns remembered (see `listed`), so that a key builtin taking the list binds
-    /// each column's resident device copy instead of uploading the concatenation again on
-    /// every run (TPC-H q9 joins on a list of four lineitem columns: 96 MB per run at SF 1).
-    /// None for any other `@list` (the CPU's own).
-    fn listed_columns(&mut self, args: &[ArgValue<'_>]) -> Option<Value> {
-        let cells: Vec<Value> = args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Value(v @ Value::Vector(x)) if resident_key_type(&x.ty()) => {
-                    Some((*v).clone())
-                }
-                _ => None,
-            })
-            .collect::<Option<_>>()?;
-        let list = List::from_cells(cells.clone());
-        let List::Flat { values, .. } = &list else {
-            return None;
-        };
-        let list = Value::List(list.clone());
-        self.listed
-            .insert(location::vector_address(values), (list.clone(), cells));
-        Some(list)
-    }
-
-    /// The columns a flat list of [`GpuEngine::listed_columns`] was made of.
-    fn listed_cells(&self, value: &Value) -> Option<&[Value]> {
-        let Value::List(List::Flat { values, .. }) = value else {
-            return None;
-        };
-        self.listed
-            .get(&location::vector_address(values))
-            .map(|(_, cells)| cells.as_slice())
     }
 
     /// `@shortest_path_length` / `@reachable` with the IBFS library kernel; `@reach_index`
@@ -372,11 +312,6 @@ impl Accelerator for GpuEngine<'_> {
                 .insert(key, ((*value).clone(), fetched.clone()));
             return Some(Ok((fetched, Placement::Host)));
         }
-        if b == Builtin::List {
-            if let Some(list) = self.listed_columns(args) {
-                return Some(Ok((list, Placement::Host)));
-            }
-        }
         if let Some(value) = container_on_device(b, args) {
             return Some(Ok((value, Placement::Host)));
         }
@@ -396,8 +331,6 @@ impl Accelerator for GpuEngine<'_> {
                 i == 0 && matches!(v, Value::Device(_) | Value::List(_))
             }
             Builtin::Member | Builtin::IndexOf | Builtin::IndexA => matches!(v, Value::Device(_)),
-            // Their string codes are gathered on the device; the dictionary is on the host.
-            Builtin::Like | Builtin::SubString => i == 0 && matches!(v, Value::Device(_)),
             Builtin::JoinIndex => matches!(v, Value::Device(_) | Value::List(_)),
             // Relations stay on the device across a semi-naive loop (`gpu/relation.rs`).
             Builtin::TupleUnique
@@ -508,7 +441,6 @@ impl Accelerator for GpuEngine<'_> {
     }
 
     fn finish(&mut self, outcome: Result<Vec<Value>>, profile: &mut Profile) -> Result<Vec<Value>> {
-        self.listed.clear();
         // Every status word still on the device is read (one read-back) and checked: a
         // kernel that failed fails the run with its own message, whatever came after it.
         let outcome = match outcome {

@@ -52,7 +52,7 @@ pub fn measure_copy_bandwidth(
             encoder.copy_buffer_to_buffer(source.raw(), 0, destination.raw(), 0, bytes);
         }
         let start = Instant::now();
-        device.submit(encoder.finish());
+        device.queue.submit([encoder.finish()]);
         device.wait_idle()?;
         best = best.min(start.elapsed().as_secs_f64());
     }

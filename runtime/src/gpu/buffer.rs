@@ -2,11 +2,10 @@
 
 use std::marker::PhantomData;
 
-use std::sync::Arc;
+use wgpu::util::DeviceExt;
 
 use super::device::Device;
 use super::error::{GpuError, Result};
-use super::pool::{class_bytes, BufferPool};
 
 /// Largest element count a kernel indexes: indexes are WGSL `u32`, and grid-stride loops add
 /// up to 65 535 × 256 to an index, which must not wrap.
@@ -18,53 +17,20 @@ const STORAGE_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_DST);
 
 /// A device buffer holding `len` elements of `T`. An empty buffer still owns a few bytes,
-/// because wgpu cannot bind a zero-sized buffer. A buffer from [`Device::upload`] or
-/// [`Device::zeroed`] goes back to the device's pool when dropped (see `pool`); it may be
-/// larger than its elements (its size class).
+/// because wgpu cannot bind a zero-sized buffer.
 #[derive(Debug)]
 pub struct GpuBuffer<T> {
     buffer: wgpu::Buffer,
     len: usize,
-    /// Where the buffer goes when dropped; None for a view made by [`GpuBuffer::wrap`].
-    pool: Option<Arc<BufferPool>>,
-    /// The buffer a view made by [`GpuBuffer::view`] sees, kept alive (and out of the
-    /// pool) as long as the view.
-    owner: Option<Arc<GpuBuffer<u32>>>,
     element: PhantomData<T>,
 }
 
 impl<T: bytemuck::Pod> GpuBuffer<T> {
-    /// A typed view of a buffer this crate created holding `len` elements of `T`. The view
-    /// does not own the buffer for the pool: whoever made the buffer keeps it alive at
-    /// least as long as the view.
+    /// A typed view of a buffer this crate created holding `len` elements of `T`.
     pub(crate) fn wrap(buffer: wgpu::Buffer, len: usize) -> GpuBuffer<T> {
         GpuBuffer {
             buffer,
             len,
-            pool: None,
-            owner: None,
-            element: PhantomData,
-        }
-    }
-
-    /// The first `len` elements of `owner`'s buffer as `T`s, holding `owner` alive.
-    pub(crate) fn view(owner: &Arc<GpuBuffer<u32>>, len: usize) -> GpuBuffer<T> {
-        GpuBuffer {
-            buffer: owner.buffer.clone(),
-            len,
-            pool: None,
-            owner: Some(owner.clone()),
-            element: PhantomData,
-        }
-    }
-
-    /// The same buffer (and its place in the pool) seen as `len` elements of `U`.
-    pub(crate) fn retyped<U>(mut self, len: usize) -> GpuBuffer<U> {
-        GpuBuffer {
-            buffer: self.buffer.clone(),
-            len,
-            pool: self.pool.take(),
-            owner: self.owner.take(),
             element: PhantomData,
         }
     }
@@ -88,38 +54,6 @@ impl<T: bytemuck::Pod> GpuBuffer<T> {
     }
 }
 
-impl<T> Drop for GpuBuffer<T> {
-    fn drop(&mut self) {
-        if let Some(pool) = self.pool.take() {
-            pool.give_back(self.buffer.clone());
-        }
-    }
-}
-
-/// A uniform buffer of kernel parameters, from the device's pool and back to it when dropped.
-#[derive(Debug)]
-pub struct Uniform {
-    buffer: wgpu::Buffer,
-    pool: Arc<BufferPool>,
-}
-
-impl std::ops::Deref for Uniform {
-    type Target = wgpu::Buffer;
-    fn deref(&self) -> &wgpu::Buffer {
-        &self.buffer
-    }
-}
-
-impl Drop for Uniform {
-    fn drop(&mut self) {
-        self.pool.give_back(self.buffer.clone());
-    }
-}
-
-/// Usage of uniform buffers: bindable as uniforms, written from the host.
-const UNIFORM_USAGE: wgpu::BufferUsages =
-    wgpu::BufferUsages::UNIFORM.union(wgpu::BufferUsages::COPY_DST);
-
 fn checked_bytes<T>(device: &Device, label: &str, len: usize) -> Result<u64> {
     let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
     let limit = device.limits().max_buffer_size;
@@ -138,105 +72,66 @@ fn checked_bytes<T>(device: &Device, label: &str, len: usize) -> Result<u64> {
 }
 
 impl Device {
-    /// Copies `data` into a storage buffer (from the pool when it has one of the size).
+    /// Copies `data` into a new storage buffer.
     pub fn upload<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> Result<GpuBuffer<T>> {
-        if data.is_empty() {
-            // Nothing to write: zeros, as a new buffer would hold.
-            return self.zeroed(label, 0);
-        }
         let bytes = checked_bytes::<T>(self, label, data.len())?;
         self.count_upload(std::mem::size_of_val(data) as u64);
-        let buffer = self.storage_buffer(label, bytes)?;
-        {
-            // Queue-ordered: lands before the next submission's commands, after all work
-            // submitted before (a pooled buffer's earlier uses are all submitted, see `pool`).
-            let raw: &[u8] = bytemuck::cast_slice(data);
-            if raw.len() % 4 == 0 {
-                self.queue.write_buffer(buffer.raw(), 0, raw);
-            } else {
-                // Writes are whole words.
-                let mut padded = raw.to_vec();
-                padded.resize(raw.len().next_multiple_of(4), 0);
-                self.queue.write_buffer(buffer.raw(), 0, &padded);
-            }
-        }
-        Ok(buffer.retyped(data.len()))
-    }
-
-    /// A storage buffer of `len` zeros: a new one (wgpu zero-initialises every buffer), or
-    /// a pooled one cleared ahead of the next submission's work.
-    pub fn zeroed<T: bytemuck::Pod>(&self, label: &str, len: usize) -> Result<GpuBuffer<T>> {
-        let bytes = checked_bytes::<T>(self, label, len)?;
-        let (buffer, reused) = self.storage_buffer_reused(label, bytes)?;
-        if reused {
-            self.pool
-                .clear_before_next_submit(&self.device, buffer.raw());
-        }
-        Ok(buffer.retyped(len))
-    }
-
-    /// A storage buffer of at least `bytes` bytes (its size class), contents undefined.
-    fn storage_buffer(&self, label: &str, bytes: u64) -> Result<GpuBuffer<u8>> {
-        self.storage_buffer_reused(label, bytes).map(|(b, _)| b)
-    }
-
-    fn storage_buffer_reused(&self, label: &str, bytes: u64) -> Result<(GpuBuffer<u8>, bool)> {
-        let limit = self
-            .limits()
-            .max_buffer_size
-            .min(self.limits().max_storage_buffer_binding_size.max(bytes));
-        let size = class_bytes(
-            bytes.next_multiple_of(4),
-            limit.max(bytes.next_multiple_of(4)),
-        );
-        let wrap = |buffer: wgpu::Buffer| GpuBuffer {
-            buffer,
-            len: size as usize,
-            pool: Some(self.pool.clone()),
-            owner: None,
-            element: PhantomData,
-        };
-        if let Some(buffer) = self.pool.take(size, STORAGE_USAGE) {
-            return Ok((wrap(buffer), true));
-        }
         let make_error = |label, message| GpuError::Command { label, message };
         let _timer = self.costs.buffers.timer();
-        self.pool.make_room(size);
+        let buffer = self.capture_errors(label, make_error, || {
+            if data.is_empty() {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: bytes,
+                    usage: STORAGE_USAGE,
+                    mapped_at_creation: false,
+                })
+            } else {
+                self.device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some(label),
+                        contents: bytemuck::cast_slice(data),
+                        usage: STORAGE_USAGE,
+                    })
+            }
+        })?;
+        Ok(GpuBuffer {
+            buffer,
+            len: data.len(),
+            element: PhantomData,
+        })
+    }
+
+    /// A new storage buffer of `len` zeros (wgpu zero-initialises every buffer).
+    pub fn zeroed<T: bytemuck::Pod>(&self, label: &str, len: usize) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, len)?;
+        let make_error = |label, message| GpuError::Command { label, message };
+        let _timer = self.costs.buffers.timer();
         let buffer = self.capture_errors(label, make_error, || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
-                size,
+                size: bytes,
                 usage: STORAGE_USAGE,
                 mapped_at_creation: false,
             })
         })?;
-        Ok((wrap(buffer), false))
-    }
-
-    /// A small uniform buffer holding `value` (kernel parameters), from the pool.
-    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> Uniform {
-        self.uniform_bytes(label, bytemuck::bytes_of(value))
-    }
-
-    /// A uniform buffer holding `bytes` (a multiple of 4), from the pool.
-    pub(crate) fn uniform_bytes(&self, label: &str, bytes: &[u8]) -> Uniform {
-        self.count_upload(bytes.len() as u64);
-        let size = class_bytes((bytes.len() as u64).next_multiple_of(16), u64::MAX);
-        let buffer = self.pool.take(size, UNIFORM_USAGE).unwrap_or_else(|| {
-            let _timer = self.costs.buffers.timer();
-            self.pool.make_room(size);
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage: UNIFORM_USAGE,
-                mapped_at_creation: false,
-            })
-        });
-        self.queue.write_buffer(&buffer, 0, bytes);
-        Uniform {
+        Ok(GpuBuffer {
             buffer,
-            pool: self.pool.clone(),
-        }
+            len,
+            element: PhantomData,
+        })
+    }
+
+    /// A small uniform buffer holding `value` (kernel parameters).
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.count_upload(std::mem::size_of::<T>() as u64);
+        let _timer = self.costs.buffers.timer();
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::bytes_of(value),
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
     }
 
     /// Copies the buffer back to the host, waiting for all work submitted before.
@@ -338,7 +233,9 @@ impl Device {
                 }
             }
             let status = self.status_copy(&mut encoder, &staging, bytes);
-            self.costs.submits.time(|| self.submit(encoder.finish()));
+            self.costs
+                .submits
+                .time(|| self.queue.submit([encoder.finish()]));
             (staging, status)
         })?;
         let status = status?;

@@ -106,7 +106,7 @@ fn scan_flags(device: &Device, flags: &GpuBuffer<u32>) -> Result<(GpuBuffer<u32>
     Ok((offsets, count))
 }
 
-fn element_params(device: &Device, n: usize) -> crate::gpu::Uniform {
+fn element_params(device: &Device, n: usize) -> wgpu::Buffer {
     device.uniform(
         "compaction params",
         &TileParams {

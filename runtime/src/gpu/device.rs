@@ -46,9 +46,6 @@ pub struct Device {
     /// String dictionaries already on the device (packed bytes and offsets), keyed by the
     /// dictionary's address; each entry holds the dictionary, so the address stays its own.
     pub(crate) dictionaries: Mutex<Vec<CachedDictionary>>,
-    /// `@sub_string`'s dictionaries and code maps per dictionary and range (see
-    /// `library::sub_string_dictionary`).
-    pub(crate) sub_strings: Mutex<Vec<CachedSubString>>,
     /// Bytes copied host → device and device → host over the device's life, every copy
     /// included (columns, kernel parameters, library kernels' inputs, read-backs).
     uploaded: AtomicU64,
@@ -70,8 +67,6 @@ pub struct Device {
     pub(crate) costs: super::deferred::CostCounters,
     /// Library kernels' passes get timestamps too (`--time`).
     pub(crate) profiling: std::sync::atomic::AtomicBool,
-    /// Storage and uniform buffers for reuse (see `pool`).
-    pub(crate) pool: Arc<super::pool::BufferPool>,
 }
 
 /// Bytes moved between host and device, as counted by [`Device::traffic`].
@@ -98,15 +93,6 @@ pub(crate) struct CachedDictionary {
     pub dict: std::sync::Arc<crate::value::StrDict>,
     pub bytes: std::sync::Arc<super::GpuBuffer<u32>>,
     pub offsets: std::sync::Arc<super::GpuBuffer<u32>>,
-}
-
-/// `@sub_string(dict, range)`'s dictionary and the map from `dict`'s codes to its codes.
-#[derive(Clone)]
-pub(crate) struct CachedSubString {
-    pub dict: std::sync::Arc<crate::value::StrDict>,
-    pub range: (i64, i64),
-    pub result: std::sync::Arc<crate::value::StrDict>,
-    pub map: std::sync::Arc<super::GpuBuffer<u32>>,
 }
 
 /// Pipelines are cached by their full WGSL text and entry point.
@@ -141,9 +127,6 @@ impl Device {
                         GPU_ITEMS_PER_THREAD
                     };
                     let pipeline_cache = super::pipeline_cache::open(&device, &info, features);
-                    let pool = Arc::new(super::pool::BufferPool::new(
-                        info.device_type == wgpu::DeviceType::Cpu,
-                    ));
                     return Ok(Device {
                         _instance: instance,
                         device,
@@ -156,7 +139,6 @@ impl Device {
                         items_per_thread: AtomicU32::new(items_per_thread),
                         staging: Mutex::new(None),
                         dictionaries: Mutex::new(Vec::new()),
-                        sub_strings: Mutex::new(Vec::new()),
                         uploaded: AtomicU64::new(0),
                         downloaded: AtomicU64::new(0),
                         pipelines_built: AtomicU32::new(0),
@@ -167,7 +149,6 @@ impl Device {
                         timestamp_log: Default::default(),
                         costs: Default::default(),
                         profiling: Default::default(),
-                        pool,
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -282,12 +263,9 @@ impl Device {
         }
     }
 
-    /// Device memory held by live allocations now (pooled free buffers included), from the
-    /// backend's allocator (Vulkan, DX12; None elsewhere); also raises the peak
-    /// [`Device::peak_memory`] reports. Called at step boundaries.
+    /// Device memory held by live allocations now, from the backend's allocator (Vulkan,
+    /// DX12; None elsewhere); also raises the peak [`Device::peak_memory`] reports.
     pub fn sample_memory(&self) -> Option<u64> {
-        // A step boundary: the pool keeps no more than live values needed at one (`pool`).
-        self.pool.trim();
         let bytes = self
             .device
             .generate_allocator_report()?
@@ -301,25 +279,6 @@ impl Device {
     pub fn peak_memory(&self) -> Option<u64> {
         self.sample_memory()?;
         Some(self.peak_memory.load(Ordering::Relaxed))
-    }
-
-    /// How many buffers the pool handed out again, and how many were created, so far.
-    pub fn pool_counts(&self) -> super::PoolCounts {
-        self.pool.counts()
-    }
-
-    /// Bytes of free buffers the pool holds for reuse (part of [`Device::peak_memory`]).
-    pub fn pool_free_bytes(&self) -> u64 {
-        self.pool.free_bytes()
-    }
-
-    /// Submits `commands` after the pool's pending clears (see `pool`): every submission
-    /// of work that may use a pooled buffer goes through here.
-    pub(crate) fn submit(&self, commands: wgpu::CommandBuffer) {
-        match self.pool.take_clears() {
-            Some(clears) => self.queue.submit([clears, commands]),
-            None => self.queue.submit([commands]),
-        };
     }
 
     /// Counts `bytes` written from the host into device memory (every upload path calls it).

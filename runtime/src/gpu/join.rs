@@ -169,7 +169,7 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
             bindings: JOIN_BINDINGS,
         })
     };
-    let join_params = |sort_runs: bool| -> Result<crate::gpu::Uniform> {
+    let join_params = |sort_runs: bool| -> Result<wgpu::Buffer> {
         Ok(params(
             device,
             "join params",

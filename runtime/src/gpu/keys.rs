@@ -61,7 +61,7 @@ pub fn min_max_source() -> Result<String> {
 }
 
 /// Eight u32 kernel parameters (every library kernel's `Params` uniform fits in them).
-pub(crate) fn params(device: &Device, label: &str, values: [u32; 8]) -> crate::gpu::Uniform {
+pub(crate) fn params(device: &Device, label: &str, values: [u32; 8]) -> wgpu::Buffer {
     device.uniform(label, &values)
 }
 

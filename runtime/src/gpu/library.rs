@@ -220,7 +220,7 @@ fn key_matrix(device: &Device, what: &str, keys: &Value) -> Out<(super::keys::Ke
 fn resident_i64(device: &Device, parts: &[&GpuBuffer<u32>]) -> Out<Value> {
     let wide = widen_to_i64(device, parts)?;
     let n = wide.len();
-    let words = wide.retyped::<u32>(2 * n);
+    let words = GpuBuffer::<u32>::wrap(wide.raw().clone(), 2 * n);
     Ok(Value::Device(DeviceVector::new(
         Type::I64,
         n,
@@ -530,7 +530,7 @@ impl Operand<'_> {
                 }
                 let elem = crate::kernel::GpuElement::of_type(&d.ty).map_or(1, |e| e.size() / 4);
                 // Exactly the elements (a kernel's output buffer may have room for more).
-                let exact = GpuBuffer::<u32>::view(&d.buffer, d.len * elem as usize);
+                let exact = GpuBuffer::<u32>::wrap(d.buffer.raw().clone(), d.len * elem as usize);
                 Ok((Arc::new(exact), elem as u32))
             }
         }
@@ -760,7 +760,7 @@ fn dictionary_on_device(device: &Device, dict: &Arc<StrDict>) -> Out<CachedDicti
 /// The dictionary is uploaded as UTF-8 bytes with offsets.
 fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     exactly(args, 2)?;
-    let strings = StringCodes::of(device, value(args, 0)?, "like codes")?;
+    let strings = strings_arg(vector(args, 0)?, "the strings")?;
     let pattern = strings_arg(vector(args, 1)?, "the pattern")?;
     if pattern.len() != 1 {
         fail!("expected one pattern, got {}", pattern.len());
@@ -815,80 +815,9 @@ fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         element_workgroups(entries.len()),
     )?;
     commands.submit()?;
-    let per_row = gather(device, &matched, &strings.codes)?;
+    let codes = device.upload("like codes", strings.codes.as_slice())?;
+    let per_row = gather(device, &matched, &codes)?;
     resident_bools(device, &per_row, 0)
-}
-
-/// The codes of a sym/str argument on the device (a device vector's own buffer, or the
-/// upload of a host vector's codes) with their dictionary, which stays on the host.
-struct StringCodes {
-    ty: Type,
-    dict: Arc<StrDict>,
-    /// Exactly one code per row.
-    codes: GpuBuffer<u32>,
-}
-
-impl StringCodes {
-    fn of(device: &Device, v: &Value, label: &str) -> Out<StringCodes> {
-        match v {
-            Value::Device(d) if matches!(d.ty, Type::Str | Type::Sym) => {
-                let Some(dict) = d.dict.clone() else {
-                    fail!("a {} vector on the device has no dictionary", d.ty);
-                };
-                Ok(StringCodes {
-                    ty: d.ty.clone(),
-                    dict,
-                    codes: GpuBuffer::view(&d.buffer, d.len),
-                })
-            }
-            other => {
-                let v = as_vector(other)?;
-                let strings = strings_arg(v, "the strings")?;
-                Ok(StringCodes {
-                    ty: v.ty(),
-                    dict: strings.dict.clone(),
-                    codes: device.upload(label, strings.codes.as_slice())?,
-                })
-            }
-        }
-    }
-}
-
-/// Results of [`sub_string_dictionary_on_cpu`] kept on the device at most.
-const CACHED_SUB_STRINGS: usize = 16;
-
-/// The dictionary of the substrings of `dict`'s entries and the code map on the device,
-/// computed once per dictionary and range: a dictionary never changes (the entry holds
-/// it, so its address stays its own), and TPC-H q22 takes the same substring of the same
-/// column three times per run.
-fn sub_string_dictionary(
-    device: &Device,
-    dict: &Arc<StrDict>,
-    pos: i64,
-    len: i64,
-) -> Out<(Arc<StrDict>, Arc<GpuBuffer<u32>>)> {
-    if let Ok(cache) = device.sub_strings.lock() {
-        if let Some(hit) = cache
-            .iter()
-            .find(|c| Arc::ptr_eq(&c.dict, dict) && c.range == (pos, len))
-        {
-            return Ok((hit.result.clone(), hit.map.clone()));
-        }
-    }
-    let (result, map) = sub_string_dictionary_on_cpu(dict, pos, len);
-    let map = Arc::new(device.upload("sub_string map", &map)?);
-    if let Ok(mut cache) = device.sub_strings.lock() {
-        if cache.len() >= CACHED_SUB_STRINGS {
-            cache.remove(0);
-        }
-        cache.push(super::device::CachedSubString {
-            dict: dict.clone(),
-            range: (pos, len),
-            result: result.clone(),
-            map: map.clone(),
-        });
-    }
-    Ok((result, map))
 }
 
 /// `@sub_string`'s per-distinct-string step, on the CPU: the substring of each dictionary
@@ -920,9 +849,8 @@ pub fn sub_string_dictionary_on_cpu(
 }
 
 /// `@sub_string(s, (pos, len))` or `@sub_string(s, pos, len)`: the new dictionary is built
-/// on the CPU ([`sub_string_dictionary_on_cpu`], once per distinct string, and kept per
-/// dictionary and range); the rows are re-coded on the GPU by a gather, and the result
-/// stays there with its new dictionary.
+/// on the CPU ([`sub_string_dictionary_on_cpu`], once per distinct string); the rows are
+/// re-coded on the GPU by a gather.
 fn sub_string(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     let (pos, len) = match args.len() {
         2 => {
@@ -948,16 +876,20 @@ fn sub_string(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     if len < 0 {
         fail!("negative length {len}");
     }
-    let strings = StringCodes::of(device, value(args, 0)?, "sub_string codes")?;
-    let (dict, map) = sub_string_dictionary(device, &strings.dict, pos, len)?;
-    let rows = strings.codes.len();
-    let recoded = gather(device, &map, &strings.codes)?;
-    Ok(Value::Device(DeviceVector::new(
-        strings.ty,
-        rows,
-        Some(dict),
-        Arc::new(recoded),
-    )))
+    let s = vector(args, 0)?;
+    let strings = strings_arg(s, "the strings")?;
+    let (dict, map) = sub_string_dictionary_on_cpu(&strings.dict, pos, len);
+    let map = device.upload("sub_string map", &map)?;
+    let codes = device.upload("sub_string codes", strings.codes.as_slice())?;
+    let recoded = gather(device, &map, &codes)?;
+    let result = Strings {
+        dict,
+        codes: Arc::new(device.download(&recoded)?),
+    };
+    Ok(Value::Vector(match s {
+        Vector::Sym(_) => Vector::Sym(result),
+        _ => Vector::Str(result),
+    }))
 }
 
 /// The builtins `f` that [`each_library`] runs as `@each(f, l)` on the GPU.

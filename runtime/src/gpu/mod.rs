@@ -22,14 +22,13 @@ pub mod multiway;
 pub mod order;
 mod pipeline;
 mod pipeline_cache;
-mod pool;
 pub mod reduce;
 pub mod relation;
 pub mod scan;
 pub mod sort;
 pub mod template;
 
-pub use buffer::{GpuBuffer, Uniform, MAX_ELEMENTS};
+pub use buffer::{GpuBuffer, MAX_ELEMENTS};
 pub use deferred::{GpuTime, HostCosts, TimedWork};
 pub use device::{
     require_gpu_or_skip, Device, Traffic, ADAPTER_ENV, OPTIONAL_FEATURES, REQUIRE_GPU_ENV,
@@ -37,5 +36,4 @@ pub use device::{
 pub use error::{GpuError, Result};
 pub use pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 pub use pipeline_cache::{cache_dir, CACHE_DIR_ENV};
-pub use pool::PoolCounts;
 pub use wgpu;

@@ -181,24 +181,6 @@ pub struct Commands<'d> {
     /// With [`Commands::timed`] (or while the device profiles): a timestamp pair per
     /// dispatch, up to the set's capacity.
     timestamps: Option<Timestamps>,
-    /// Keeps buffers given back while this is open from being reused (see `pool`).
-    open: OpenEncoder<'d>,
-}
-
-/// Counts an encoder as open in the buffer pool until it is submitted or dropped.
-struct OpenEncoder<'d>(&'d Device);
-
-impl<'d> OpenEncoder<'d> {
-    fn new(device: &'d Device) -> OpenEncoder<'d> {
-        device.pool.open_encoder();
-        OpenEncoder(device)
-    }
-}
-
-impl Drop for OpenEncoder<'_> {
-    fn drop(&mut self) {
-        self.0.pool.close_encoder();
-    }
 }
 
 /// Timestamp queries around each compute pass of one command buffer.
@@ -236,7 +218,6 @@ impl<'d> Commands<'d> {
             label: label.to_string(),
             encoder,
             timestamps,
-            open: OpenEncoder::new(device),
         }
     }
 
@@ -385,21 +366,17 @@ impl<'d> Commands<'d> {
             label,
             mut encoder,
             timestamps,
-            open,
         } = self;
         if let Some(t) = timestamps.filter(|t| t.used > 0) {
             device.log_timestamps(&mut encoder, &t.set, t.used, t.work);
         }
         let make_error = |label, message| GpuError::Command { label, message };
-        let submitted = device.capture_errors(&label, make_error, || {
+        device.capture_errors(&label, make_error, || {
             device
                 .costs
                 .submits
-                .time(|| device.submit(encoder.finish()));
-        });
-        // Submitted: buffers given back meanwhile may be reused now.
-        drop(open);
-        submitted
+                .time(|| device.queue.submit([encoder.finish()]));
+        })
     }
 
     /// Submits without waiting: the timestamps are resolved into the device's log and read
