@@ -13,7 +13,9 @@
 
     python3 benches/load_vs_duckdb.py --sf 1 --runs 3 --horsec target/release/horsec
 
-Prints one line per measurement and the DuckDB/horsec ratios (> 1: horsec is faster).
+Prints one line per measurement and the DuckDB/horsec ratios (> 1: horsec is faster), and
+under each horsec load the wall time of its phases (reading the file, parsing or decoding,
+converting, joining the pieces built on each core).
 DuckDB comes from PYTHONPATH; no network is needed.
 """
 
@@ -66,7 +68,8 @@ def horsec_load(horsec, directory, runs):
     match = re.search(r"best ([\d.]+) s of \d+ \((\d+) rows\)", out)
     if not match:
         raise SystemExit(f"unexpected horsec bench output:\n{out}")
-    return float(match.group(1)), int(match.group(2))
+    phases = re.search(r"phases: (.*)", out)
+    return float(match.group(1)), int(match.group(2)), phases.group(1) if phases else ""
 
 
 def duckdb_load(sql, runs):
@@ -131,21 +134,25 @@ def main():
     duck_parquet_sql = f"CREATE TABLE lineitem AS SELECT * FROM read_parquet('{parquet}')"
 
     results = []
-    h_tbl, rows = horsec_load(args.horsec, tbl_dir, args.runs)
+    h_tbl, rows, tbl_phases = horsec_load(args.horsec, tbl_dir, args.runs)
     d_csv, d_rows = duckdb_load(duck_csv_sql, args.runs)
     if rows != d_rows:
         raise SystemExit(f"row counts differ: horsec {rows}, DuckDB {d_rows}")
-    results.append(("lineitem .tbl", h_tbl, "DuckDB read_csv", d_csv))
-    h_parquet, rows = horsec_load(args.horsec, parquet_dir, args.runs)
+    results.append(("lineitem .tbl", h_tbl, "DuckDB read_csv", d_csv, tbl_phases))
+    h_parquet, rows, parquet_phases = horsec_load(args.horsec, parquet_dir, args.runs)
     d_parquet, _ = duckdb_load(duck_parquet_sql, args.runs)
-    results.append(("lineitem .parquet", h_parquet, "DuckDB read_parquet", d_parquet))
+    results.append(
+        ("lineitem .parquet", h_parquet, "DuckDB read_parquet", d_parquet, parquet_phases)
+    )
 
     print(f"SF {args.sf:g} lineitem, {rows} rows, best of {args.runs}:")
-    for what, horsec_s, duck_what, duck_s in results:
+    for what, horsec_s, duck_what, duck_s, phases in results:
         print(
             f"  horsec {what:<18} {horsec_s:8.3f} s   {duck_what:<20} {duck_s:8.3f} s   "
             f"DuckDB/horsec {duck_s / horsec_s:5.2f}x"
         )
+        if phases:
+            print(f"    horsec phases: {phases}")
     cold, warm = first_command(args.horsec, repo)
     print(f"horsec run queries/tpch/q6.hir: cold {cold:.2f} s, warm {warm:.2f} s (wall)")
 

@@ -26,11 +26,18 @@
 //
 // One of the two expand kernels gets zero workgroups each level. `seed` starts a batch.
 //
+// A batch with no destinations at all runs until every lane's search has ended: `seen` then
+// holds each lane's reach set (the hub reach sets of a reachability index's queries).
+//
 // On the condensed DAG of a reachability index (@reachable on @reach_index), `labels` holds
 // the GRAIL labels and `lane_destinations` the one destination of each lane (or NONE when a
-// lane has several): `identify` drops a lane's new bit at a vertex whose labels do not
-// contain the destination's, so such a vertex is never expanded for that lane (it cannot
-// reach the destination). The bit still counts as seen, so it is not offered again.
+// lane has several): before `seed`, `exclude` marks a lane's bit as already seen at every
+// vertex whose labels do not contain the lane's destination's (such a vertex cannot reach
+// it), so the search never enters it: top-down levels do not offer it the bit, and
+// bottom-up levels do not look for it there. Without this, a bottom-up level would scan
+// every in-edge of every vertex for the bits of lanes that can never arrive. The
+// destination itself is never excluded (its labels contain its own), so the answers are
+// those of the unpruned search.
 //
 // Template parameters: {{WORKGROUP_SIZE}}.
 
@@ -140,35 +147,49 @@ fn seed(
 
 const NO_DESTINATION: u32 = 0xffffffffu;
 
-// Whether vertex v may reach the destination of lane `lane`: every label of v contains the
-// destination's.
-fn labels_allow(v: u32, lane: u32) -> bool {
-    let t = lane_destinations[params.source_offset + lane];
-    if t == NO_DESTINATION {
-        return true;
-    }
-    for (var k = 0u; k < params.label_count; k = k + 1u) {
-        let a = 2u * (k * params.label_stride + v);
-        let b = 2u * (k * params.label_stride + t);
-        if labels[b] < labels[a] || labels[a + 1u] < labels[b + 1u] {
-            return false;
-        }
-    }
-    return true;
-}
+// Most GRAIL labels per vertex (graph::grail::MAX_LABELS).
+const MAX_LABELS: u32 = 8u;
 
-// The bits of `bits` (lanes 32·w + bit) whose destinations v may reach.
-fn prune(v: u32, w: u32, bits: u32) -> u32 {
-    var keep = 0u;
-    var rest = bits;
-    while rest != 0u {
-        let b = firstTrailingBit(rest);
-        rest = rest & (rest - 1u);
-        if labels_allow(v, w * 32u + b) {
-            keep = keep | (1u << b);
+// Thread (vertex v, word w): the `seen` word of v for lanes 32·w … 32·w + 31 becomes the
+// bits of the lanes whose destinations v cannot reach (some label of v does not contain the
+// destination's). Runs before `seed` on a cleared `seen`, only with labels.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn exclude(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    let words = params.words;
+    let total = params.n * words;
+    let label_count = min(params.label_count, MAX_LABELS);
+    for (var i = global.x; i < total; i = i + stride) {
+        let w = i % words;
+        let v = i / words;
+        if 32u * w >= params.lane_count {
+            continue;
         }
+        var own: array<vec2<u32>, MAX_LABELS>;
+        for (var k = 0u; k < label_count; k = k + 1u) {
+            let a = 2u * (k * params.label_stride + v);
+            own[k] = vec2<u32>(labels[a], labels[a + 1u]);
+        }
+        let lanes = min(32u, params.lane_count - 32u * w);
+        var excluded = 0u;
+        for (var b = 0u; b < lanes; b = b + 1u) {
+            let t = lane_destinations[params.source_offset + 32u * w + b];
+            if t == NO_DESTINATION {
+                continue;
+            }
+            for (var k = 0u; k < label_count; k = k + 1u) {
+                let at = 2u * (k * params.label_stride + t);
+                if labels[at] < own[k].x || own[k].y < labels[at + 1u] {
+                    excluded = excluded | (1u << b);
+                    break;
+                }
+            }
+        }
+        seen[i] = excluded;
     }
-    return keep;
 }
 
 fn workgroups_for(threads: u32) -> u32 {
@@ -189,8 +210,10 @@ fn control_level() {
     atomicStore(&control[CUR_LEN], queued);
     atomicStore(&control[NEXT_LEN], 0u);
     atomicStore(&control[NEXT_EDGES], 0u);
+    // A batch without destinations (reach sets: every vertex each lane reaches) runs until
+    // its frontier is empty.
     let finished = atomicLoad(&control[DONE]) != 0u || queued == 0u
-        || atomicLoad(&control[PENDING]) == 0u;
+        || (params.target_count != 0u && atomicLoad(&control[PENDING]) == 0u);
     if finished {
         atomicStore(&control[DONE], 1u);
         set_args(ARGS_TOP_DOWN, 0u);
@@ -308,9 +331,6 @@ fn identify(
                     atomicStore(&next_bits[word], 0u);
                     fresh = reached & ~seen[word];
                     seen[word] = seen[word] | fresh;
-                    if params.label_count != 0u && fresh != 0u {
-                        fresh = prune(v, w, fresh);
-                    }
                 }
                 // Write only changes: most words stay zero level after level.
                 if frontier[word] != fresh {

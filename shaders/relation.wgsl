@@ -3,21 +3,32 @@
 // `a` and `b` are key matrices (see keys.wgsl: `words` order-preserving u32 words per row,
 // word-major, word w of row r at w * rows + r), so rows compare lexicographically by
 // comparing words. Relations are sorted; lookups are binary searches over the sorted rows
-// (lower bound: first row >= key; upper bound: first row > key).
+// (lower bound: first row >= key; upper bound: first row > key), except the join's, which
+// looks its key up in a hash table from key to first row (HISA, as in GDlog).
 //
 // Entry points (bindings: params, a, b, idx, out, flag):
 //   adjacent_distinct  out[k] = 1 if row idx[k] of a differs from row idx[k-1] (k = 0: 1)
-//   check_sorted       flag[0] = min k with row k-1 of a >= row k (params.mode = 1: strictly
-//                      increasing required) or > row k (mode = 0: non-decreasing)
-//   check_monotonic    flag[0] = min k with idx[k+1] < idx[k] (a scan that wrapped), k < n
+//   check_sorted       flag[slot] = min k with row k-1 of a >= row k (params.mode = 1:
+//                      strictly increasing required) or > row k (mode = 0: non-decreasing)
+//   check_monotonic    flag[slot] = min k with idx[k+1] < idx[k] (a scan that wrapped), k < n
+//   store_total        flag[slot] = idx[n] (the total of a scan, read with the checks)
 //   not_in_b           out[i] = 1 if row i of a is not a row of b
-//   merge_position_a   out[i] = i + lower bound of row i of a in b
+//   merge_count        flag[lower bound of row j of b in a] += 1 for every row j of b (a
+//                      histogram over a's rows + 1, so a's positions are a scan away)
+//   merge_position_a   out[i] = i + idx[i + 1] (idx: the exclusive scan of merge_count's
+//                      histogram: the rows of b that go before row i of a)
 //   merge_position_b   out[j] = j + lower bound of row j of b in a
-//   join_count         for probe row i of a: out[i] = number of rows of b equal to it,
-//                      flag[i] = the lower bound (its first equal row)
+//   hisa_insert        HISA build, 1: every row k of b that starts a run of equal rows
+//                      claims an empty slot of the hash table flag[0 .. slots] (linear
+//                      probing from the hash of its key) and stores k there
+//   hisa_end           HISA build, 2: every row k of b that ends a run finds its run's slot
+//                      s and stores k + 1 in flag[slots + s]
+//   join_count         for probe row i of a, its key looked up in the HISA table idx of b:
+//                      out[i] = the number of rows of b equal to it, flag[i] = the first
 //   join_write         output k of params.n: its probe row i (the last i with idx[i] <= k,
-//                      idx = exclusive scan of the counts, params.rows_a cells) in out[k],
-//                      its build row a[i] + k - idx[i] in flag[k] (a = the lower bounds)
+//                      idx = exclusive scan of the counts, params.rows_a cells) in out[k]
+//                      and its build row a[i] + k - idx[i] in flag[k], both as i64 (two
+//                      words, a = the first rows)
 //   gather_pairs       out[2j], out[2j+1] = a[2 idx[j]], a[2 idx[j] + 1] (64-bit elements)
 //   scatter_pairs      out[2 idx[i]], out[2 idx[i] + 1] = a[2i], a[2i + 1]
 //
@@ -29,10 +40,14 @@ struct Params {
     rows_b: u32,
     words: u32,
     mode: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+    // The status word an entry point writes (check_sorted, check_monotonic, store_total).
+    slot: u32,
+    // The number of slots of a HISA table (a power of two).
+    slots: u32,
+    pad: u32,
 }
+
+const EMPTY: u32 = 0xffffffffu;
 
 const WORKGROUP_SIZE: u32 = {{WORKGROUP_SIZE}}u;
 
@@ -127,7 +142,7 @@ fn check_sorted(
     for (var k = global.x + 1u; k < params.rows_a; k = k + stride) {
         let c = compare_aa(k - 1u, k);
         if c > 0 || (params.mode == 1u && c == 0) {
-            atomicMin(&flag[0], k);
+            atomicMin(&flag[params.slot], k);
         }
     }
 }
@@ -140,8 +155,15 @@ fn check_monotonic(
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var k = global.x; k < params.n; k = k + stride) {
         if idx[k + 1u] < idx[k] {
-            atomicMin(&flag[0], k);
+            atomicMin(&flag[params.slot], k);
         }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn store_total(@builtin(global_invocation_id) global: vec3<u32>) {
+    if global.x == 0u {
+        atomicStore(&flag[params.slot], idx[params.n]);
     }
 }
 
@@ -162,13 +184,24 @@ fn not_in_b(
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
+fn merge_count(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var j = global.x; j < params.rows_b; j = j + stride) {
+        atomicAdd(&flag[lower_bound_in_a(j)], 1u);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
 fn merge_position_a(
     @builtin(global_invocation_id) global: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
-    for (var i = global.x; i < params.rows_a; i = i + stride) {
-        out[i] = i + bound_in_b(i, false);
+    for (var i = global.x; i < params.n; i = i + stride) {
+        out[i] = i + idx[i + 1u];
     }
 }
 
@@ -183,17 +216,122 @@ fn merge_position_b(
     }
 }
 
+// Hash of the key words of row i of a (of row j of b: the same function of the same words).
+fn mix(h: u32, word: u32) -> u32 {
+    var x = h ^ word;
+    x = x * 0x9e3779b1u;
+    x = x ^ (x >> 15u);
+    x = x * 0x85ebca77u;
+    return x ^ (x >> 13u);
+}
+
+fn hash_a(i: u32) -> u32 {
+    var h = 0x2545f491u;
+    for (var w = 0u; w < params.words; w = w + 1u) {
+        h = mix(h, a[w * params.rows_a + i]);
+    }
+    return h;
+}
+
+fn hash_b(j: u32) -> u32 {
+    var h = 0x2545f491u;
+    for (var w = 0u; w < params.words; w = w + 1u) {
+        h = mix(h, b[w * params.rows_b + j]);
+    }
+    return h;
+}
+
+fn compare_bb(i: u32, j: u32) -> i32 {
+    for (var w = 0u; w < params.words; w = w + 1u) {
+        let x = b[w * params.rows_b + i];
+        let y = b[w * params.rows_b + j];
+        if x < y {
+            return -1;
+        }
+        if x > y {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn hisa_insert(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    let mask = params.slots - 1u;
+    for (var k = global.x; k < params.rows_b; k = k + stride) {
+        if k > 0u && compare_bb(k - 1u, k) == 0 {
+            continue;
+        }
+        // Run starts have distinct keys (b is sorted), so a taken slot is another key's:
+        // probe on. The table has more slots than rows, so an empty one is always found.
+        var s = hash_b(k) & mask;
+        loop {
+            let r = atomicCompareExchangeWeak(&flag[s], EMPTY, k);
+            if r.exchanged {
+                break;
+            }
+            if r.old_value != EMPTY {
+                s = (s + 1u) & mask;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn hisa_end(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    let mask = params.slots - 1u;
+    for (var k = global.x; k < params.rows_b; k = k + stride) {
+        if k + 1u < params.rows_b && compare_bb(k, k + 1u) == 0 {
+            continue;
+        }
+        var s = hash_b(k) & mask;
+        loop {
+            let first = atomicLoad(&flag[s]);
+            if first == EMPTY {
+                break;
+            }
+            if compare_bb(first, k) == 0 {
+                atomicStore(&flag[params.slots + s], k + 1u);
+                break;
+            }
+            s = (s + 1u) & mask;
+        }
+    }
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn join_count(
     @builtin(global_invocation_id) global: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
+    let mask = params.slots - 1u;
     for (var i = global.x; i < params.rows_a; i = i + stride) {
-        let lo = bound_in_b(i, false);
-        let hi = bound_in_b(i, true);
-        out[i] = hi - lo;
-        atomicStore(&flag[i], lo);
+        var s = hash_a(i) & mask;
+        var first = 0u;
+        var end = 0u;
+        loop {
+            let at = idx[s];
+            if at == EMPTY {
+                break;
+            }
+            if compare_ab(i, at) == 0 {
+                first = at;
+                end = idx[params.slots + s];
+                break;
+            }
+            s = (s + 1u) & mask;
+        }
+        out[i] = end - first;
+        atomicStore(&flag[i], first);
     }
 }
 
@@ -217,8 +355,10 @@ fn join_write(
             }
         }
         let i = lo - 1u;
-        out[k] = i;
-        atomicStore(&flag[k], a[i] + (k - idx[i]));
+        out[2u * k] = i;
+        out[2u * k + 1u] = 0u;
+        atomicStore(&flag[2u * k], a[i] + (k - idx[i]));
+        atomicStore(&flag[2u * k + 1u], 0u);
     }
 }
 

@@ -155,6 +155,10 @@ struct BenchArgs {
     /// --reach: pairs (a prefix) given to plain @reachable on both backends; default: all.
     #[arg(long)]
     plain_pairs: Option<usize>,
+    /// --reach: hub components whose reach sets settle pairs before the pruned search (0 to
+    /// 1024; 0: labels alone).
+    #[arg(long, default_value_t = horsec_runtime::graph::grail_gpu::DEFAULT_HUBS)]
+    hubs: usize,
     /// Measure the device's copy bandwidth (buffer to buffer on the device) and print it as
     /// `device copy bandwidth: X GB/s` (bytes read plus written per second).
     #[arg(long)]
@@ -164,7 +168,8 @@ struct BenchArgs {
     gpu_only: bool,
     /// Time loading these TPC-H tables (comma-separated), every column, each from its file
     /// in --data DIR (`.tbl`, `.parquet`, …; foreign keys as plain keys); prints
-    /// `load TABLE (FILE): best S s of RUNS (ROWS rows)`.
+    /// `load TABLE (FILE): best S s of RUNS (ROWS rows)`, then the best run's wall time by
+    /// phase: `  phases: read file S s, parse S s, …`.
     #[arg(long, value_delimiter = ',', value_name = "TABLE", requires = "data")]
     load: Vec<String>,
     /// Split each query's median warm GPU run by kind of work (kernel and library steps
@@ -428,15 +433,21 @@ fn bench_load(args: &BenchArgs) -> bool {
             return false;
         };
         let mut best = f64::INFINITY;
+        let mut best_phases = Vec::new();
         let mut rows = 0;
         for _ in 0..args.runs.max(1) {
             let start = Instant::now();
             let mut db = Database::new();
-            if let Err(e) = db.load_file(table, &path) {
+            let (loaded, phases) = horsec_runtime::data::time_phases(|| db.load_file(table, &path));
+            if let Err(e) = loaded {
                 eprintln!("error: {e}");
                 return false;
             }
-            best = best.min(start.elapsed().as_secs_f64());
+            let seconds = start.elapsed().as_secs_f64();
+            if seconds < best {
+                best = seconds;
+                best_phases = phases;
+            }
             rows = db.table(table).map_or(0, |t| t.rows());
         }
         println!(
@@ -444,6 +455,11 @@ fn bench_load(args: &BenchArgs) -> bool {
             path.display(),
             args.runs.max(1)
         );
+        let phases: Vec<String> = best_phases
+            .iter()
+            .map(|(phase, spent)| format!("{phase} {:.3} s", spent.as_secs_f64()))
+            .collect();
+        println!("  phases: {}", phases.join(", "));
     }
     true
 }
@@ -584,6 +600,14 @@ fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
         eprintln!("error: --labels must be 1 to 8, got {}", args.labels);
         return false;
     }
+    if args.hubs > horsec_runtime::graph::grail_gpu::MAX_HUBS {
+        eprintln!(
+            "error: --hubs must be 0 to {}, got {}",
+            horsec_runtime::graph::grail_gpu::MAX_HUBS,
+            args.hubs
+        );
+        return false;
+    }
     let config = ReachBench {
         graph: kind,
         vertices: args.vertices,
@@ -591,6 +615,7 @@ fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
         labels: args.labels,
         pairs: args.reach_pairs,
         plain_pairs: args.plain_pairs.unwrap_or(args.reach_pairs),
+        hubs: args.hubs,
         runs: args.runs,
         seed: args.seed,
     };

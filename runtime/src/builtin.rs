@@ -88,6 +88,64 @@ builtins! {
 }
 
 impl Builtin {
+    /// One input, one output element per input element: arithmetic, math, logic and the
+    /// parts of dates and times.
+    pub fn is_unary_elementwise(self) -> bool {
+        use Builtin as B;
+        matches!(
+            self,
+            B::Abs
+                | B::Neg
+                | B::Ceil
+                | B::Floor
+                | B::Round
+                | B::Conj
+                | B::Recip
+                | B::Signum
+                | B::Pi
+                | B::Not
+                | B::Log
+                | B::Exp
+                | B::Log2
+                | B::Log10
+                | B::Sqrt
+                | B::Cos
+                | B::Sin
+                | B::Tan
+                | B::Acos
+                | B::Asin
+                | B::Atan
+                | B::Cosh
+                | B::Sinh
+                | B::Tanh
+                | B::Acosh
+                | B::Asinh
+                | B::Atanh
+                | B::Fact
+                | B::Date
+                | B::DateYear
+                | B::DateMonth
+                | B::DateDay
+                | B::Time
+                | B::TimeHour
+                | B::TimeMinute
+                | B::TimeSecond
+                | B::TimeMill
+        )
+    }
+
+    /// Element-wise with broadcasting: the result has one element per position of its (one
+    /// or two) data arguments, a length-1 argument standing for every position. The binary
+    /// element-wise builtins, the date arithmetic (whose third argument of `@datetime_add`
+    /// and `@datetime_sub` is a unit, not data) and the unary element-wise builtins. The one
+    /// list that the shape analysis and the code generator read.
+    pub fn is_elementwise(self) -> bool {
+        use Builtin as B;
+        self.is_unary_elementwise()
+            || self.is_binary_elementwise()
+            || matches!(self, B::DatetimeAdd | B::DatetimeSub | B::DatetimeDiff)
+    }
+
     /// Two inputs of equal length (or one of length 1, broadcast), one output element per
     /// pair: comparisons, arithmetic and logic.
     pub fn is_binary_elementwise(self) -> bool {
@@ -142,5 +200,17 @@ mod tests {
         assert!(Builtin::Xor.is_binary_elementwise());
         assert!(!Builtin::Sqrt.is_binary_elementwise());
         assert!(!Builtin::Compress.is_binary_elementwise());
+    }
+
+    #[test]
+    fn element_wise_builtins_are_the_unary_and_binary_ones_and_date_arithmetic() {
+        assert!(Builtin::Log.is_elementwise());
+        assert!(Builtin::Cos.is_elementwise());
+        assert!(Builtin::Mod.is_elementwise());
+        assert!(Builtin::DatetimeAdd.is_elementwise());
+        assert!(Builtin::TimeHour.is_unary_elementwise());
+        assert!(!Builtin::Reverse.is_elementwise());
+        assert!(!Builtin::Index.is_elementwise());
+        assert!(!Builtin::Sum.is_elementwise());
     }
 }

@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod multiway;
 pub mod plan;
 pub mod profile;
+pub mod relation;
 pub mod sizes;
 pub mod temporal;
 pub mod types;

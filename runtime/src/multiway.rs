@@ -23,6 +23,12 @@
 
 use std::fmt;
 
+use crate::bail;
+use crate::cpu::ArgValue;
+use crate::error::RuntimeError;
+use crate::relation::{argument, relation_argument};
+use crate::value::{Value, Vector};
+
 /// A comparison between two variables: `left op right`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompareOp {
@@ -261,6 +267,48 @@ impl fmt::Display for Spec {
         }
         Ok(())
     }
+}
+
+/// The spec and relation arguments of `@multiway_join`, checked as both backends check them.
+pub fn multiway_arguments(
+    args: &[ArgValue<'_>],
+) -> crate::error::Result<(Spec, Vec<Vec<Vec<i64>>>)> {
+    if args.len() < 2 {
+        bail!(
+            "takes a spec and at least one relation, got {} argument(s)",
+            args.len()
+        );
+    }
+    let spec_text = match argument(args, 0)? {
+        Value::Vector(Vector::Str(s) | Vector::Sym(s)) if s.len() == 1 => s.get(0).to_string(),
+        other => bail!(
+            "argument 1 must be the join spec (one str or sym), got {}",
+            other.ty()
+        ),
+    };
+    let spec = Spec::parse(&spec_text)
+        .map_err(|e| RuntimeError::new(format!("spec `{spec_text}`: {e}")))?;
+    if spec.atoms.len() != args.len() - 1 {
+        bail!(
+            "spec `{spec_text}` names {} atoms but {} relations are given",
+            spec.atoms.len(),
+            args.len() - 1
+        );
+    }
+    let mut relations = Vec::with_capacity(spec.atoms.len());
+    for (a, atom) in spec.atoms.iter().enumerate() {
+        let r = relation_argument(args, a + 1)?;
+        if r.columns.len() != atom.len() {
+            bail!(
+                "argument {} has {} columns but its atom in the spec names {}",
+                a + 2,
+                r.columns.len(),
+                atom.len()
+            );
+        }
+        relations.push(r.into_host_columns()?);
+    }
+    Ok((spec, relations))
 }
 
 #[cfg(test)]

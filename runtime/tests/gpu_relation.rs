@@ -77,7 +77,31 @@ fn both(device: &Device, b: B, args: &[Value]) -> (Result<Value>, Result<Value>)
     let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
     (
         call_builtin(b, &refs, &mut NoEnv),
-        run_library(device, b, &refs),
+        run_library(device, b, &refs).map(|v| on_host(device, &v)),
+    )
+}
+
+/// A relation the GPU kernels return (its columns left on the device), downloaded into the
+/// host relation value the CPU builtins return.
+fn on_host(device: &Device, value: &Value) -> Value {
+    let Value::List(List::Mixed(cells)) = value else {
+        panic!("a GPU relation is a list of device columns, got {value:?}");
+    };
+    relation(
+        cells
+            .iter()
+            .map(|cell| match cell {
+                Value::Device(d) => {
+                    assert_eq!(d.ty, horsec_runtime::types::Type::I64);
+                    if d.len == 0 {
+                        return Vec::new();
+                    }
+                    let words = device.download_range(&d.buffer, 0, 2 * d.len).unwrap();
+                    bytemuck::pod_collect_to_vec(&words)
+                }
+                other => panic!("a GPU relation column is on the device, got {other:?}"),
+            })
+            .collect(),
     )
 }
 
@@ -180,6 +204,61 @@ fn sorted_join_matches_the_cpu_with_skewed_and_missing_keys() {
         panic!("pairs")
     };
     assert_eq!(offsets.as_slice(), &[0, 1200, 2400]);
+    // Two key columns, many distinct keys (the hash table's probing), some absent.
+    let build = sorted(rng.relation(20_000, 2, 3000));
+    let probe = relation(rng.relation(5_000, 2, 3500));
+    assert_same(device, B::SortedJoin, &[probe, build]);
+}
+
+#[test]
+fn relations_on_the_device_chain_from_kernel_to_kernel() {
+    // A device of its own: the traffic counters are per device, and the other tests of this
+    // binary run in parallel on the shared one.
+    let Some(own_device) = require_gpu_or_skip() else {
+        return;
+    };
+    let device = &own_device;
+    let mut rng = Rng(99);
+    let (a, b) = (rng.relation(3000, 2, 40), rng.relation(2000, 2, 40));
+    let call = |builtin: B, args: &[Value]| -> Value {
+        let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+        run_library(device, builtin, &refs).expect("runs on the GPU")
+    };
+    let (ua, ub) = (
+        call(B::TupleUnique, &[relation(a.clone())]),
+        call(B::TupleUnique, &[relation(b.clone())]),
+    );
+    assert!(
+        ua.on_device() && ub.on_device(),
+        "results stay on the device"
+    );
+    let before = device.traffic();
+    let diff = call(B::TupleDiff, &[ua.clone(), ub.clone()]);
+    let merged = call(B::TupleMerge, &[ua.clone(), diff.clone()]);
+    let pairs = call(B::SortedJoin, &[merged.clone(), ub.clone()]);
+    let moved = device.traffic() - before;
+    // Device inputs are not uploaded again (the relations are 32 to 96 KB): what goes up is
+    // kernel parameters (32 bytes per dispatch); only status words and sizes come back.
+    assert!(moved.uploaded < 4096, "uploaded {} bytes", moved.uploaded);
+    assert!(
+        moved.downloaded < 256,
+        "downloaded {} bytes",
+        moved.downloaded
+    );
+    let (ha, hb) = (sorted(a), sorted(b));
+    let host_diff = cpu(B::TupleDiff, &[ha.clone(), hb.clone()]);
+    assert_eq!(on_host(device, &diff), host_diff);
+    let host_merged = cpu(B::TupleMerge, &[ha, host_diff]);
+    assert_eq!(on_host(device, &merged), host_merged);
+    assert_eq!(
+        on_host(device, &pairs),
+        cpu(B::SortedJoin, &[host_merged, hb])
+    );
+}
+
+fn cpu(b: B, args: &[Value]) -> Value {
+    let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+    call_builtin(b, &refs, &mut NoEnv).expect("runs on the CPU")
 }
 
 #[test]

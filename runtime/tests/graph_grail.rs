@@ -7,7 +7,7 @@
 use horsec_runtime::gpu::{require_gpu_or_skip, Device};
 use horsec_runtime::graph::gpu::GpuOptions;
 use horsec_runtime::graph::grail::{ReachIndex, MAX_LABELS};
-use horsec_runtime::graph::grail_gpu::{GpuReachIndex, GrailKernels};
+use horsec_runtime::graph::grail_gpu::{hub_components, GpuReachIndex, GrailKernels, DEFAULT_HUBS};
 use horsec_runtime::graph::{msbfs, reach_generate, Csr};
 use rand::rngs::ChaCha8Rng;
 use rand::{Rng, SeedableRng};
@@ -87,6 +87,25 @@ fn agree(
         .reachable(sources, destinations, GpuOptions::default())
         .expect("gpu query");
     assert_eq!(gpu, expected, "GPU index, d = {labels}, {stats:?}");
+    // Labels alone (every open pair searched), and a few hubs (some settled by hubs, some
+    // searched), after the default (as many hubs as components on small graphs: every pair
+    // settled without a search): each rebuilds the cached hub sets.
+    for hubs in [0, 3, DEFAULT_HUBS] {
+        let (gpu, stats) = gpu_index
+            .reachable_with_hubs(sources, destinations, GpuOptions::default(), hubs)
+            .expect("gpu query");
+        assert_eq!(
+            gpu, expected,
+            "GPU index, d = {labels}, {hubs} hubs, {stats:?}"
+        );
+        assert!(stats.hubs <= hubs.min(gpu_index.component_count()));
+        if hubs == 0 {
+            assert_eq!(stats.settled_by_hubs, 0);
+        }
+        if stats.hubs == gpu_index.component_count() {
+            assert_eq!(stats.search.batches, 0, "every hub: no search, {stats:?}");
+        }
+    }
     let downloaded = gpu_index.download().expect("download");
     assert_eq!(downloaded.component_count(), cpu_index.component_count());
     labels_are_sound(&downloaded);
@@ -236,4 +255,48 @@ fn out_of_range_pairs_and_bad_label_counts_are_errors() {
     assert!(index.reachable(&[0], &[], GpuOptions::default()).is_err());
     assert!(GpuReachIndex::build(&device, &kernels, &g, 9).is_err());
     assert!(GpuReachIndex::build(&device, &kernels, &g, 0).is_err());
+}
+
+#[test]
+fn hub_components_are_distinct_and_spread() {
+    assert_eq!(hub_components(5, 8), vec![0, 1, 2, 3, 4]);
+    assert_eq!(hub_components(0, 8), Vec::<u32>::new());
+    let hubs = hub_components(1000, 7);
+    assert_eq!(hubs.len(), 7);
+    for (j, &h) in hubs.iter().enumerate() {
+        assert!((j * 1000 / 7..(j + 1) * 1000 / 7).contains(&(h as usize)));
+    }
+}
+
+#[test]
+fn hub_reach_sets_settle_most_reachable_pairs_of_a_dense_dag() {
+    let Some((device, kernels)) = setup() else {
+        return;
+    };
+    let n = 2000;
+    let (src, dst) = reach_generate::random_dag(n, 10, 3).expect("dag");
+    let dag = Csr::from_edges(&src, &dst, n).expect("dag");
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let (s, t) = random_pairs(&mut rng, n, 3000);
+    let expected = msbfs::reachable(&dag, &s, &t).expect("bfs");
+    let index = GpuReachIndex::build(&device, &kernels, &dag, 2).expect("build");
+    let (labels_only, without) = index
+        .reachable_with_hubs(&s, &t, GpuOptions::default(), 0)
+        .expect("query");
+    let (with_hubs, with) = index
+        .reachable_with_hubs(&s, &t, GpuOptions::default(), 64)
+        .expect("query");
+    assert_eq!(labels_only, expected);
+    assert_eq!(with_hubs, expected);
+    assert_eq!(with.hubs, 64);
+    assert!(with.hub_search.levels > 0, "{with:?}");
+    // The hubs settle at least half of what the labels leave to searches.
+    let open = s.len() - without.settled_by_labels;
+    assert!(2 * with.settled_by_hubs >= open, "{without:?} {with:?}");
+    // A second query reuses the hub sets.
+    let (again, cached) = index
+        .reachable_with_hubs(&s, &t, GpuOptions::default(), 64)
+        .expect("query");
+    assert_eq!(again, expected);
+    assert_eq!(cached.hub_search.levels, 0);
 }

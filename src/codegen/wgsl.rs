@@ -162,6 +162,20 @@ pub enum Helper {
     DaysOfDt,
     /// `round_f32`/`round_f64`: half away from zero (Rust's `round`; WGSL's rounds to even).
     Round,
+    /// `plus_f32`, `minus_f32`, `mul_f32`, `unordered_f32`: IEEE 754 special values chosen
+    /// on the bits. WGSL lets a shader compiler assume that floats are finite, and compilers
+    /// use it: Mesa folds `x - x` to 0, `0 / x` to 0 and `x * 0` to 0, NVIDIA `x / x` to 1,
+    /// which are wrong for NaN and infinities (the CPU follows IEEE 754: `0 / 0` is NaN,
+    /// `inf - inf` is NaN). Integer tests on a value's bits are immune to that assumption, so
+    /// every result IEEE makes NaN is chosen by them; the NaN made is the canonical quiet
+    /// NaN. Comparisons with a NaN operand are false (`!=` true), as in IEEE.
+    IeeeF32,
+    /// The same for f64.
+    IeeeF64,
+    /// `div_f32`: correctly rounded f32 division (through f64), IEEE special values.
+    DivF32,
+    /// `sin_f32`, `cos_f32`, `tan_f32`: within an ulp of the CPU's, any argument.
+    TrigF32,
 }
 
 impl Helper {
@@ -217,6 +231,272 @@ fn round_f64(x: f64) -> f64 {
 }
 "
             }
+            Helper::IeeeF32 => {
+                "// IEEE 754 special values decided on the bits: the shader compiler may assume
+// floats are finite and fold x - x to 0, 0 / x to 0, x / x to 1, x == x to true; integer
+// tests are immune. Classes: 0 zero, 1 finite, 2 infinite, 3 NaN.
+fn class_f32(x: f32) -> u32 {
+    let b = bitcast<u32>(x) & 0x7fffffffu;
+    if b >= 0x7f800000u {
+        return select(2u, 3u, b > 0x7f800000u);
+    }
+    return select(1u, 0u, b == 0u);
+}
+
+fn negative_f32(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x80000000u) != 0u;
+}
+
+fn nan_f32() -> f32 {
+    return bitcast<f32>(0x7fc00000u);
+}
+
+fn plus_f32(a: f32, b: f32) -> f32 {
+    let ca = class_f32(a);
+    let cb = class_f32(b);
+    let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) != negative_f32(b));
+    return select(a + b, nan_f32(), nan);
+}
+
+fn minus_f32(a: f32, b: f32) -> f32 {
+    let ca = class_f32(a);
+    let cb = class_f32(b);
+    let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) == negative_f32(b));
+    return select(a - b, nan_f32(), nan);
+}
+
+fn mul_f32(a: f32, b: f32) -> f32 {
+    let ca = class_f32(a);
+    let cb = class_f32(b);
+    let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
+    return select(a * b, nan_f32(), nan);
+}
+
+fn unordered_f32(a: f32, b: f32) -> bool {
+    return max(class_f32(a), class_f32(b)) == 3u;
+}
+
+// The least and greatest of two floats with NaN after every number (the order of keys):
+// @min skips NaN, @max of anything with a NaN is NaN.
+fn min_f32(a: f32, b: f32) -> f32 {
+    let nan_a = class_f32(a) == 3u;
+    return select(a, b, class_f32(b) != 3u && (nan_a || b < a));
+}
+
+fn max_f32(a: f32, b: f32) -> f32 {
+    let nan_a = class_f32(a) == 3u;
+    return select(a, b, !nan_a && (class_f32(b) == 3u || b > a));
+}
+"
+            }
+            Helper::IeeeF64 => {
+                "// IEEE 754 special values decided on the bits: the shader compiler may assume
+// floats are finite and fold x - x to 0, 0 / x to 0, x / x to 1, x == x to true; integer
+// tests are immune. Classes: 0 zero, 1 finite, 2 infinite, 3 NaN.
+fn class_f64(x: f64) -> u32 {
+    let bits = bitcast<u64>(x);
+    let hi = u32(bits >> 32u) & 0x7fffffffu;
+    let lo = u32(bits & 4294967295lu);
+    if hi >= 0x7ff00000u {
+        return select(2u, 3u, hi > 0x7ff00000u || lo != 0u);
+    }
+    return select(1u, 0u, hi == 0u && lo == 0u);
+}
+
+fn negative_f64(x: f64) -> bool {
+    return (u32(bitcast<u64>(x) >> 32u) & 0x80000000u) != 0u;
+}
+
+fn nan_f64() -> f64 {
+    return bitcast<f64>(9221120237041090560lu);
+}
+
+fn plus_f64(a: f64, b: f64) -> f64 {
+    let ca = class_f64(a);
+    let cb = class_f64(b);
+    let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) != negative_f64(b));
+    return select(a + b, nan_f64(), nan);
+}
+
+fn minus_f64(a: f64, b: f64) -> f64 {
+    let ca = class_f64(a);
+    let cb = class_f64(b);
+    let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) == negative_f64(b));
+    return select(a - b, nan_f64(), nan);
+}
+
+fn mul_f64(a: f64, b: f64) -> f64 {
+    let ca = class_f64(a);
+    let cb = class_f64(b);
+    let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
+    return select(a * b, nan_f64(), nan);
+}
+
+// Every special case of a quotient is chosen on the bits: besides the folds above, lavapipe
+// divides f64 by Newton steps on a reciprocal, which make x / 0 and x / inf NaN.
+fn div_f64(a: f64, b: f64) -> f64 {
+    let ca = class_f64(a);
+    let cb = class_f64(b);
+    let negative = negative_f64(a) != negative_f64(b);
+    var q = a / b;
+    if ca == 2u || cb == 0u {
+        q = select(bitcast<f64>(9218868437227405312lu), bitcast<f64>(18442240474082181120lu), negative);
+    }
+    if ca == 0u || cb == 2u {
+        q = select(0.0lf, bitcast<f64>(9223372036854775808lu), negative);
+    }
+    if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
+        q = nan_f64();
+    }
+    return q;
+}
+
+fn unordered_f64(a: f64, b: f64) -> bool {
+    return max(class_f64(a), class_f64(b)) == 3u;
+}
+
+// The least and greatest of two floats with NaN after every number (the order of keys):
+// @min skips NaN, @max of anything with a NaN is NaN.
+fn min_f64(a: f64, b: f64) -> f64 {
+    let nan_a = class_f64(a) == 3u;
+    return select(a, b, class_f64(b) != 3u && (nan_a || b < a));
+}
+
+fn max_f64(a: f64, b: f64) -> f64 {
+    let nan_a = class_f64(a) == 3u;
+    return select(a, b, !nan_a && (class_f64(b) == 3u || b > a));
+}
+"
+            }
+            Helper::DivF32 => {
+                "// f32 division as the CPU's, correctly rounded: WGSL allows 2.5 ulp (NVIDIA divides
+// by a reciprocal). The f64 quotient of two f32 values is within an f64 ulp or two of the
+// exact one, and an exact quotient of 24-bit significands is never within 2^-48 of an f32
+// rounding midpoint, so rounding it to f32 gives the correctly rounded quotient. Special
+// cases are chosen on the bits, as in div_f64.
+fn div_f32(a: f32, b: f32) -> f32 {
+    let ca = class_f32(a);
+    let cb = class_f32(b);
+    let negative = negative_f32(a) != negative_f32(b);
+    var q = f32(f64(a) / f64(b));
+    if ca == 2u || cb == 0u {
+        q = select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), negative);
+    }
+    if ca == 0u || cb == 2u {
+        q = select(0.0f, bitcast<f32>(0x80000000u), negative);
+    }
+    if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
+        q = nan_f32();
+    }
+    return q;
+}
+"
+            }
+            Helper::TrigF32 => {
+                "// sin, cos and tan of an f32 within an ulp of the CPU's: WGSL bounds sin's and cos's
+// error absolutely and only inside [-pi, pi], and GPUs use fast approximations, far off near
+// a zero of cos or for a large argument. FreeBSD's float functions, in f64: |x| is reduced
+// modulo pi/2 with a two-part pi/2 below 2^28 pi/2 (__rem_pio2f), else by Payne-Hanek with
+// the bits of 2/pi in 24-bit pieces (each product of two 24-bit integers is exact in f64);
+// __kernel_sindf and __kernel_cosdf on the remainder.
+struct TrigReduced {
+    quadrant: u32,
+    r: f64,
+}
+
+fn trig_pow2(s: i32) -> f64 {
+    return f64(bitcast<f32>(u32(127i + s) << 23u));
+}
+
+fn trig_two_over_pi(i: i32) -> f64 {
+    var pieces = array<u32, 8>(0xa2f983u, 0x6e4e44u, 0x1529fcu, 0x2757d1u, 0xf534ddu,
+        0xc0db62u, 0x95993cu, 0x439041u);
+    return f64(pieces[clamp(i, 0i, 7i)]);
+}
+
+// |x| = (4k + quadrant + r / (pi/2)) pi/2 with |r| <= pi/4, for a finite x >= 0.
+fn trig_reduce(x: f32) -> TrigReduced {
+    let bits = bitcast<u32>(x);
+    let wide = f64(x);
+    if bits < 0x4dc90fdbu {
+        let k = round(wide * 0.636619772367581382433lf);
+        let r = (wide - k * 1.57079631090164184570lf) - k * 1.58932547735281966916e-8lf;
+        return TrigReduced(u32(k) & 3u, r);
+    }
+    // x = m 2^e with m a 24-bit integer and e >= 5; x 2/pi = sum of m c_i 2^(e - 24 i - 24)
+    // over the pieces c_i, of which those with e - 24 i - 24 >= 2 are multiples of 4.
+    let m = f64((bits & 0x7fffffu) | 0x800000u);
+    let e = i32(bits >> 23u) - 150i;
+    let first = select(0i, (e - 26i) / 24i + 1i, e >= 26i);
+    let s = e - 24i * first - 24i;
+    var t0 = (m * trig_two_over_pi(first)) * trig_pow2(s);
+    t0 = t0 - 8.0lf * floor(t0 / 8.0lf);
+    let t1 = (m * trig_two_over_pi(first + 1i)) * trig_pow2(s - 24i);
+    let t2 = (m * trig_two_over_pi(first + 2i)) * trig_pow2(s - 48i);
+    let t3 = (m * trig_two_over_pi(first + 3i)) * trig_pow2(s - 72i);
+    let whole0 = floor(t0);
+    let whole1 = floor(t1);
+    let fraction = (((t0 - whole0) + (t1 - whole1)) + t2) + t3;
+    let k = round(fraction);
+    let quadrant = (u32(whole0) + u32(whole1) + u32(k)) & 3u;
+    return TrigReduced(quadrant, (fraction - k) * 1.5707963267948966lf);
+}
+
+fn trig_cos_kernel(x: f64) -> f64 {
+    let z = x * x;
+    let w = z * z;
+    let r = -0.00138867637746099294692lf + z * 0.0000243904487962774090654lf;
+    return ((1.0lf + z * -0.499999997251031003120lf) + w * 0.0416666233237390631894lf)
+        + (w * z) * r;
+}
+
+fn trig_sin_kernel(x: f64) -> f64 {
+    let z = x * x;
+    let w = z * z;
+    let r = -0.000198393348360966317347lf + z * 0.0000027183114939898219064lf;
+    let s = z * x;
+    return (x + s * (-0.166666666416265235595lf + z * 0.0083333293858894631756lf)) + s * w * r;
+}
+
+fn trig_not_finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u;
+}
+
+fn cos_f32(x: f32) -> f32 {
+    if trig_not_finite(x) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let reduced = trig_reduce(abs(x));
+    let c = trig_cos_kernel(reduced.r);
+    let s = trig_sin_kernel(reduced.r);
+    let q = reduced.quadrant;
+    return f32(select(select(select(c, -s, q == 1u), -c, q == 2u), s, q == 3u));
+}
+
+fn sin_f32(x: f32) -> f32 {
+    if trig_not_finite(x) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let reduced = trig_reduce(abs(x));
+    let c = trig_cos_kernel(reduced.r);
+    let s = trig_sin_kernel(reduced.r);
+    let q = reduced.quadrant;
+    let v = select(select(select(s, c, q == 1u), -s, q == 2u), -c, q == 3u);
+    return f32(select(v, -v, (bitcast<u32>(x) & 0x80000000u) != 0u));
+}
+
+fn tan_f32(x: f32) -> f32 {
+    if trig_not_finite(x) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let reduced = trig_reduce(abs(x));
+    let c = trig_cos_kernel(reduced.r);
+    let s = trig_sin_kernel(reduced.r);
+    let v = select(s / c, -c / s, (reduced.quadrant & 1u) == 1u);
+    return f32(select(v, -v, (bitcast<u32>(x) & 0x80000000u) != 0u));
+}
+"
+            }
         }
     }
 
@@ -224,6 +504,7 @@ fn round_f64(x: f64) -> f64 {
     pub fn requires(self) -> &'static [Helper] {
         match self {
             Helper::CivilFromDays => &[Helper::FloorDiv],
+            Helper::DivF32 => &[Helper::IeeeF32],
             _ => &[],
         }
     }

@@ -64,10 +64,36 @@ fn sizes(values: &[Value]) -> (Vec<usize>, i64) {
 /// Medians of one program's runs: the first GPU run (compiling its kernels), then `runs`
 /// timed runs on each backend, checked equal.
 struct Measured {
-    cold: Duration,
-    gpu: Duration,
-    cpu: Duration,
+    /// None where the backend was skipped (`HORSEC_BENCH_BACKENDS`).
+    cold: Option<Duration>,
+    gpu: Option<Duration>,
+    cpu: Option<Duration>,
     values: Vec<Value>,
+}
+
+/// The backends to measure: `HORSEC_BENCH_BACKENDS` = `gpu`, `cpu` or `gpu,cpu` (the
+/// default). One backend alone lets a script give each its own time limit on large inputs.
+fn backends() -> Result<(bool, bool), String> {
+    let Some(text) = std::env::var_os("HORSEC_BENCH_BACKENDS") else {
+        return Ok((true, true));
+    };
+    let text = text.to_string_lossy().into_owned();
+    let (mut gpu, mut cpu) = (false, false);
+    for name in text.split(',').map(str::trim) {
+        match name {
+            "gpu" => gpu = true,
+            "cpu" => cpu = true,
+            other => {
+                return Err(format!(
+                    "HORSEC_BENCH_BACKENDS: unknown backend `{other}` (gpu, cpu)"
+                ))
+            }
+        }
+    }
+    if !gpu && !cpu {
+        return Err("HORSEC_BENCH_BACKENDS names no backend (gpu, cpu)".to_string());
+    }
+    Ok((gpu, cpu))
 }
 
 fn measure(
@@ -101,28 +127,56 @@ fn measure(
         device.wait_idle().map_err(|e| e.to_string())?;
         Ok((start.elapsed(), values))
     };
-    let (cold, gpu_values) = run_gpu()?;
-    let mut gpu = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        gpu.push(run_gpu()?.0);
+    let (use_gpu, use_cpu) = backends()?;
+    let (mut cold, mut gpu, mut gpu_values) = (None, Vec::new(), None);
+    if use_gpu {
+        let (time, values) = run_gpu()?;
+        cold = Some(time);
+        gpu_values = Some(values);
+        for _ in 0..runs {
+            gpu.push(run_gpu()?.0);
+        }
     }
-    let mut cpu = Vec::with_capacity(runs);
-    let mut cpu_values = Vec::new();
-    for _ in 0..runs {
-        let start = Instant::now();
-        cpu_values = interp::run(&cpu_plan, db, &mut std::io::sink())
-            .map_err(|e| format!("{name}: CPU: {}", e.message))?;
-        cpu.push(start.elapsed());
+    let mut cpu = Vec::new();
+    let mut cpu_values = None;
+    if use_cpu {
+        for _ in 0..runs {
+            let start = Instant::now();
+            cpu_values = Some(
+                interp::run(&cpu_plan, db, &mut std::io::sink())
+                    .map_err(|e| format!("{name}: CPU: {}", e.message))?,
+            );
+            cpu.push(start.elapsed());
+        }
     }
-    if gpu_values != cpu_values {
-        return Err(format!("{name}: the GPU and CPU results differ"));
-    }
+    let values = match (gpu_values, cpu_values) {
+        (Some(g), Some(c)) if g != c => {
+            return Err(format!("{name}: the GPU and CPU results differ"))
+        }
+        (Some(values), _) | (None, Some(values)) => values,
+        (None, None) => return Err(format!("{name}: no backend ran")),
+    };
     Ok(Measured {
         cold,
-        gpu: median(gpu),
-        cpu: median(cpu),
-        values: gpu_values,
+        gpu: use_gpu.then(|| median(gpu)),
+        cpu: use_cpu.then(|| median(cpu)),
+        values,
     })
+}
+
+/// A time in milliseconds, or `skipped`.
+fn ms(d: Option<Duration>) -> String {
+    d.map_or("skipped".to_string(), |d| {
+        format!("{:.1} ms", d.as_secs_f64() * 1e3)
+    })
+}
+
+/// `slow / fast` as `N.NNx`, or `-` where one was skipped.
+fn ratio(slow: Option<Duration>, fast: Option<Duration>) -> String {
+    match (slow, fast) {
+        (Some(s), Some(f)) => format!("{:.2}x", s.as_secs_f64() / f.as_secs_f64().max(1e-9)),
+        _ => "-".to_string(),
+    }
 }
 
 /// Benchmarks `file` on `db`: one cold GPU run, then `runs` timed runs on each backend. A
@@ -146,14 +200,13 @@ pub fn bench_datalog(
     let name = file.display().to_string();
     let m = measure(&name, &text, options, db, device, runs)?;
     let (rows, iterations) = sizes(&m.values);
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let _ = writeln!(
         out,
-        "{name}: gpu {:.1} ms (cold {:.1} ms), cpu {:.1} ms, cpu/gpu {:.2}x, iterations {iterations}, result rows {} (total {})",
+        "{name}: gpu {} (cold {}), cpu {}, cpu/gpu {}, iterations {iterations}, result rows {} (total {})",
         ms(m.gpu),
         ms(m.cold),
         ms(m.cpu),
-        m.cpu.as_secs_f64() / m.gpu.as_secs_f64().max(1e-9),
+        ratio(m.cpu, m.gpu),
         rows.iter().map(usize::to_string).collect::<Vec<_>>().join(" + "),
         rows.iter().sum::<usize>()
     );
@@ -175,11 +228,11 @@ pub fn bench_datalog(
             Ok(b) => {
                 let _ = writeln!(
                     out,
-                    "{name} (binary joins): gpu {:.1} ms, cpu {:.1} ms; multiway join speed-up: gpu {:.2}x, cpu {:.2}x",
+                    "{name} (binary joins): gpu {}, cpu {}; multiway join speed-up: gpu {}, cpu {}",
                     ms(b.gpu),
                     ms(b.cpu),
-                    b.gpu.as_secs_f64() / m.gpu.as_secs_f64().max(1e-9),
-                    b.cpu.as_secs_f64() / m.cpu.as_secs_f64().max(1e-9),
+                    ratio(b.gpu, m.gpu),
+                    ratio(b.cpu, m.cpu),
                 );
             }
             Err(e) => {

@@ -527,9 +527,21 @@ impl Lowering<'_, '_> {
         let any = self.any_delta(&stratum.relations, &mut body);
         body.line(&format!("{more} = {any};"));
 
+        // delta_R starts as full_R: a list of full_R's columns (cells taken, not copied, so a
+        // relation on the device stays where it is and no kernel copies it).
         for &id in &stratum.relations {
-            let name = &checked.relations[id].name;
-            code.line(&format!("{}:list<i64> = {};", delta(name), full(name)));
+            let name = checked.relations[id].name.clone();
+            let mut cells = Vec::new();
+            for c in 0..checked.relations[id].attrs.len() {
+                let cell = self.temp(&format!("{name}_{c}"));
+                code.line(&format!("{cell}:i64 = @index({}, {c}:i64);", full(&name)));
+                cells.push(cell);
+            }
+            code.line(&format!(
+                "{}:list<i64> = @list({});",
+                delta(&name),
+                cells.join(", ")
+            ));
         }
         for (id, order) in &own {
             let name = checked.relations[*id].name.clone();

@@ -2,10 +2,9 @@
 //! compound statements that stay on the host), turns each kernel group into a [`Kernel`] with
 //! its inputs and outputs, and lays out the host program in launch order.
 
-use crate::analysis::defuse::{DefSite, Definition};
-use crate::analysis::statements::{definitions, nested_bodies, uses};
+use crate::analysis::statements::nested_bodies;
 use crate::analysis::{analyze_function, StmtId};
-use crate::sema::typed::{FunctionId, LocalId, Stmt, StmtKind, TypedProgram};
+use crate::sema::typed::{FunctionId, Stmt, StmtKind, TypedProgram};
 
 use super::kernel::{Kernel, KernelId};
 use super::partition::{Context, Members, Partition, Placed, Role};
@@ -111,7 +110,7 @@ impl Builder<'_, '_> {
             match item {
                 Placed::Kernel(units, geometry) => {
                     let members = Members::new(self.cx, &units);
-                    let (inputs, outputs) = self.interface(&members);
+                    let (inputs, outputs) = self.cx.interface(&members);
                     // A kernel whose values nobody reads still runs: its statements check
                     // their arguments (lengths, counts, conditions), and the CPU reports a
                     // failed check whether or not the value is used.
@@ -170,70 +169,5 @@ impl Builder<'_, '_> {
                 })
             }
         }
-    }
-
-    /// The kernel's inputs (locals read inside whose value may come from outside, in
-    /// first-use order) and outputs (locals defined inside whose value may be read outside,
-    /// in definition order).
-    fn interface(&self, members: &Members) -> (Vec<LocalId>, Vec<LocalId>) {
-        let cx = self.cx;
-        let chains = &cx.analysis.chains;
-        let mut inputs: Vec<LocalId> = Vec::new();
-        let mut outputs: Vec<LocalId> = Vec::new();
-        for id in members.statements() {
-            let Some(stmt) = cx.tree.stmt(id) else {
-                continue;
-            };
-            for read in uses(stmt) {
-                let from_outside = match chains.defs_of(id, read.local) {
-                    Some(sites) if !sites.is_empty() => sites.iter().any(|site| match site {
-                        DefSite::Entry => true,
-                        DefSite::Stmt(def) => !members.contains(*def),
-                    }),
-                    // Read before any assignment reaches it: whatever the host holds.
-                    _ => true,
-                };
-                if from_outside && !inputs.contains(&read.local) {
-                    inputs.push(read.local);
-                }
-            }
-            for local in definitions(stmt) {
-                let definition = Definition {
-                    local,
-                    site: DefSite::Stmt(id),
-                };
-                let readers = chains.def_uses.get(&definition);
-                let live_out = readers.is_some_and(|readers| {
-                    readers.iter().any(|&reader| {
-                        !members.contains(reader)
-                            || (reader <= id && !self.loop_inside_kernel(members, reader, id))
-                    })
-                });
-                if live_out && !outputs.contains(&local) {
-                    outputs.push(local);
-                }
-            }
-        }
-        (inputs, outputs)
-    }
-
-    /// True when a loop of the kernel itself carries the value from `def` back to `reader`
-    /// (otherwise it is carried by a host loop, from one launch to the next).
-    fn loop_inside_kernel(&self, members: &Members, reader: StmtId, def: StmtId) -> bool {
-        let mut current = self.cx.tree.get(def).and_then(|e| e.parent);
-        while let Some(parent) = current {
-            if !members.contains(parent) {
-                return false;
-            }
-            let is_loop = matches!(
-                self.cx.tree.stmt(parent).map(|s| &s.kind),
-                Some(StmtKind::While { .. } | StmtKind::Repeat { .. })
-            );
-            if is_loop && (reader == parent || self.cx.tree.is_inside(reader, parent)) {
-                return true;
-            }
-            current = self.cx.tree.get(parent).and_then(|e| e.parent);
-        }
-        false
     }
 }

@@ -29,14 +29,20 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 
-use crate::analysis::defuse::DefSite;
+use crate::analysis::defuse::{DefSite, Definition};
 use crate::analysis::dependence::DependenceKind;
 use crate::analysis::device::{statement_sync, Context as DeviceContext, Device};
-use crate::analysis::statements::{uses, StatementTree};
+use crate::analysis::statements::{definitions, uses, StatementTree};
 use crate::analysis::{FunctionAnalysis, Geometry, StmtId};
-use crate::sema::typed::{Function, StmtKind, TypedProgram};
+use crate::sema::typed::{Function, LocalId, StmtKind, TypedProgram};
 
 use super::compatibility::{merge_geometry, runs_masked, Fusion};
+
+/// Storage buffers one kernel may bind. wgpu devices differ (lavapipe allows 32, NVIDIA far
+/// more), and the program is compiled before a device is chosen, so kernels are sized for the
+/// smallest limit of the devices we run on: a fused kernel of a wide query (TPC-H q10 gathers
+/// eight columns, each with its index check) is split rather than refused by the device.
+pub const MAX_STORAGE_BINDINGS: usize = 32;
 
 /// What a function's outlining needs to look up about its statements.
 pub(crate) struct Context<'p> {
@@ -216,6 +222,188 @@ impl<'p> Context<'p> {
     /// so the compressed values it reads must be computed (lazily, as masked values) in the
     /// same kernel: a compressed input comes compacted from elsewhere and no longer lines up
     /// with the threads.
+    /// True unless a scalar statement that may refuse its arguments would run in a kernel
+    /// of a vector geometry. The CPU evaluates every statement, dead or not, so a refusal
+    /// (`@index(v, 4)` of a shorter `v`) must be reported whatever the kernel's length; a
+    /// scalar statement fused into a vector kernel runs once per thread, and a kernel whose
+    /// geometry turns out empty runs no thread, so its check would never run.
+    fn refusing_scalars_stay_scalar(&self, members: &Members, kernel: &Geometry) -> bool {
+        if super::compatibility::is_scalar(kernel) {
+            return true;
+        }
+        members.statements().all(|id| {
+            let scalar = self
+                .gpu_geometry(id)
+                .is_some_and(|own| super::compatibility::is_scalar(&own));
+            !(scalar && self.may_refuse(id))
+        })
+    }
+
+    /// True when the index argument (the second) of `@index`/`@index_a` is a kernel input.
+    fn index_is_input(&self, args: &[crate::sema::typed::Arg], inputs: &[LocalId]) -> bool {
+        matches!(
+            args.get(1),
+            Some(crate::sema::typed::Arg::Operand(crate::sema::typed::Operand::Local(local, _)))
+                if inputs.contains(local)
+        )
+    }
+
+    /// True when an argument is a date or time (`@plus`/`@minus` then shift it, checked).
+    fn temporal_operand(&self, args: &[crate::sema::typed::Arg]) -> bool {
+        args.iter().any(|arg| match arg {
+            crate::sema::typed::Arg::Operand(operand) => {
+                crate::analysis::statements::operand_type(self.program, self.function, operand)
+                    .is_temporal()
+            }
+            crate::sema::typed::Arg::Function(..) => false,
+        })
+    }
+
+    /// True when the statement calls a builtin that refuses some well-typed arguments at
+    /// run time: indexes out of range, a negative or unfillable count, an integer modulo by
+    /// zero, a date shifted out of range, a bad substring range, a factorial beyond i64.
+    fn may_refuse(&self, id: StmtId) -> bool {
+        use horsec_runtime::builtin::Builtin as B;
+        let Some(stmt) = self.tree.stmt(id) else {
+            return false;
+        };
+        let (StmtKind::Assign { expr, .. } | StmtKind::Expr(expr)) = &stmt.kind else {
+            return false;
+        };
+        let Some((crate::sema::typed::Callee::Builtin(builtin), args)) =
+            crate::analysis::statements::expr_call(expr)
+        else {
+            return false;
+        };
+        matches!(builtin, B::Plus | B::Minus) && self.temporal_operand(args)
+            || matches!(
+                builtin,
+                B::Index
+                    | B::IndexA
+                    | B::Vector
+                    | B::Mod
+                    | B::DatetimeAdd
+                    | B::DatetimeSub
+                    | B::SubString
+                    | B::Fact
+            )
+    }
+
+    /// The kernel's inputs (locals read inside whose value may come from outside, in
+    /// first-use order) and outputs (locals defined inside whose value may be read outside,
+    /// in definition order).
+    pub fn interface(&self, members: &Members) -> (Vec<LocalId>, Vec<LocalId>) {
+        let cx = self;
+        let chains = &cx.analysis.chains;
+        let mut inputs: Vec<LocalId> = Vec::new();
+        let mut outputs: Vec<LocalId> = Vec::new();
+        for id in members.statements() {
+            let Some(stmt) = cx.tree.stmt(id) else {
+                continue;
+            };
+            for read in uses(stmt) {
+                let from_outside = match chains.defs_of(id, read.local) {
+                    Some(sites) if !sites.is_empty() => sites.iter().any(|site| match site {
+                        DefSite::Entry => true,
+                        DefSite::Stmt(def) => !members.contains(*def),
+                    }),
+                    // Read before any assignment reaches it: whatever the host holds.
+                    _ => true,
+                };
+                if from_outside && !inputs.contains(&read.local) {
+                    inputs.push(read.local);
+                }
+            }
+            for local in definitions(stmt) {
+                let definition = Definition {
+                    local,
+                    site: DefSite::Stmt(id),
+                };
+                let readers = chains.def_uses.get(&definition);
+                let live_out = readers.is_some_and(|readers| {
+                    readers.iter().any(|&reader| {
+                        !members.contains(reader)
+                            || (reader <= id && !self.loop_inside_kernel(members, reader, id))
+                    })
+                });
+                if live_out && !outputs.contains(&local) {
+                    outputs.push(local);
+                }
+            }
+        }
+        (inputs, outputs)
+    }
+
+    /// True when a loop of the kernel itself carries the value from `def` back to `reader`
+    /// (otherwise it is carried by a host loop, from one launch to the next).
+    fn loop_inside_kernel(&self, members: &Members, reader: StmtId, def: StmtId) -> bool {
+        let mut current = self.tree.get(def).and_then(|e| e.parent);
+        while let Some(parent) = current {
+            if !members.contains(parent) {
+                return false;
+            }
+            let is_loop = matches!(
+                self.tree.stmt(parent).map(|s| &s.kind),
+                Some(StmtKind::While { .. } | StmtKind::Repeat { .. })
+            );
+            if is_loop && (reader == parent || self.tree.is_inside(reader, parent)) {
+                return true;
+            }
+            current = self.tree.get(parent).and_then(|e| e.parent);
+        }
+        false
+    }
+
+    /// An upper bound of the storage buffers a kernel of `members` binds: a buffer per
+    /// input and output (two for a list or an enum: offsets or index, and elements), the
+    /// status word, and per statement the scratch its code may need (a recorded failing
+    /// index or operand, a reduction's partials and count, a compaction's flags and
+    /// offsets). Merges that would exceed [`MAX_STORAGE_BINDINGS`] are not made.
+    pub fn storage_bindings(&self, members: &Members) -> usize {
+        use horsec_runtime::builtin::Builtin as B;
+        let (inputs, outputs) = self.interface(members);
+        let buffers = |local: &LocalId| match self.function.locals.get(local.0).map(|l| &l.ty) {
+            Some(horsec_runtime::types::Type::List(_) | horsec_runtime::types::Type::Enum(_)) => 2,
+            _ => 1,
+        };
+        let mut total = 1
+            + inputs.iter().map(buffers).sum::<usize>()
+            + outputs.iter().map(buffers).sum::<usize>();
+        for id in members.statements() {
+            let Some(stmt) = self.tree.stmt(id) else {
+                continue;
+            };
+            let (StmtKind::Assign { expr, .. } | StmtKind::Expr(expr)) = &stmt.kind else {
+                continue;
+            };
+            let Some((crate::sema::typed::Callee::Builtin(builtin), args)) =
+                crate::analysis::statements::expr_call(expr)
+            else {
+                continue;
+            };
+            total += match builtin {
+                B::Plus | B::Minus if self.temporal_operand(args) => 2,
+                // An index read from an input is named from the host's copy; one computed
+                // in the kernel (or a literal) is recorded.
+                B::Index | B::IndexA if self.index_is_input(args, &inputs) => 0,
+                B::Index
+                | B::IndexA
+                | B::DatetimeAdd
+                | B::DatetimeSub
+                | B::Sum
+                | B::Avg
+                | B::Min
+                | B::Max
+                | B::Count
+                | B::Len
+                | B::Compress
+                | B::Where => 2,
+                _ => 0,
+            };
+        }
+        total
+    }
+
     fn masked_reads_are_inside(&self, members: &Members, kernel: &Geometry) -> bool {
         for id in members.statements() {
             let Some(own) = self.gpu_geometry(id) else {
@@ -500,7 +688,9 @@ impl Partition {
             return None;
         }
         let members = Members::new(cx, &self.unit_statements(&[a, b]));
-        cx.masked_reads_are_inside(&members, &geometry)
+        (cx.masked_reads_are_inside(&members, &geometry)
+            && cx.refusing_scalars_stay_scalar(&members, &geometry)
+            && cx.storage_bindings(&members) <= MAX_STORAGE_BINDINGS)
             .then_some(geometry)
     }
 

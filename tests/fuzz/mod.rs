@@ -45,18 +45,15 @@
 //! both refuse with the same message text (locations may differ: a fused kernel reports its
 //! first statement). A panic on either side is always a disagreement.
 //!
-//! # Non-finite floats: a known deviation
-//! WGSL lets a shader compiler assume that floats are finite, and naga emits no SPIR-V
-//! float controls (`SignedZeroInfNanPreserve`) or `NoContraction` decorations that would
-//! forbid it; so the GPU does not keep NaN and infinities the way the CPU does. On lavapipe
-//! `x - x` of NaN gives 0 (Mesa folds `a - a` to 0 in instructions not marked exact), and
-//! `0 / x` with `x = 0` gives 0 where the CPU gives NaN (`corpus/open/nan_minus_itself.hir`,
-//! `corpus/open/zero_over_zero_with_literal.hir`, still open). No sound fix exists in the
-//! generated WGSL (the compiler may fold any expression under that assumption); one would
-//! be to hand the driver SPIR-V with those decorations (naga's output, decorated, through
-//! wgpu's SPIR-V passthrough). So by default a row where the CPU computed NaN or an infinity
-//! matches any GPU value; `HORSEC_FUZZ_NONFINITE=strict` compares those rows too (and lists
-//! the two open reproductions as disagreeing; under the default they are listed as agreeing).
+//! # Non-finite floats
+//! WGSL lets a shader compiler assume that floats are finite, and compilers use it: Mesa
+//! folds `x - x` to 0 and `0 / x` to 0, NVIDIA `x / x` to 1, which are wrong for NaN and
+//! infinities (the CPU follows IEEE 754). The generated code therefore decides every
+//! result that IEEE makes NaN on the operands' bits (`codegen::wgsl::Helper::IeeeF64`), and
+//! NaN rows are compared like any other (`NaN` prints as `NaN` on both backends; as keys every
+//! NaN is one value). `HORSEC_FUZZ_NONFINITE=lenient` lets a row where the CPU computed NaN or
+//! an infinity match any GPU value, to look past that class on a device that breaks it some
+//! other way.
 //!
 //! # Shrinking
 //! A failing program is shrunk by delta debugging ([`shrink`]): drop a statement of `main`

@@ -13,13 +13,13 @@
 //! The first variable's matches are split over the machine's cores (`std::thread::scope`),
 //! each part joined depth first, and the parts' results concatenated in order.
 
-use crate::bail;
-use crate::error::{Result, RuntimeError};
+use crate::error::Result;
 use crate::multiway::{CompareOp, Spec};
-use crate::value::{Value, Vector};
+use crate::value::Value;
 
-use super::relation::{relation_argument, relation_value};
 use super::Args;
+use crate::multiway::multiway_arguments;
+use crate::relation::relation_value;
 
 /// A sorted, deduplicated relation as a trie: one value array per level plus offsets.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,52 +79,12 @@ impl Trie {
 
 /// `@multiway_join(spec, r1, …, rk)`.
 pub(crate) fn multiway_join(args: &Args<'_, '_>) -> Result<Value> {
-    let (spec, relations) = multiway_arguments(args)?;
+    let (spec, relations) = multiway_arguments(args.list)?;
     let columns: Vec<Vec<&[i64]>> = relations
         .iter()
         .map(|r| r.iter().map(Vec::as_slice).collect())
         .collect();
     Ok(relation_value(leapfrog_triejoin(&spec, &columns)))
-}
-
-/// The spec and relation arguments of `@multiway_join`, checked as both backends check them.
-pub(crate) fn multiway_arguments(args: &Args<'_, '_>) -> Result<(Spec, Vec<Vec<Vec<i64>>>)> {
-    if args.len() < 2 {
-        bail!(
-            "takes a spec and at least one relation, got {} argument(s)",
-            args.len()
-        );
-    }
-    let spec_text = match args.value(0)? {
-        Value::Vector(Vector::Str(s) | Vector::Sym(s)) if s.len() == 1 => s.get(0).to_string(),
-        other => bail!(
-            "argument 1 must be the join spec (one str or sym), got {}",
-            other.ty()
-        ),
-    };
-    let spec = Spec::parse(&spec_text)
-        .map_err(|e| RuntimeError::new(format!("spec `{spec_text}`: {e}")))?;
-    if spec.atoms.len() != args.len() - 1 {
-        bail!(
-            "spec `{spec_text}` names {} atoms but {} relations are given",
-            spec.atoms.len(),
-            args.len() - 1
-        );
-    }
-    let mut relations = Vec::with_capacity(spec.atoms.len());
-    for (a, atom) in spec.atoms.iter().enumerate() {
-        let r = relation_argument(args, a + 1)?;
-        if r.columns.len() != atom.len() {
-            bail!(
-                "argument {} has {} columns but its atom in the spec names {}",
-                a + 2,
-                r.columns.len(),
-                atom.len()
-            );
-        }
-        relations.push(r.columns);
-    }
-    Ok((spec, relations))
 }
 
 /// The tries of every atom of `spec`, each relation's columns permuted to the variable order.

@@ -55,14 +55,41 @@ fn float_sum<T: Copy + Into<f64>>(cell: &[T]) -> f64 {
     cell.iter().fold(0.0, |acc, &x| acc + x.into())
 }
 
+/// The order `@min` and `@max` use: a total order, with every NaN after every number (the
+/// order of keys, `runtime/BUILTINS.md`), so the minimum skips NaN (NaN only for a cell of
+/// NaNs) and the maximum is NaN when any element is, whatever the elements' order.
+trait ExtremeOrder: Copy {
+    fn before(self, other: Self) -> bool;
+}
+
+macro_rules! ordered_extreme {
+    ($($t:ty),*) => {$(
+        impl ExtremeOrder for $t {
+            fn before(self, other: Self) -> bool { self < other }
+        }
+    )*};
+}
+ordered_extreme!(bool, i8, i16, i32, i64, u8, u32);
+
+macro_rules! float_extreme {
+    ($($t:ty),*) => {$(
+        impl ExtremeOrder for $t {
+            fn before(self, other: Self) -> bool {
+                !self.is_nan() && (other.is_nan() || self < other)
+            }
+        }
+    )*};
+}
+float_extreme!(f32, f64);
+
 /// Minimum or maximum of a cell; no elements is an error, never a sentinel.
-fn extreme<T: PartialOrd + Copy>(cell: &[T], max: bool) -> Result<T> {
+fn extreme<T: ExtremeOrder>(cell: &[T], max: bool) -> Result<T> {
     let Some((&first, rest)) = cell.split_first() else {
         let what = if max { "maximum" } else { "minimum" };
         return Err(RuntimeError::new(format!("no {what} of no elements")));
     };
     Ok(rest.iter().fold(first, |best, &x| {
-        if (max && x > best) || (!max && x < best) {
+        if (max && best.before(x)) || (!max && x.before(best)) {
             x
         } else {
             best
@@ -175,6 +202,22 @@ mod tests {
         assert_eq!(run(B::Sum, &[i64s(&[])]).unwrap(), i64s(&[0]));
         assert_eq!(run(B::Sum, &[i32s(&[])]).unwrap(), i64s(&[0]));
         assert_eq!(run(B::Sum, &[f64s(&[])]).unwrap(), f64s(&[0.0]));
+    }
+
+    #[test]
+    fn min_skips_nan_and_max_of_anything_with_a_nan_is_nan_in_any_order() {
+        let nan = f64::NAN;
+        for cell in [[nan, 1.0, 3.0], [1.0, nan, 3.0], [3.0, 1.0, nan]] {
+            assert_eq!(run(B::Min, &[f64s(&cell)]).unwrap(), f64s(&[1.0]));
+            let max = run(B::Max, &[f64s(&cell)]).unwrap();
+            assert!(
+                matches!(&max, crate::value::Value::Vector(crate::value::Vector::F64(v)) if v[0].is_nan())
+            );
+        }
+        let all_nan = run(B::Min, &[f64s(&[nan, nan])]).unwrap();
+        assert!(
+            matches!(&all_nan, crate::value::Value::Vector(crate::value::Vector::F64(v)) if v[0].is_nan())
+        );
     }
 
     #[test]

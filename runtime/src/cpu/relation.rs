@@ -1,8 +1,9 @@
 //! Relation builtins for Datalog's semi-naive evaluation (the CPU oracle of the GPU library
-//! kernels in `gpu/relation.rs`).
+//! kernels in `gpu/relation.rs`), on every core (rayon).
 //!
 //! A relation is a `list<i64>`: one cell per column, all of one length, row `r` the tuple of
 //! the cells' `r`-th elements. Tuples order lexicographically, column 0 most significant.
+//! Arguments are checked and results shaped by `crate::relation`, shared with the GPU.
 //!
 //! - `@tuple_unique(r)`: the distinct tuples of `r`, sorted.
 //! - `@tuple_diff(a, b)`: the tuples of `a` not in `b`; both sorted and duplicate-free.
@@ -16,25 +17,46 @@
 //! Inputs that break a precondition (unsorted, duplicates, mixed arities) are errors that
 //! name the argument and the first offending row; the GPU kernels check the same and fail
 //! with the same message ([`not_sorted`]).
+//!
+//! Parallel plans: sorting by rayon's parallel sort; differences, joins and sortedness checks
+//! per row in parallel (binary searches into the other relation); the merge split into
+//! pieces at splitters of `a` (each piece merges its rows of `a` with the rows of `b` in its
+//! key range), concatenated in order.
 
 use std::cmp::Ordering;
-use std::sync::Arc;
+
+use rayon::prelude::*;
 
 use crate::bail;
 use crate::error::Result;
-use crate::value::{List, Value, Vector};
+use crate::relation::{
+    join_pairs_value, not_sorted, relation_pair, relation_single, relation_value, RelationArgument,
+};
+use crate::value::Value;
 
-use super::keys::key_columns;
 use super::Args;
 
-/// The columns of a relation argument, each an i64 vector, all of one length.
-pub(crate) struct Columns {
-    pub columns: Vec<Vec<i64>>,
+/// Rows per parallel task: below this a relation is handled on one thread.
+const GRAIN: usize = 1 << 14;
+
+/// The host columns of a checked relation argument, all of one length.
+pub(crate) struct Columns<'a> {
+    pub columns: Vec<&'a [i64]>,
     pub rows: usize,
 }
 
-impl Columns {
-    fn compare(&self, i: usize, other: &Columns, j: usize) -> Ordering {
+impl<'a> Columns<'a> {
+    fn of(r: &'a RelationArgument<'_>) -> Result<Columns<'a>> {
+        let Some(columns) = r.host_columns() else {
+            bail!("a relation column is on the device where the host needs it");
+        };
+        Ok(Columns {
+            columns,
+            rows: r.rows,
+        })
+    }
+
+    fn compare(&self, i: usize, other: &Columns<'_>, j: usize) -> Ordering {
         for (a, b) in self.columns.iter().zip(&other.columns) {
             match a[i].cmp(&b[j]) {
                 Ordering::Equal => {}
@@ -48,190 +70,229 @@ impl Columns {
         self.compare(i, self, j)
     }
 
+    /// The first row of `self` not before row `j` of `other` (upper: the first after it).
+    fn bound(&self, other: &Columns<'_>, j: usize, upper: bool) -> usize {
+        partition_point(self.rows, |i| {
+            let order = self.compare(i, other, j);
+            order.is_lt() || (upper && order.is_eq())
+        })
+    }
+
     fn gather(&self, rows: &[usize]) -> Vec<Vec<i64>> {
         self.columns
-            .iter()
+            .par_iter()
             .map(|c| rows.iter().map(|&r| c[r]).collect())
             .collect()
     }
 }
 
-/// Argument `i` (0-based) of a relation builtin as i64 columns of one length; at least one
-/// column.
-pub(crate) fn relation_argument(args: &Args<'_, '_>, i: usize) -> Result<Columns> {
-    let value = args.value(i)?;
-    let cells = key_columns(value)?;
-    if cells.is_empty() {
-        bail!("argument {} has no columns", i + 1);
-    }
-    let rows = cells[0].len();
-    let mut columns = Vec::with_capacity(cells.len());
-    for (c, cell) in cells.iter().enumerate() {
-        let Some(values) = cell.as_i64s() else {
-            bail!(
-                "argument {}: column {c} is {}, relation columns must be i64",
-                i + 1,
-                cell.ty()
-            );
-        };
-        if values.len() != rows {
-            bail!(
-                "argument {}: columns have different lengths ({rows} vs {})",
-                i + 1,
-                values.len()
-            );
-        }
-        columns.push(values.to_vec());
-    }
-    Ok(Columns { columns, rows })
-}
-
-/// Two relation arguments of one arity.
-pub(crate) fn relation_pair(args: &Args<'_, '_>) -> Result<(Columns, Columns)> {
-    args.exactly(2)?;
-    let a = relation_argument(args, 0)?;
-    let b = relation_argument(args, 1)?;
-    if a.columns.len() != b.columns.len() {
-        bail!(
-            "the relations have different arities ({} vs {})",
-            a.columns.len(),
-            b.columns.len()
-        );
-    }
-    Ok((a, b))
-}
-
-/// The error for argument `arg` (0-based) whose row `row` does not come after row `row - 1`.
-pub(crate) fn not_sorted(arg: usize, row: usize, strictly: bool) -> String {
-    if strictly {
-        format!(
-            "argument {} is not sorted and duplicate-free (row {row} does not come after row {})",
-            arg + 1,
-            row - 1
-        )
-    } else {
-        format!(
-            "argument {} is not sorted (row {row} comes before row {})",
-            arg + 1,
-            row - 1
-        )
-    }
-}
-
 /// Fails unless the rows of `r` are in increasing order (strictly: no duplicates).
-fn check_sorted(r: &Columns, arg: usize, strictly: bool) -> Result<()> {
-    for row in 1..r.rows {
-        let order = r.compare_rows(row - 1, row);
-        if order == Ordering::Greater || (strictly && order == Ordering::Equal) {
-            bail!("{}", not_sorted(arg, row, strictly));
-        }
+fn check_sorted(r: &Columns<'_>, arg: usize, strictly: bool) -> Result<()> {
+    let bad = (1..r.rows.max(1))
+        .into_par_iter()
+        .with_min_len(GRAIN)
+        .find_first(|&row| {
+            let order = r.compare_rows(row - 1, row);
+            order == Ordering::Greater || (strictly && order == Ordering::Equal)
+        });
+    if let Some(row) = bad {
+        bail!("{}", not_sorted(arg, row, strictly));
     }
     Ok(())
 }
 
-/// A relation value from its columns.
-pub(crate) fn relation_value(columns: Vec<Vec<i64>>) -> Value {
-    let mut offsets = Vec::with_capacity(columns.len() + 1);
-    offsets.push(0);
-    let mut values = Vec::with_capacity(columns.iter().map(Vec::len).sum());
-    for c in columns {
-        values.extend(c);
-        offsets.push(values.len());
+/// The distinct rows of `r`, sorted: rows of up to four columns sorted as fixed-size arrays
+/// (contiguous, so the parallel sort compares in cache), wider ones as row numbers.
+fn unique_rows(r: &Columns<'_>) -> Vec<Vec<i64>> {
+    fn fixed<const K: usize>(r: &Columns<'_>) -> Vec<Vec<i64>> {
+        let mut rows: Vec<[i64; K]> = (0..r.rows)
+            .into_par_iter()
+            .with_min_len(GRAIN)
+            .map(|i| std::array::from_fn(|c| r.columns[c][i]))
+            .collect();
+        rows.par_sort_unstable();
+        rows.dedup();
+        (0..K)
+            .into_par_iter()
+            .map(|c| rows.iter().map(|row| row[c]).collect())
+            .collect()
     }
-    Value::List(List::Flat {
-        values: Vector::I64(Arc::new(values)),
-        offsets: Arc::new(offsets),
-    })
+    match r.columns.len() {
+        1 => fixed::<1>(r),
+        2 => fixed::<2>(r),
+        3 => fixed::<3>(r),
+        4 => fixed::<4>(r),
+        _ => {
+            let mut rows: Vec<usize> = (0..r.rows).collect();
+            rows.par_sort_unstable_by(|&i, &j| r.compare_rows(i, j));
+            rows.dedup_by(|j, i| r.compare_rows(*i, *j) == Ordering::Equal);
+            r.gather(&rows)
+        }
+    }
 }
 
 /// `@tuple_unique(r)`.
 pub(crate) fn tuple_unique(args: &Args<'_, '_>) -> Result<Value> {
-    args.exactly(1)?;
-    let r = relation_argument(args, 0)?;
-    let mut rows: Vec<usize> = (0..r.rows).collect();
-    rows.sort_unstable_by(|&i, &j| r.compare_rows(i, j));
-    rows.dedup_by(|j, i| r.compare_rows(*i, *j) == Ordering::Equal);
-    Ok(relation_value(r.gather(&rows)))
+    let r = relation_single(args.list)?;
+    Ok(relation_value(unique_rows(&Columns::of(&r)?)))
+}
+
+/// The rows of `a` with no equal row in `b` (both sorted), in order.
+fn rows_missing_from(a: &Columns<'_>, b: &Columns<'_>) -> Vec<usize> {
+    (0..a.rows)
+        .into_par_iter()
+        .with_min_len(GRAIN)
+        .filter(|&i| {
+            let at = b.bound(a, i, false);
+            at == b.rows || b.compare(at, a, i) != Ordering::Equal
+        })
+        .collect()
 }
 
 /// `@tuple_diff(a, b)`.
 pub(crate) fn tuple_diff(args: &Args<'_, '_>) -> Result<Value> {
-    let (a, b) = relation_pair(args)?;
+    let (a, b) = relation_pair(args.list)?;
+    let (a, b) = (Columns::of(&a)?, Columns::of(&b)?);
     check_sorted(&a, 0, true)?;
     check_sorted(&b, 1, true)?;
-    let mut kept = Vec::new();
-    let mut j = 0;
-    for i in 0..a.rows {
-        while j < b.rows && b.compare(j, &a, i) == Ordering::Less {
-            j += 1;
-        }
-        if j == b.rows || b.compare(j, &a, i) != Ordering::Equal {
-            kept.push(i);
-        }
-    }
-    Ok(relation_value(a.gather(&kept)))
+    Ok(relation_value(a.gather(&rows_missing_from(&a, &b))))
 }
 
-/// `@tuple_merge(a, b)`.
-pub(crate) fn tuple_merge(args: &Args<'_, '_>) -> Result<Value> {
-    let (a, b) = relation_pair(args)?;
-    check_sorted(&a, 0, true)?;
-    check_sorted(&b, 1, true)?;
+/// The sorted union of rows `a_rows` of `a` and `b_rows` of `b` (sorted, duplicate-free).
+fn merge_piece(
+    a: &Columns<'_>,
+    a_rows: std::ops::Range<usize>,
+    b: &Columns<'_>,
+    b_rows: std::ops::Range<usize>,
+) -> Vec<Vec<i64>> {
     let mut columns: Vec<Vec<i64>> = (0..a.columns.len())
-        .map(|_| Vec::with_capacity(a.rows + b.rows))
+        .map(|_| Vec::with_capacity(a_rows.len() + b_rows.len()))
         .collect();
-    let push = |columns: &mut Vec<Vec<i64>>, r: &Columns, row: usize| {
+    let push = |columns: &mut Vec<Vec<i64>>, r: &Columns<'_>, row: usize| {
         for (out, c) in columns.iter_mut().zip(&r.columns) {
             out.push(c[row]);
         }
     };
-    let (mut i, mut j) = (0, 0);
-    while i < a.rows || j < b.rows {
-        let order = if i == a.rows {
+    let (mut i, mut j) = (a_rows.start, b_rows.start);
+    while i < a_rows.end || j < b_rows.end {
+        let order = if i == a_rows.end {
             Ordering::Greater
-        } else if j == b.rows {
+        } else if j == b_rows.end {
             Ordering::Less
         } else {
-            a.compare(i, &b, j)
+            a.compare(i, b, j)
         };
         match order {
             Ordering::Less => {
-                push(&mut columns, &a, i);
+                push(&mut columns, a, i);
                 i += 1;
             }
             Ordering::Greater => {
-                push(&mut columns, &b, j);
+                push(&mut columns, b, j);
                 j += 1;
             }
             Ordering::Equal => {
-                push(&mut columns, &a, i);
+                push(&mut columns, a, i);
                 i += 1;
                 j += 1;
             }
         }
     }
+    columns
+}
+
+/// `@tuple_merge(a, b)`.
+pub(crate) fn tuple_merge(args: &Args<'_, '_>) -> Result<Value> {
+    let (a, b) = relation_pair(args.list)?;
+    let (a, b) = (Columns::of(&a)?, Columns::of(&b)?);
+    check_sorted(&a, 0, true)?;
+    check_sorted(&b, 1, true)?;
+    // Piece p takes the rows of a from splitter p on and the rows of b from the first one
+    // not before that splitter: every row lands in exactly one piece, in key order.
+    let pieces = (a.rows + b.rows)
+        .div_ceil(GRAIN)
+        .clamp(1, 4 * rayon::current_num_threads());
+    let a_splits: Vec<usize> = (0..=pieces).map(|p| p * a.rows / pieces).collect();
+    let b_splits: Vec<usize> = a_splits
+        .iter()
+        .enumerate()
+        .map(|(p, &i)| match p {
+            0 => 0,
+            _ if p == pieces || i >= a.rows => b.rows,
+            _ => b.bound(&a, i, false),
+        })
+        .collect();
+    let parts: Vec<Vec<Vec<i64>>> = (0..pieces)
+        .into_par_iter()
+        .map(|p| {
+            merge_piece(
+                &a,
+                a_splits[p]..a_splits[p + 1],
+                &b,
+                b_splits[p]..b_splits[p + 1],
+            )
+        })
+        .collect();
+    let columns = (0..a.columns.len())
+        .into_par_iter()
+        .map(|c| {
+            parts
+                .iter()
+                .flat_map(|part| part[c].iter().copied())
+                .collect()
+        })
+        .collect();
     Ok(relation_value(columns))
 }
 
 /// `@sorted_join(probe, build)`.
 pub(crate) fn sorted_join(args: &Args<'_, '_>) -> Result<Value> {
-    let (probe, build) = relation_pair(args)?;
+    let (probe, build) = relation_pair(args.list)?;
+    let (probe, build) = (Columns::of(&probe)?, Columns::of(&build)?);
     check_sorted(&build, 1, false)?;
-    let (mut ip, mut ib) = (Vec::new(), Vec::new());
-    for i in 0..probe.rows {
-        let first = partition_point(build.rows, |j| build.compare(j, &probe, i).is_lt());
-        let end = partition_point(build.rows, |j| build.compare(j, &probe, i).is_le());
-        for j in first..end {
-            ip.push(i as i64);
-            ib.push(j as i64);
-        }
+    let ranges: Vec<(usize, usize)> = (0..probe.rows)
+        .into_par_iter()
+        .with_min_len(GRAIN)
+        .map(|i| {
+            let first = build.bound(&probe, i, false);
+            let end = if first < build.rows && build.compare(first, &probe, i).is_eq() {
+                build.bound(&probe, i, true)
+            } else {
+                first
+            };
+            (first, end)
+        })
+        .collect();
+    let mut offsets = Vec::with_capacity(ranges.len() + 1);
+    let mut total = 0usize;
+    offsets.push(0);
+    for &(first, end) in &ranges {
+        total += end - first;
+        offsets.push(total);
     }
-    let n = ip.len();
-    ip.extend(ib);
-    Ok(Value::List(List::Flat {
-        values: Vector::I64(Arc::new(ip)),
-        offsets: Arc::new(vec![0, n, 2 * n]),
-    }))
+    let mut ip = vec![0i64; total];
+    let mut ib = vec![0i64; total];
+    // Each probe row fills its own slices of the outputs.
+    let mut ip_rest: &mut [i64] = &mut ip;
+    let mut ib_rest: &mut [i64] = &mut ib;
+    let mut tasks = Vec::with_capacity(ranges.len());
+    for (i, &(first, end)) in ranges.iter().enumerate() {
+        let (ip_here, ip_next) = std::mem::take(&mut ip_rest).split_at_mut(end - first);
+        let (ib_here, ib_next) = std::mem::take(&mut ib_rest).split_at_mut(end - first);
+        ip_rest = ip_next;
+        ib_rest = ib_next;
+        tasks.push((i, first, ip_here, ib_here));
+    }
+    tasks
+        .into_par_iter()
+        .with_min_len(GRAIN)
+        .for_each(|(i, first, ip_here, ib_here)| {
+            for (k, (p, b)) in ip_here.iter_mut().zip(ib_here.iter_mut()).enumerate() {
+                *p = i as i64;
+                *b = (first + k) as i64;
+            }
+        });
+    Ok(join_pairs_value(ip, ib))
 }
 
 /// The first index in `0..n` where `before` turns false (`before` true on a prefix).
@@ -252,6 +313,8 @@ fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
 mod tests {
     use super::*;
     use crate::cpu::ArgValue;
+    use crate::value::{List, Vector};
+    use std::sync::Arc;
 
     fn rel(columns: &[&[i64]]) -> Value {
         relation_value(columns.iter().map(|c| c.to_vec()).collect())

@@ -52,7 +52,8 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
 use crate::bail;
-use crate::data::columns::SymBuilder;
+use crate::data::columns::{join_column_parts, ColumnPart, SymBuilder};
+use crate::data::phases;
 use crate::error::{Result, RuntimeError};
 use crate::types::Type;
 use crate::value::{Strings, Table, Value, Vector};
@@ -333,13 +334,29 @@ fn retype(column: &str, vector: Vector, declared: &str, first_row: usize) -> Res
         ))
     };
     Ok(match (declared, vector) {
-        ("char", Vector::Sym(strings)) => Vector::Char(Arc::new(
-            strings
-                .iter()
-                .enumerate()
-                .map(|(row, text)| one_byte(text).ok_or_else(|| problem(row, format!("`{text}` is not one character"))))
-                .collect::<Result<_>>()?,
-        )),
+        ("char", Vector::Sym(strings)) => {
+            use rayon::prelude::*;
+            // Each distinct text is checked once; the rows are mapped on every core.
+            let bytes: Vec<Option<u8>> =
+                strings.dict.strings.iter().map(|text| one_byte(text)).collect();
+            let chars = strings
+                .codes
+                .par_iter()
+                .map(|&code| bytes[code as usize])
+                .collect::<Option<Vec<u8>>>();
+            match chars {
+                Some(chars) => Vector::Char(Arc::new(chars)),
+                None => {
+                    let row = strings
+                        .codes
+                        .iter()
+                        .position(|&code| bytes[code as usize].is_none())
+                        .unwrap_or(0);
+                    let text = strings.get(row);
+                    return Err(problem(row, format!("`{text}` is not one character")));
+                }
+            }
+        }
         ("str", Vector::Sym(strings)) => Vector::Str(strings),
         ("month", Vector::I32(codes)) => Vector::Month(codes),
         ("minute", Vector::Second(seconds)) => {
@@ -359,6 +376,155 @@ fn one_byte(text: &str) -> Option<u8> {
     let c = chars.next()?;
     (chars.next().is_none()).then_some(())?;
     u8::try_from(u32::from(c)).ok()
+}
+
+/// Whether `ty` is read as text (`sym`, or what a `horsec:type` makes of it).
+fn is_text(ty: &DataType) -> bool {
+    match ty {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, values) => is_text(values),
+        _ => false,
+    }
+}
+
+/// Reads one Arrow column as [`vector_from_arrow`] does, except that text stays a
+/// [`SymBuilder`] borrowing the array's strings: the parts of a column read on several
+/// cores merge their dictionaries once ([`columns_from_batches`]).
+fn part_from_arrow<'a>(
+    field: &Field,
+    array: &'a dyn Array,
+    first_row: usize,
+) -> Result<ColumnPart<'a>> {
+    if !is_text(array.data_type()) {
+        return vector_from_arrow(field, array, first_row).map(ColumnPart::Vector);
+    }
+    let column = field.name().as_str();
+    if array.null_count() > 0 {
+        let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
+        bail!(
+            "column `{column}`, row {}: null value (horsec has no nulls)",
+            first_row + row + 1
+        );
+    }
+    let mut symbols = SymBuilder::with_capacity(array.len());
+    match array.data_type() {
+        DataType::Utf8 => array
+            .as_string::<i32>()
+            .iter()
+            .flatten()
+            .for_each(|text| symbols.push(text)),
+        DataType::LargeUtf8 => array
+            .as_string::<i64>()
+            .iter()
+            .flatten()
+            .for_each(|text| symbols.push(text)),
+        DataType::Utf8View => array
+            .as_string_view()
+            .iter()
+            .flatten()
+            .for_each(|text| symbols.push(text)),
+        _ => push_dictionary(column, array, &mut symbols)?,
+    }
+    Ok(ColumnPart::Syms(symbols))
+}
+
+/// Appends the rows of a dictionary-encoded text column: each entry is looked up once.
+fn push_dictionary<'a>(
+    column: &str,
+    array: &'a dyn Array,
+    symbols: &mut SymBuilder<'a>,
+) -> Result<()> {
+    let DataType::Dictionary(key_type, _) = array.data_type() else {
+        bail!("column `{column}` is not a dictionary");
+    };
+    macro_rules! keyed {
+        ($k:ty) => {{
+            let dictionary = array.as_dictionary::<$k>();
+            let texts = dictionary_texts(column, key_type, dictionary.values())?;
+            symbols.push_keyed(
+                &texts,
+                dictionary.keys().values().iter().map(|&k| k as usize),
+            )
+        }};
+    }
+    let pushed = match key_type.as_ref() {
+        DataType::Int8 => keyed!(Int8Type),
+        DataType::Int16 => keyed!(Int16Type),
+        DataType::Int32 => keyed!(Int32Type),
+        DataType::Int64 => keyed!(Int64Type),
+        DataType::UInt8 => keyed!(UInt8Type),
+        DataType::UInt16 => keyed!(UInt16Type),
+        DataType::UInt32 => keyed!(UInt32Type),
+        DataType::UInt64 => keyed!(UInt64Type),
+        other => bail!("column `{column}` has dictionary keys of type {other}"),
+    };
+    pushed.map_err(|key| {
+        RuntimeError::new(format!(
+            "column `{column}`: dictionary key {key} is out of range"
+        ))
+    })
+}
+
+/// The entries of an Arrow dictionary of text.
+fn dictionary_texts<'a>(
+    column: &str,
+    key_type: &DataType,
+    values: &'a ArrayRef,
+) -> Result<Vec<&'a str>> {
+    Ok(match values.data_type() {
+        DataType::Utf8 => values.as_string::<i32>().iter().map(|v| v.unwrap_or("")).collect(),
+        DataType::LargeUtf8 => values.as_string::<i64>().iter().map(|v| v.unwrap_or("")).collect(),
+        DataType::Utf8View => values.as_string_view().iter().map(|v| v.unwrap_or("")).collect(),
+        other => bail!("column `{column}` has the Arrow type Dictionary({key_type}, {other}), which horsec cannot represent"),
+    })
+}
+
+/// Reads record batches of one schema as raw columns, their rows one after another: every
+/// batch is converted on its own core, then the parts of each column are joined.
+pub(crate) fn columns_from_batches(
+    schema: &arrow_schema::SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<Vec<Vector>> {
+    use rayon::prelude::*;
+    if batches.is_empty() {
+        return vectors_from_batch(&RecordBatch::new_empty(schema.clone()), 0);
+    }
+    let mut first_rows = Vec::with_capacity(batches.len());
+    let mut rows = 0;
+    for batch in batches {
+        first_rows.push(rows);
+        rows += batch.num_rows();
+    }
+    let parts = phases::time("convert", || {
+        batches
+            .par_iter()
+            .zip(first_rows)
+            .map(|(batch, first_row)| {
+                batch
+                    .schema()
+                    .fields()
+                    .iter()
+                    .zip(batch.columns())
+                    .map(|(field, array)| part_from_arrow(field, array.as_ref(), first_row))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let columns = phases::time("join pieces", || join_column_parts(parts))?;
+    // A `horsec:type` recorded on a text column applies to the joined column.
+    schema
+        .fields()
+        .iter()
+        .zip(columns)
+        .map(
+            |(field, vector)| match field.metadata().get(HORSEC_TYPE_KEY) {
+                Some(declared) if is_text(field.data_type()) => {
+                    retype(field.name(), vector, declared, 0)
+                }
+                _ => Ok(vector),
+            },
+        )
+        .collect()
 }
 
 /// Reads a record batch as raw columns (`first_row` locates its rows in the file).

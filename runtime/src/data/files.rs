@@ -22,8 +22,8 @@ use parquet::file::properties::WriterProperties;
 use rayon::prelude::*;
 
 use crate::bail;
-use crate::data::arrow_convert::vectors_from_batch;
-use crate::data::columns::join_parts;
+use crate::data::arrow_convert::columns_from_batches;
+use crate::data::phases;
 use crate::error::{Result, RuntimeError};
 use crate::value::Vector;
 
@@ -59,6 +59,7 @@ pub(crate) fn read_parquet(
     let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
     let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
         .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
+    let metadata = with_text_as_views(metadata);
     let schema = metadata.schema().clone();
     let fields = projection(&schema, wanted);
     let mask = ProjectionMask::roots(metadata.parquet_schema(), fields.iter().copied());
@@ -69,38 +70,70 @@ pub(crate) fn read_parquet(
     );
     let groups = metadata.metadata().row_groups();
     bar.set_length(groups.iter().map(|g| g.num_rows().max(0) as u64).sum());
-    let mut first_rows = Vec::with_capacity(groups.len());
-    let mut rows = 0usize;
-    for group in groups {
-        first_rows.push(rows);
-        rows += usize::try_from(group.num_rows()).unwrap_or(0);
+    let decoded: Vec<Result<Vec<RecordBatch>>> = phases::time("decode", || {
+        (0..groups.len())
+            .into_par_iter()
+            .map(|group| {
+                // A file of its own: clones of one handle share its offset, and parallel
+                // seek-and-read through them would read each other's bytes.
+                let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
+                let reader =
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
+                        .with_row_groups(vec![group])
+                        .with_projection(mask.clone())
+                        .with_batch_size(64 * 1024)
+                        .build()
+                        .map_err(|e| fail(format!("row group {group}: {e}")))?;
+                let mut batches = Vec::new();
+                for batch in reader {
+                    let batch = batch.map_err(|e| fail(format!("row group {group}: {e}")))?;
+                    bar.inc(batch.num_rows() as u64);
+                    batches.push(batch);
+                }
+                Ok(batches)
+            })
+            .collect()
+    });
+    let mut batches = Vec::new();
+    for group in decoded {
+        batches.extend(group?);
     }
-    let parts: Vec<Result<Vec<Vector>>> = first_rows
-        .into_par_iter()
-        .enumerate()
-        .map(|(group, first_row)| {
-            // A file of its own: clones of one handle share its offset, and parallel
-            // seek-and-read through them would read each other's bytes.
-            let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
-            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
-                .with_row_groups(vec![group])
-                .with_projection(mask.clone())
-                .with_batch_size(64 * 1024)
-                .build()
-                .map_err(|e| fail(format!("row group {group}: {e}")))?;
-            let mut batches = Vec::new();
-            let mut row = first_row;
-            for batch in reader {
-                let batch = batch.map_err(|e| fail(format!("row group {group}: {e}")))?;
-                batches.push(vectors_from_batch(&batch, row).map_err(|e| fail(e.message))?);
-                row += batch.num_rows();
-                bar.inc(batch.num_rows() as u64);
+    finish(&batches, &projected).map_err(|e| fail(e.message))
+}
+
+/// The reader of `metadata`'s file set to read text columns as string views: a view points
+/// into the page it was decoded from (or the column's dictionary), so no text is copied.
+/// Read as Arrow dictionaries instead, a column chunk whose writer fell back from dictionary
+/// to plain pages (any large one of distinct texts) is hashed into a new dictionary, row by
+/// row, before horsec hashes it again. Left as it is if the reader refuses the views.
+fn with_text_as_views(metadata: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    use arrow_schema::{DataType, Schema};
+    let schema = metadata.schema();
+    let is_text = |ty: &DataType| matches!(ty, DataType::Utf8 | DataType::LargeUtf8);
+    let viewed = |ty: &DataType| match ty {
+        DataType::Dictionary(_, values) => is_text(values),
+        other => is_text(other),
+    };
+    if !schema.fields().iter().any(|f| viewed(f.data_type())) {
+        return metadata;
+    }
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            if viewed(field.data_type()) {
+                Arc::new(field.as_ref().clone().with_data_type(DataType::Utf8View))
+            } else {
+                Arc::clone(field)
             }
-            join_or_empty(batches, &projected)
         })
         .collect();
-    let parts = parts.into_iter().collect::<Result<Vec<_>>>()?;
-    finish(parts, &projected).map_err(|e| fail(e.message))
+    let views = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        Arc::clone(metadata.metadata()),
+        ArrowReaderOptions::new().with_schema(views),
+    )
+    .unwrap_or(metadata)
 }
 
 /// Reads the columns `wanted` names of the Arrow IPC file (or stream) `path`.
@@ -112,74 +145,56 @@ pub(crate) fn read_arrow_ipc(
     let fail = in_file(path);
     let open = || File::open(path).map_err(|e| fail(format!("cannot open: {e}")));
     let (schema, batches): (SchemaRef, Vec<RecordBatch>) =
-        match arrow_ipc::reader::FileReader::try_new(open()?, None) {
-            Ok(reader) => {
-                let full = reader.schema();
-                let fields = projection(&full, wanted);
-                let schema = Arc::new(
-                    full.project(&fields)
-                        .map_err(|e| fail(format!("cannot select columns: {e}")))?,
-                );
-                let reader = arrow_ipc::reader::FileReader::try_new(open()?, Some(fields))
-                    .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
-                let batches = reader
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
-                (schema, batches)
-            }
-            // Not the file format: maybe the stream format (`.arrows`, some writers' `.arrow`).
-            Err(file_error) => {
-                let reader = arrow_ipc::reader::StreamReader::try_new(
-                    std::io::BufReader::new(open()?),
-                    None,
-                )
-                .map_err(|_| fail(format!("not a readable Arrow IPC file: {file_error}")))?;
-                let full = reader.schema();
-                let fields = projection(&full, wanted);
-                let batches = reader
-                    .map(|batch| batch.and_then(|b| b.project(&fields)))
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| fail(format!("not a readable Arrow IPC stream: {e}")))?;
-                let schema = Arc::new(
-                    full.project(&fields)
-                        .map_err(|e| fail(format!("cannot select columns: {e}")))?,
-                );
-                (schema, batches)
-            }
-        };
+        phases::time("decode", || -> Result<(SchemaRef, Vec<RecordBatch>)> {
+            Ok(
+                match arrow_ipc::reader::FileReader::try_new(open()?, None) {
+                    Ok(reader) => {
+                        let full = reader.schema();
+                        let fields = projection(&full, wanted);
+                        let schema = Arc::new(
+                            full.project(&fields)
+                                .map_err(|e| fail(format!("cannot select columns: {e}")))?,
+                        );
+                        let reader = arrow_ipc::reader::FileReader::try_new(open()?, Some(fields))
+                            .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
+                        let batches = reader
+                            .collect::<std::result::Result<Vec<_>, _>>()
+                            .map_err(|e| fail(format!("not a readable Arrow IPC file: {e}")))?;
+                        (schema, batches)
+                    }
+                    // Not the file format: maybe the stream format (`.arrows`, some writers' `.arrow`).
+                    Err(file_error) => {
+                        let reader = arrow_ipc::reader::StreamReader::try_new(
+                            std::io::BufReader::new(open()?),
+                            None,
+                        )
+                        .map_err(|_| {
+                            fail(format!("not a readable Arrow IPC file: {file_error}"))
+                        })?;
+                        let full = reader.schema();
+                        let fields = projection(&full, wanted);
+                        let batches = reader
+                            .map(|batch| batch.and_then(|b| b.project(&fields)))
+                            .collect::<std::result::Result<Vec<_>, _>>()
+                            .map_err(|e| fail(format!("not a readable Arrow IPC stream: {e}")))?;
+                        let schema = Arc::new(
+                            full.project(&fields)
+                                .map_err(|e| fail(format!("cannot select columns: {e}")))?,
+                        );
+                        (schema, batches)
+                    }
+                },
+            )
+        })?;
     bar.set_length(batches.iter().map(|b| b.num_rows() as u64).sum());
-    let mut first_rows = Vec::with_capacity(batches.len());
-    let mut rows = 0;
-    for batch in &batches {
-        first_rows.push(rows);
-        rows += batch.num_rows();
-    }
-    let parts = batches
-        .par_iter()
-        .zip(first_rows)
-        .map(|(batch, first_row)| {
-            let columns = vectors_from_batch(batch, first_row);
-            bar.inc(batch.num_rows() as u64);
-            columns
-        })
-        .collect::<Result<Vec<_>>>()
-        .map_err(|e| fail(e.message))?;
-    finish(parts, &schema).map_err(|e| fail(e.message))
+    let read = finish(&batches, &schema).map_err(|e| fail(e.message));
+    bar.inc(batches.iter().map(|b| b.num_rows() as u64).sum());
+    read
 }
 
-/// The parts joined, or the schema's columns empty when there are none.
-fn join_or_empty(parts: Vec<Vec<Vector>>, schema: &SchemaRef) -> Result<Vec<Vector>> {
-    if parts.is_empty() {
-        return vectors_from_batch(&RecordBatch::new_empty(schema.clone()), 0);
-    }
-    join_parts(parts)
-}
-
-fn finish(parts: Vec<Vec<Vector>>, schema: &SchemaRef) -> Result<FileColumns> {
-    let columns = join_or_empty(
-        parts.into_iter().filter(|p| !p.is_empty()).collect(),
-        schema,
-    )?;
+/// The columns of `batches` (of `schema`), joined.
+fn finish(batches: &[RecordBatch], schema: &SchemaRef) -> Result<FileColumns> {
+    let columns = columns_from_batches(schema, batches)?;
     if columns.len() != schema.fields().len() {
         bail!(
             "read {} columns, the schema has {}",

@@ -14,7 +14,7 @@ use tpchgen::generators::{
 };
 
 use crate::bail;
-use crate::data::columns::{join_parts, SymBuilder};
+use crate::data::columns::{join_column_parts, ColumnPart, SymBuilder};
 use crate::data::tpch::{self, TPCH_SCHEMA};
 use crate::data::{Database, Progress, Ticker};
 use crate::error::{Result, RuntimeError};
@@ -100,7 +100,7 @@ pub(crate) fn tpch_in_parts(
             jobs.push((table, part, parts, bar.clone()));
         }
     }
-    let generated: Vec<(usize, Result<Vec<Vector>>)> = jobs
+    let generated: Vec<(usize, Result<Vec<GeneratedColumn>>)> = jobs
         .into_par_iter()
         .map(|(table, part, parts, bar)| {
             let columns = generate_part(TPCH_SCHEMA[table].name, scale_factor, part, parts, &bar);
@@ -108,14 +108,15 @@ pub(crate) fn tpch_in_parts(
         })
         .collect();
 
-    let mut parts_of_table: Vec<Vec<Vec<Vector>>> = vec![Vec::new(); TPCH_SCHEMA.len()];
+    let mut parts_of_table: Vec<Vec<Vec<GeneratedColumn>>> =
+        (0..TPCH_SCHEMA.len()).map(|_| Vec::new()).collect();
     for (table, columns) in generated {
         parts_of_table[table].push(columns?);
     }
     let raw = parts_of_table
         .into_iter()
         .zip(&needed)
-        .map(|(parts, &needed)| needed.then(|| join_parts(parts)).transpose())
+        .map(|(parts, &needed)| needed.then(|| join_column_parts(parts)).transpose())
         .collect::<Result<Vec<_>>>()?;
     tpch::assemble(raw)
 }
@@ -159,25 +160,29 @@ fn push_shown(column: &mut SymBuilder, scratch: &mut String, value: impl Display
     column.push_owned(scratch);
 }
 
-fn i32s(values: Vec<i32>) -> Vector {
-    Vector::I32(Arc::new(values))
+fn i32s(values: Vec<i32>) -> GeneratedColumn {
+    ColumnPart::Vector(Vector::I32(Arc::new(values)))
 }
 
-fn f64s(values: Vec<f64>) -> Vector {
-    Vector::F64(Arc::new(values))
+fn f64s(values: Vec<f64>) -> GeneratedColumn {
+    ColumnPart::Vector(Vector::F64(Arc::new(values)))
 }
 
-fn dates(values: Vec<i32>) -> Vector {
-    Vector::Date(Arc::new(values))
+fn dates(values: Vec<i32>) -> GeneratedColumn {
+    ColumnPart::Vector(Vector::Date(Arc::new(values)))
 }
 
-fn chars(values: Vec<u8>) -> Vector {
-    Vector::Char(Arc::new(values))
+fn chars(values: Vec<u8>) -> GeneratedColumn {
+    ColumnPart::Vector(Vector::Char(Arc::new(values)))
 }
 
-fn syms(values: SymBuilder) -> Vector {
-    Vector::Sym(values.finish())
+/// Text stays unsorted until the parts of its column are joined, which sorts it once.
+fn syms(values: SymBuilder<'static>) -> GeneratedColumn {
+    ColumnPart::Syms(values)
 }
+
+/// A column of one generated part of a table.
+type GeneratedColumn = ColumnPart<'static>;
 
 /// The first byte of a one-letter flag.
 fn flag(text: &str) -> u8 {
@@ -191,7 +196,7 @@ fn generate_part(
     part: i32,
     parts: i32,
     bar: &ProgressBar,
-) -> Result<Vec<Vector>> {
+) -> Result<Vec<GeneratedColumn>> {
     let mut ticker = Ticker::new(bar);
     let mut scratch = String::new();
     Ok(match table {
@@ -548,11 +553,11 @@ pub fn write_tpch_files(
             _ => (rows / ROWS_PER_PART).clamp(1, workers) as i32,
         };
         let bar = progress.bar(spec.name, rows.max(0) as u64, false);
-        let generated: Vec<Result<Vec<Vector>>> = (1..=parts)
+        let generated: Vec<Result<Vec<GeneratedColumn>>> = (1..=parts)
             .into_par_iter()
             .map(|part| generate_part(spec.name, scale_factor, part, parts, &bar))
             .collect();
-        let columns = join_parts(generated.into_iter().collect::<Result<Vec<_>>>()?)?;
+        let columns = join_column_parts(generated.into_iter().collect::<Result<Vec<_>>>()?)?;
         let mut fields = Vec::with_capacity(columns.len());
         let mut arrays = Vec::with_capacity(columns.len());
         for (column, vector) in spec.columns.iter().zip(&columns) {

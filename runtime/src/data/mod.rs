@@ -12,6 +12,7 @@ mod csv;
 mod facts;
 mod files;
 mod generate;
+mod phases;
 mod sources;
 mod tbl;
 pub mod tpch;
@@ -30,6 +31,7 @@ pub use self::cache::{tpch_cache_dir, CacheNotice, TPCH_CACHE_GENERATOR};
 pub use self::facts::{FactFormat, FactType};
 pub use self::files::{write_batches, ArrowFileFormat};
 pub use self::generate::{write_tpch_files, write_tpch_tbl};
+pub use self::phases::time_phases;
 pub use self::sources::FileFormat;
 pub use self::tpch::{tpch_table, ColumnKind, ColumnSpec, TableSpec, TPCH_SCHEMA};
 
@@ -88,7 +90,6 @@ impl Database {
         name: &str,
         batches: &[arrow_array::RecordBatch],
     ) -> Result<()> {
-        use rayon::prelude::*;
         let Some(first) = batches.first() else {
             bail!("table `{name}`: no record batches");
         };
@@ -100,21 +101,9 @@ impl Database {
                 other.schema()
             );
         }
-        let mut first_rows = Vec::with_capacity(batches.len());
-        let mut rows = 0;
-        for batch in batches {
-            first_rows.push(rows);
-            rows += batch.num_rows();
-        }
-        let parts = batches
-            .par_iter()
-            .zip(first_rows)
-            .map(|(batch, first_row)| arrow_convert::vectors_from_batch(batch, first_row))
-            .collect::<Result<Vec<_>>>()
-            .map_err(|e| {
-                crate::error::RuntimeError::new(format!("table `{name}`: {}", e.message))
-            })?;
-        let columns = columns::join_parts(parts)?;
+        let columns = arrow_convert::columns_from_batches(&schema, batches).map_err(|e| {
+            crate::error::RuntimeError::new(format!("table `{name}`: {}", e.message))
+        })?;
         let table = Table {
             names: schema
                 .fields()

@@ -157,7 +157,7 @@ impl Database {
             let selected = tpch::columns_needed(spec, columns);
             raw.push(Some(read_tpch_table(path, spec, &selected, &progress)?));
         }
-        tpch::assemble_columns(raw)
+        crate::data::phases::time("schema step", || tpch::assemble_columns(raw))
     }
 }
 

@@ -8,7 +8,8 @@ use std::path::Path;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::data::columns::{join_parts, parse_iso_date, SymBuilder};
+use crate::data::columns::{join_column_parts, parse_iso_date, ColumnPart, SymBuilder};
+use crate::data::phases;
 use crate::data::tpch::{ColumnKind, TableSpec};
 use crate::data::{Database, Progress, Ticker};
 use crate::error::{Result, RuntimeError};
@@ -16,6 +17,10 @@ use crate::value::Vector;
 
 /// Bytes a piece should have at least before a file is cut in pieces.
 const BYTES_PER_PIECE: usize = 4 << 20;
+
+/// Pieces per core at most: more pieces than cores even out the cores' work (lines and
+/// strings differ in cost), and each costs a dictionary of its own to merge.
+const PIECES_PER_THREAD: usize = 4;
 
 impl Database {
     /// Loads the eight TPC-H tables from `dir/<table>.tbl` (as `dbgen` or `tpchgen-cli tbl`
@@ -45,13 +50,51 @@ pub(crate) fn read_tbl(
     selected: &[bool],
     progress: &Progress,
 ) -> Result<Vec<Option<Vector>>> {
-    let bytes = std::fs::read(path)
+    let bytes = phases::time("read file", || read_whole_file(path))
         .map_err(|error| RuntimeError::new(format!("cannot read `{}`: {error}", path.display())))?;
     let bar = progress.bar(spec.name, bytes.len() as u64, true);
     let columns = parse_tbl(&bytes, spec, selected, &bar)
         .map_err(|error| RuntimeError::new(format!("{}:{error}", path.display())))?;
     bar.finish_and_clear();
+    phases::time("free file", || drop(bytes));
     Ok(columns)
+}
+
+/// The bytes of the file `path`, read in pieces on every core (a file in the page cache
+/// reads at memory speed on each core; one core alone copies it several times slower).
+pub(crate) fn read_whole_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_whole_file_in_pieces(path, 8 << 20)
+}
+
+/// [`read_whole_file`] reading at most `bytes_per_read` bytes at a time.
+fn read_whole_file_in_pieces(path: &Path, bytes_per_read: usize) -> std::io::Result<Vec<u8>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(path)?;
+        let length = usize::try_from(file.metadata()?.len())
+            .map_err(|_| std::io::Error::other("the file is larger than memory can address"))?;
+        // Zeroed memory comes fresh from the system: its pages are touched first by the
+        // reads, on the cores doing them.
+        let mut bytes = vec![0u8; length];
+        bytes
+            .par_chunks_mut(bytes_per_read.max(1))
+            .enumerate()
+            .try_for_each(|(piece, buffer)| {
+                file.read_exact_at(buffer, (piece * bytes_per_read.max(1)) as u64)
+            })?;
+        // A file that grew while it was read is read again whole, as it is now.
+        let mut probe = [0u8; 1];
+        if file.read_at(&mut probe, length as u64)? != 0 {
+            return std::fs::read(path);
+        }
+        Ok(bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = bytes_per_read;
+        std::fs::read(path)
+    }
 }
 
 /// A parse error at a byte offset of the file; rendered as `line:column: message`.
@@ -69,11 +112,25 @@ fn parse_tbl(
     selected: &[bool],
     bar: &ProgressBar,
 ) -> Result<Vec<Option<Vector>>> {
-    let pieces = (bytes.len() / BYTES_PER_PIECE).clamp(1, rayon::current_num_threads().max(1));
-    let parsed: Vec<std::result::Result<Vec<Vector>, ErrorAt>> = split_at_lines(bytes, pieces)
-        .into_par_iter()
-        .map(|(start, piece)| parse_piece(piece, start, spec, selected, bar))
-        .collect();
+    let pieces = (bytes.len() / BYTES_PER_PIECE)
+        .clamp(1, PIECES_PER_THREAD * rayon::current_num_threads().max(1));
+    parse_tbl_in_pieces(bytes, pieces, spec, selected, bar)
+}
+
+/// [`parse_tbl`] with the file cut in about `pieces` pieces.
+fn parse_tbl_in_pieces(
+    bytes: &[u8],
+    pieces: usize,
+    spec: &TableSpec,
+    selected: &[bool],
+    bar: &ProgressBar,
+) -> Result<Vec<Option<Vector>>> {
+    let parsed: Vec<std::result::Result<Vec<ColumnPart>, ErrorAt>> = phases::time("parse", || {
+        split_at_lines(bytes, pieces)
+            .into_par_iter()
+            .map(|(start, piece)| parse_piece(piece, start, spec, selected, bar))
+            .collect()
+    });
     let mut parts = Vec::with_capacity(parsed.len());
     for part in parsed {
         match part {
@@ -90,7 +147,7 @@ fn parse_tbl(
             }
         }
     }
-    let mut joined = join_parts(parts)?.into_iter();
+    let mut joined = phases::time("join pieces", || join_column_parts(parts))?.into_iter();
     Ok(selected
         .iter()
         .map(|&wanted| if wanted { joined.next() } else { None })
@@ -129,22 +186,33 @@ enum ColumnReader<'s> {
 }
 
 impl<'s> ColumnReader<'s> {
-    fn new(kind: ColumnKind) -> ColumnReader<'s> {
+    /// A reader of about `rows` rows (room for them is made at once: growing a column
+    /// copies it).
+    fn new(kind: ColumnKind, rows: usize) -> ColumnReader<'s> {
         match kind {
-            ColumnKind::I32 | ColumnKind::ForeignKey { .. } => ColumnReader::I32(Vec::new()),
-            ColumnKind::F64 => ColumnReader::F64(Vec::new()),
-            ColumnKind::Date => ColumnReader::Date(Vec::new()),
-            ColumnKind::Char => ColumnReader::Char(Vec::new()),
-            ColumnKind::Sym => ColumnReader::Sym(SymBuilder::default()),
+            ColumnKind::I32 | ColumnKind::ForeignKey { .. } => {
+                ColumnReader::I32(Vec::with_capacity(rows))
+            }
+            ColumnKind::F64 => ColumnReader::F64(Vec::with_capacity(rows)),
+            ColumnKind::Date => ColumnReader::Date(Vec::with_capacity(rows)),
+            ColumnKind::Char => ColumnReader::Char(Vec::with_capacity(rows)),
+            ColumnKind::Sym => ColumnReader::Sym(SymBuilder::with_capacity(rows)),
         }
     }
 
-    /// Reads one field; the error says what was expected.
-    fn push(&mut self, field: &'s [u8]) -> std::result::Result<(), String> {
+    /// Reads one field, given as text too when its piece is known to be UTF-8; the error
+    /// says what was expected.
+    fn push(&mut self, field: &'s [u8], text: Option<&'s str>) -> std::result::Result<(), String> {
         // Numbers in the form dbgen writes them parse without UTF-8 checks; anything else
         // takes the general path, which also words the error.
         match self {
             ColumnReader::Skip => return Ok(()),
+            ColumnReader::Sym(values) => {
+                if let Some(text) = text {
+                    values.push(text);
+                    return Ok(());
+                }
+            }
             ColumnReader::I32(values) => {
                 if let Some(value) = plain_i32(field) {
                     values.push(value);
@@ -185,14 +253,14 @@ impl<'s> ColumnReader<'s> {
         Ok(())
     }
 
-    fn finish(self) -> Option<Vector> {
+    fn finish(self) -> Option<ColumnPart<'s>> {
         use std::sync::Arc;
         Some(match self {
-            ColumnReader::I32(values) => Vector::I32(Arc::new(values)),
-            ColumnReader::F64(values) => Vector::F64(Arc::new(values)),
-            ColumnReader::Date(values) => Vector::Date(Arc::new(values)),
-            ColumnReader::Char(values) => Vector::Char(Arc::new(values)),
-            ColumnReader::Sym(values) => Vector::Sym(values.finish()),
+            ColumnReader::I32(values) => ColumnPart::Vector(Vector::I32(Arc::new(values))),
+            ColumnReader::F64(values) => ColumnPart::Vector(Vector::F64(Arc::new(values))),
+            ColumnReader::Date(values) => ColumnPart::Vector(Vector::Date(Arc::new(values))),
+            ColumnReader::Char(values) => ColumnPart::Vector(Vector::Char(Arc::new(values))),
+            ColumnReader::Sym(values) => ColumnPart::Syms(values),
             ColumnReader::Skip => return None,
         })
     }
@@ -258,15 +326,25 @@ fn parse_piece<'s>(
     spec: &TableSpec,
     selected: &[bool],
     bar: &ProgressBar,
-) -> std::result::Result<Vec<Vector>, ErrorAt> {
+) -> std::result::Result<Vec<ColumnPart<'s>>, ErrorAt> {
     let mut ticker = Ticker::new(bar);
+    let readers_len = spec.columns.len();
+    // Checked once here; a piece that is not UTF-8 is checked field by field, which finds
+    // the field to blame.
+    let piece_text = std::str::from_utf8(piece).ok();
+    // Lines in the piece, estimated from its first 64 KiB (a few percent over).
+    let sample = &piece[..piece.len().min(64 << 10)];
+    let sample_lines = memchr::memchr_iter(b'\n', sample).count().max(1);
+    let rows = (piece.len() as f64 / sample.len().max(1) as f64 * sample_lines as f64 * 1.05)
+        as usize
+        + 16;
     let mut readers: Vec<ColumnReader<'s>> = spec
         .columns
         .iter()
         .zip(selected)
         .map(|(column, &wanted)| {
             if wanted {
-                ColumnReader::new(column.kind)
+                ColumnReader::new(column.kind, rows)
             } else {
                 ColumnReader::Skip
             }
@@ -278,34 +356,68 @@ fn parse_piece<'s>(
             continue;
         }
         let body = line.strip_suffix(b"|").unwrap_or(line);
-        let fields = body.split(|&b| b == b'|').count();
-        if fields != readers.len() {
-            return Err(ErrorAt {
+        // One pass over the line: fields are parsed as they are cut; a wrong field count
+        // (found at the end, or when a field fails to parse) is the error reported first.
+        let wrong_count = || {
+            let found = fields(body).count();
+            (found != readers_len).then(|| ErrorAt {
                 offset: base + line_offset,
                 message: format!(
-                    "table `{}` has {} fields per line, found {fields}",
-                    spec.name,
-                    readers.len()
+                    "table `{}` has {readers_len} fields per line, found {found}",
+                    spec.name
                 ),
-            });
-        }
+            })
+        };
+        let mut fields = fields(body);
         let mut field_offset = line_offset;
-        for ((field, reader), column) in body
-            .split(|&b| b == b'|')
-            .zip(&mut readers)
-            .zip(spec.columns)
-        {
-            reader.push(field).map_err(|problem| ErrorAt {
-                offset: base + field_offset,
-                message: format!("column `{}`: {problem}", column.name),
-            })?;
+        for (reader, column) in readers.iter_mut().zip(spec.columns) {
+            let Some(field) = fields.next() else {
+                return Err(wrong_count().unwrap_or(ErrorAt {
+                    offset: base + line_offset,
+                    message: "too few fields".to_string(),
+                }));
+            };
+            // Cut at ASCII bytes, text of a UTF-8 piece is UTF-8: no check per field.
+            let text =
+                piece_text.and_then(|text| text.get(field_offset..field_offset + field.len()));
+            if let Err(problem) = reader.push(field, text) {
+                return Err(wrong_count().unwrap_or(ErrorAt {
+                    offset: base + field_offset,
+                    message: format!("column `{}`: {problem}", column.name),
+                }));
+            }
             field_offset += field.len() + 1;
+        }
+        if fields.next().is_some() {
+            return Err(wrong_count().unwrap_or(ErrorAt {
+                offset: base + line_offset,
+                message: "too many fields".to_string(),
+            }));
         }
     }
     Ok(readers
         .into_iter()
         .filter_map(ColumnReader::finish)
         .collect())
+}
+
+/// The `|`-separated fields of a line (as `split` cuts them), found with a vectorised search.
+fn fields(body: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut bars = memchr::memchr_iter(b'|', body);
+    let mut start = Some(0);
+    std::iter::from_fn(move || {
+        let from = start?;
+        match bars.next() {
+            Some(bar) => {
+                start = Some(bar + 1);
+                Some(&body[from..bar])
+            }
+            None => {
+                start = None;
+                Some(&body[from..])
+            }
+        }
+    })
 }
 
 /// The lines of `bytes` with their offsets, without `\n` or `\r\n`.
@@ -315,10 +427,8 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> + '_ {
         if start >= bytes.len() {
             return None;
         }
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |newline| start + newline);
+        let end =
+            memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |newline| start + newline);
         let line = &bytes[start..end];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let item = (start, line);
@@ -390,6 +500,30 @@ mod tests {
     }
 
     #[test]
+    fn fields_are_cut_as_split_cuts_them() {
+        for line in ["", "|", "a", "a|", "|a", "a||b", "ab|cd|ef", "||"] {
+            let expected: Vec<&[u8]> = line.as_bytes().split(|&b| b == b'|').collect();
+            assert_eq!(
+                fields(line.as_bytes()).collect::<Vec<_>>(),
+                expected,
+                "{line:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_named_by_its_field() {
+        let error = parse_tbl(
+            b"0|AFRICA|x|\n1|AM\xffERICA|y|\n",
+            region(),
+            &[true; 3],
+            &ProgressBar::hidden(),
+        )
+        .unwrap_err();
+        assert_eq!(error.message, "2:3: column `r_name`: invalid UTF-8");
+    }
+
+    #[test]
     fn plain_numbers_parse_as_the_general_parser_does() {
         for text in [
             "0",
@@ -441,6 +575,94 @@ mod tests {
         ] {
             assert_eq!(plain_decimal(text.as_bytes()), None, "{text}");
         }
+    }
+
+    /// Region rows whose names and comments hold multi-byte UTF-8 (2, 3 and 4 bytes).
+    fn region_lines(rows: usize) -> (String, Vec<i32>, Vec<String>, Vec<String>) {
+        let words = ["AFRICA", "Çà", "日本語", "🦀x", "", " e\u{301} "];
+        let mut text = String::new();
+        let (mut keys, mut names, mut comments) = (vec![], vec![], vec![]);
+        for row in 0..rows {
+            let name = words[row % words.len()].to_string();
+            let comment = format!("{}{row}{}", words[row * 7 % words.len()], words[row % 4]);
+            // Some lines without the trailing bar, some ending in CRLF, a blank line now and then.
+            let bar = if row % 3 == 0 { "" } else { "|" };
+            let end = if row % 5 == 0 { "\r\n" } else { "\n" };
+            text += &format!("{row}|{name}|{comment}{bar}{end}");
+            if row % 11 == 0 {
+                text += "\n";
+            }
+            keys.push(row as i32);
+            names.push(name);
+            comments.push(comment);
+        }
+        (text, keys, names, comments)
+    }
+
+    fn parse_region(text: &str, pieces: usize) -> Result<Vec<Option<Vector>>> {
+        parse_tbl_in_pieces(
+            text.as_bytes(),
+            pieces,
+            region(),
+            &[true; 3],
+            &ProgressBar::hidden(),
+        )
+    }
+
+    #[test]
+    fn pieces_cut_anywhere_parse_as_the_whole_file_with_multibyte_text() {
+        let (text, keys, names, comments) = region_lines(500);
+        let expected = vec![
+            Some(Vector::I32(Arc::new(keys))),
+            Some(Vector::Sym(Strings::from_strs(&names))),
+            Some(Vector::Sym(Strings::from_strs(&comments))),
+        ];
+        for pieces in [1, 2, 3, 7, 64, 499, 500, 2000] {
+            let columns = parse_region(&text, pieces).expect("valid");
+            assert_eq!(columns, expected, "{pieces} pieces");
+        }
+        // Every cut of a small file: each byte offset lands at some piece boundary.
+        let (small, ..) = region_lines(12);
+        let whole = parse_region(&small, 1).expect("valid");
+        for pieces in 1..=small.len() {
+            let columns = parse_region(&small, pieces).expect("valid");
+            assert_eq!(columns, whole, "{pieces} pieces");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_same_line_whatever_the_pieces() {
+        let (mut text, ..) = region_lines(300);
+        text += "300|bad\u{e9}|x|y|\n301|x|\n";
+        let line = text.lines().count() - 1;
+        for pieces in [1, 4, 50] {
+            let error = parse_region(&text, pieces).unwrap_err();
+            assert_eq!(
+                error.message,
+                format!("{line}:1: table `region` has 3 fields per line, found 4"),
+                "{pieces} pieces"
+            );
+        }
+        let short = text.replace("300|bad\u{e9}|x|y|\n", "");
+        let error = parse_region(&short, 4).unwrap_err();
+        assert_eq!(
+            error.message,
+            format!("{line}:1: table `region` has 3 fields per line, found 2")
+        );
+    }
+
+    #[test]
+    fn a_file_read_in_pieces_on_every_core_is_the_file() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("t.tbl");
+        let (text, ..) = region_lines(200);
+        std::fs::write(&path, &text).expect("writable");
+        for bytes_per_read in [1, 3, 7, 4096, text.len(), text.len() + 1] {
+            let read = read_whole_file_in_pieces(&path, bytes_per_read).expect("readable");
+            assert_eq!(read, text.as_bytes(), "{bytes_per_read} bytes per read");
+        }
+        std::fs::write(&path, "").expect("writable");
+        assert_eq!(read_whole_file(&path).expect("readable"), b"");
     }
 
     #[test]

@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use crate::bail;
 use crate::data::columns::KeyIndex;
 use crate::data::Database;
@@ -374,17 +376,23 @@ fn assemble_table(
                         spec.name
                     );
                 };
-                let index = raw_keys
-                    .iter()
-                    .map(|&value| {
-                        key.index.row_of(value).map(i64::from).ok_or_else(|| {
-                            RuntimeError::new(format!(
-                                "table `{}`, column `{name}`: key {value} has no row in `{table}.{column}`",
-                                spec.name
-                            ))
-                        })
-                    })
-                    .collect::<Result<Vec<i64>>>()?;
+                // Resolved on every core; a dangling key is then looked for in row order, so
+                // the error names the first.
+                let resolved = raw_keys
+                    .par_iter()
+                    .map(|&value| key.index.row_of(value).map(i64::from))
+                    .collect::<Option<Vec<i64>>>();
+                let Some(index) = resolved else {
+                    let dangling = raw_keys
+                        .iter()
+                        .find(|&&value| key.index.row_of(value).is_none())
+                        .copied()
+                        .unwrap_or_default();
+                    return Err(RuntimeError::new(format!(
+                        "table `{}`, column `{name}`: key {dangling} has no row in `{table}.{column}`",
+                        spec.name
+                    )));
+                };
                 Value::Enum(Enumeration {
                     domain: key.values.clone(),
                     index: Arc::new(index),

@@ -399,6 +399,11 @@ impl Accelerator for GpuEngine<'_> {
             // Their string codes are gathered on the device; the dictionary is on the host.
             Builtin::Like | Builtin::SubString => i == 0 && matches!(v, Value::Device(_)),
             Builtin::JoinIndex => matches!(v, Value::Device(_) | Value::List(_)),
+            // Relations stay on the device across a semi-naive loop (`gpu/relation.rs`).
+            Builtin::TupleUnique
+            | Builtin::TupleDiff
+            | Builtin::TupleMerge
+            | Builtin::SortedJoin => matches!(v, Value::Device(_) | Value::List(_)),
             _ => false,
         };
         let step = format!("@{}", b.name());

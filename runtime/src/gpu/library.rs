@@ -407,42 +407,40 @@ fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
     ]))))
 }
 
-/// The relation builtins (`gpu/relation.rs`); arguments checked as by the CPU builtins.
+/// The relation builtins (`gpu/relation.rs`); arguments checked as by the CPU builtins
+/// (`crate::relation`). Relations come and go as device columns.
 fn relation(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Out<Value> {
-    use super::relation::{self as r, RelationError};
-    use crate::cpu::relation::{relation_argument, relation_pair, relation_value};
-    let args = Args { list: args };
-    fn columns(c: &crate::cpu::relation::Columns) -> Vec<&[i64]> {
-        c.columns.iter().map(Vec::as_slice).collect()
-    }
+    use super::relation::{self as r, DeviceRelation, RelationError};
+    use crate::relation::{relation_pair, relation_single};
     let result = if builtin == Builtin::TupleUnique {
-        exactly(args.list, 1)?;
-        let a = relation_argument(&args, 0)?;
-        r::tuple_unique(device, &columns(&a)).map(relation_value)
+        let a = DeviceRelation::of_argument(device, &relation_single(args)?)?;
+        r::tuple_unique(device, &a).map_err(RelationError::Gpu)
     } else {
-        let (a, b) = relation_pair(&args)?;
-        let (a, b) = (columns(&a), columns(&b));
+        let (a, b) = relation_pair(args)?;
+        let a = DeviceRelation::of_argument(device, &a)?;
+        let b = DeviceRelation::of_argument(device, &b)?;
         match builtin {
-            Builtin::TupleDiff => r::tuple_diff(device, &a, &b).map(relation_value),
-            Builtin::TupleMerge => r::tuple_merge(device, &a, &b).map(relation_value),
+            Builtin::TupleDiff => r::tuple_diff(device, &a, &b),
+            Builtin::TupleMerge => r::tuple_merge(device, &a, &b),
             _ => r::sorted_join(device, &a, &b),
         }
     };
-    result.map_err(|e| match e {
-        RelationError::Precondition(m) => Failure::Message(m),
-        RelationError::Gpu(e) => Failure::Gpu(e),
-    })
+    match result {
+        Ok(relation) => Ok(relation.into_value()),
+        Err(RelationError::Precondition(m)) => Err(Failure::Message(m)),
+        Err(RelationError::Gpu(e)) => Err(Failure::Gpu(e)),
+    }
 }
 
 /// `@multiway_join` (`gpu/multiway.rs`); arguments checked as by the CPU builtin.
 fn multiway_join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
-    let (spec, relations) = crate::cpu::multiway::multiway_arguments(&Args { list: args })?;
+    let (spec, relations) = crate::multiway::multiway_arguments(args)?;
     let columns: Vec<Vec<&[i64]>> = relations
         .iter()
         .map(|r| r.iter().map(Vec::as_slice).collect())
         .collect();
     let result = super::multiway::multiway_join(device, &spec, &columns)?;
-    Ok(crate::cpu::relation::relation_value(result))
+    Ok(crate::relation::relation_value(result))
 }
 
 /// The stored words of an `@index_a` operand and words per element. `bool`, `char`, `i8`

@@ -164,7 +164,8 @@ type TrieLevel = (GpuBuffer<u32>, usize, Option<GpuBuffer<u32>>);
 /// The trie of the rows of `columns`, level by level.
 fn build_trie(device: &Device, columns: &[&[i64]]) -> Result<Vec<TrieLevel>> {
     let arity = columns.len();
-    let (unique, rows) = sorted_unique_on_device(device, "@multiway_join", &columns.to_vec())?;
+    let unique = sorted_unique_on_device(device, columns)?;
+    let (unique, rows) = (unique.columns, unique.rows);
     if rows == 0 {
         return (0..arity)
             .map(|_| Ok((device.zeroed::<u32>("empty level", 0)?, 0, None)))

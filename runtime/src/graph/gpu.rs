@@ -108,7 +108,8 @@ pub struct GpuGraph<'d> {
     neighbours: wgpu::Buffer,
     reverse_offsets: wgpu::Buffer,
     reverse_neighbours: wgpu::Buffer,
-    kernels: Kernels,
+    /// Shared with [`GpuGraph::reversed`] views of the same graph.
+    kernels: std::sync::Arc<Kernels>,
     scratch: std::sync::Mutex<Option<Scratch>>,
     pruning: Option<PruningLabels>,
     /// Bound in place of the labels when there are none.
@@ -191,6 +192,7 @@ struct Kernels {
     group0: wgpu::BindGroupLayout,
     group1: wgpu::BindGroupLayout,
     seed: wgpu::ComputePipeline,
+    exclude: wgpu::ComputePipeline,
     control: wgpu::ComputePipeline,
     top_down: wgpu::ComputePipeline,
     bottom_up: wgpu::ComputePipeline,
@@ -264,6 +266,7 @@ impl Kernels {
                 };
                 Kernels {
                     seed: pipeline("seed", &level_layout),
+                    exclude: pipeline("exclude", &level_layout),
                     control: pipeline("control_level", &control_layout),
                     top_down: pipeline("expand_top_down", &level_layout),
                     bottom_up: pipeline("expand_bottom_up", &level_layout),
@@ -361,7 +364,7 @@ impl<'d> GpuGraph<'d> {
             neighbours,
             reverse_offsets,
             reverse_neighbours,
-            kernels: Kernels::new(device)?,
+            kernels: std::sync::Arc::new(Kernels::new(device)?),
             scratch: std::sync::Mutex::new(None),
             pruning,
             no_labels: scratch(device, "ibfs no labels", 1)?,
@@ -374,6 +377,71 @@ impl<'d> GpuGraph<'d> {
 
     pub fn edge_count(&self) -> usize {
         self.edge_count
+    }
+
+    /// The reverse graph (every edge turned around) on the same device buffers and compiled
+    /// kernels, without pruning labels.
+    pub fn reversed(&self) -> Result<GpuGraph<'d>> {
+        Ok(GpuGraph {
+            device: self.device,
+            vertex_count: self.vertex_count,
+            edge_count: self.edge_count,
+            offsets: self.reverse_offsets.clone(),
+            neighbours: self.reverse_neighbours.clone(),
+            reverse_offsets: self.offsets.clone(),
+            reverse_neighbours: self.neighbours.clone(),
+            kernels: self.kernels.clone(),
+            scratch: std::sync::Mutex::new(None),
+            pruning: None,
+            no_labels: scratch(self.device, "ibfs no labels", 1)?,
+        })
+    }
+
+    /// The reach set of each of up to [`MAX_LANE_WORDS`]` · 32` distinct `sources` as bits: one
+    /// unpruned search per source, run until its frontier is empty. In the returned buffer,
+    /// bit `j % 32` of word `v · words + j / 32` says whether `sources[j]` reaches `v` (a
+    /// source reaches itself). Returns the buffer, `words`, and what the search did.
+    pub fn reach_sets(&self, sources: &[u32]) -> Result<(wgpu::Buffer, usize, SearchStats)> {
+        let n = self.vertex_count;
+        if sources.is_empty() || sources.len() > 32 * MAX_LANE_WORDS {
+            bail!(
+                "GPU IBFS: reach sets of {} sources, expected 1 to {}",
+                sources.len(),
+                32 * MAX_LANE_WORDS
+            );
+        }
+        let mut distinct = sources.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() != sources.len() || distinct.last().is_some_and(|&v| v as usize >= n) {
+            bail!("GPU IBFS: reach sets need distinct sources among the {n} vertices");
+        }
+        let words = self.lane_words(0, sources.len())?;
+        if 32 * words < sources.len() {
+            bail!(
+                "GPU IBFS: the status bits of {} sources over {n} vertices do not fit one storage binding",
+                sources.len()
+            );
+        }
+        let plan = Plan {
+            sources: sources.to_vec(),
+            targets: Vec::new(),
+            target_pairs: Vec::new(),
+            batches: vec![[0, sources.len(), 0, 0]],
+            lane_destinations: Vec::new(),
+        };
+        let (_, stats, seen) = self.run(&plan, words, GpuOptions::default(), Mode::ReachSets)?;
+        match seen {
+            Some(seen) => Ok((
+                seen,
+                words,
+                SearchStats {
+                    lanes: 32 * words,
+                    ..stats
+                },
+            )),
+            None => bail!("GPU IBFS: the reach sets were not kept"),
+        }
     }
 
     /// `@shortest_path_length` on the resident graph.
@@ -441,7 +509,7 @@ impl<'d> GpuGraph<'d> {
         if self.pruning.is_none() {
             plan.lane_destinations.clear();
         }
-        let (results, mut stats) = self.run(&plan, words, options)?;
+        let (results, mut stats, _) = self.run(&plan, words, options, Mode::Lengths)?;
         for (&pair, &length) in plan.target_pairs.iter().zip(&results) {
             lengths[pair] = i64::from(length);
         }
@@ -475,13 +543,15 @@ impl<'d> GpuGraph<'d> {
         Ok(words)
     }
 
-    /// Runs every batch of `plan`; returns the length of each target (-1: unreachable).
+    /// Runs every batch of `plan`; returns the length of each target (-1: unreachable), and
+    /// in [`Mode::ReachSets`] a copy of `seen` after the (single) batch.
     fn run(
         &self,
         plan: &Plan,
         words: usize,
         options: GpuOptions,
-    ) -> Result<(Vec<i32>, SearchStats)> {
+        mode: Mode,
+    ) -> Result<(Vec<i32>, SearchStats, Option<wgpu::Buffer>)> {
         let device = self.device;
         let n = self.vertex_count;
         let lanes = 32 * words;
@@ -530,7 +600,12 @@ impl<'d> GpuGraph<'d> {
         };
         let buffers = Buffers {
             sources: storage(device, "ibfs sources", &plan.sources)?,
-            targets: storage(device, "ibfs targets", &plan.targets)?,
+            // A binding holds at least one 8-byte target (a reach-set run has none).
+            targets: if plan.targets.is_empty() {
+                storage(device, "ibfs targets", &[[0u32; 2]])?
+            } else {
+                storage(device, "ibfs targets", &plan.targets)?
+            },
             lane_destinations: storage(device, "ibfs lane destinations", &plan.lane_destinations)?,
             results: storage(device, "ibfs results", &vec![-1i32; plan.targets.len()])?,
             scratch,
@@ -579,7 +654,10 @@ impl<'d> GpuGraph<'d> {
                 } else {
                     options.bottom_up_share
                 },
-                label_count: self.pruning.as_ref().map_or(0, |p| p.label_count as u32),
+                label_count: match mode {
+                    Mode::Lengths => self.pruning.as_ref().map_or(0, |p| p.label_count as u32),
+                    Mode::ReachSets => 0,
+                },
                 label_stride: n as u32,
             };
             // Queue-ordered: runs after the work already submitted for the previous batch.
@@ -592,13 +670,21 @@ impl<'d> GpuGraph<'d> {
             stats.bottom_up_levels += u64::from(control.words[BOTTOM_UP_LEVELS]);
             stats.checks += control.checks;
         }
+        let seen = match mode {
+            Mode::Lengths => None,
+            Mode::ReachSets => {
+                let copy = self::scratch(device, "ibfs reach sets", status_len)?;
+                submit_copy(device, &buffers.scratch.seen, &copy, status_len)?;
+                Some(copy)
+            }
+        };
         let results = download_i32(device, &buffers.results, plan.targets.len())?;
         // Every batch leaves `next` zero (identify clears it) and the next call clears the
         // rest, so the scratch buffers can serve it as they are.
         if let Ok(mut slot) = self.scratch.lock() {
             *slot = Some(buffers.scratch);
         }
-        Ok((results, stats))
+        Ok((results, stats, seen))
     }
 
     /// Records and submits the levels of one batch, chunk by chunk, until the GPU reports it
@@ -642,6 +728,18 @@ impl<'d> GpuGraph<'d> {
                             label: Some("ibfs levels"),
                             timestamp_writes: None,
                         });
+                        if chunk == 0 && params.label_count != 0 {
+                            // Pruning: the lanes' excluded vertices count as seen from the
+                            // start (before the seed sets the sources' own bits).
+                            let threads = params.n as usize * params.words as usize;
+                            let workgroups = threads
+                                .div_ceil(WORKGROUP_SIZE as usize)
+                                .min(params.max_workgroups as usize)
+                                .max(1) as u32;
+                            pass.set_pipeline(&kernels.exclude);
+                            pass.set_bind_group(0, &groups[1], &[]);
+                            pass.dispatch_workgroups(workgroups, 1, 1);
+                        }
                         if chunk == 0 {
                             // The seed fills queue 0, which level 1 (parity 0) expands: the
                             // parity-1 bind group has queue 0 as its output.
@@ -788,6 +886,30 @@ struct Scratch {
     active: wgpu::Buffer,
     params: wgpu::Buffer,
     staging: [wgpu::Buffer; 2],
+}
+
+/// What a run keeps: the lengths of its targets, or also every lane's reach set.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Lengths,
+    ReachSets,
+}
+
+/// Copies the first `len` u32 of `from` into `to` (queue-ordered after the work submitted).
+fn submit_copy(device: &Device, from: &wgpu::Buffer, to: &wgpu::Buffer, len: usize) -> Result<()> {
+    device
+        .capture_errors("ibfs copy", command_error, || {
+            let mut encoder =
+                device
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("ibfs copy"),
+                    });
+            encoder.copy_buffer_to_buffer(from, 0, to, 0, (len * 4) as u64);
+            device.queue.submit([encoder.finish()])
+        })
+        .map_err(gpu_error)?;
+    Ok(())
 }
 
 struct ControlState {

@@ -65,6 +65,8 @@ pub struct ReachBench {
     /// Pairs given to plain `@reachable` (a prefix of the pairs; at most `pairs`), which can
     /// be slow on large graphs.
     pub plain_pairs: usize,
+    /// Hub components for the indexed GPU queries (0: labels alone).
+    pub hubs: usize,
     /// Timed repetitions (the median is reported).
     pub runs: usize,
     pub seed: u64,
@@ -197,7 +199,7 @@ pub fn run(config: &ReachBench, out: &mut dyn Write) -> Result<()> {
     let (sources, destinations) = random_pairs(n, config.pairs, config.seed ^ 0x5eed);
     let options = GpuOptions::default();
     let (gpu_query, (gpu_answers, stats)) = timed(config.runs, || {
-        gpu_index.reachable(&sources, &destinations, options)
+        gpu_index.reachable_with_hubs(&sources, &destinations, options, config.hubs)
     })?;
     let (cpu_query, cpu_answers) =
         timed(config.runs, || cpu_index.reachable(&sources, &destinations))?;
@@ -216,14 +218,19 @@ pub fn run(config: &ReachBench, out: &mut dyn Write) -> Result<()> {
     say(
         out,
         format!(
-            "\n{} pairs, {} reachable ({:.1} %); settled by labels alone: {:.1} % (GPU labels), {:.1} % (CPU labels); pruned search: {} batches, {} levels",
+            "\n{} pairs, {} reachable ({:.1} %); settled by labels alone: {:.1} % (GPU labels), {:.1} % (CPU labels); by {} hubs: {:.1} % more (their reach sets: {} levels); pruned search of the other {:.1} %: {} batches, {} levels ({} bottom-up)",
             config.pairs,
             reachable,
             100.0 * reachable as f64 / pairs,
             100.0 * stats.settled_by_labels as f64 / pairs,
             100.0 * cpu_settled as f64 / pairs,
+            stats.hubs,
+            100.0 * stats.settled_by_hubs as f64 / pairs,
+            stats.hub_search.levels,
+            100.0 * (config.pairs - stats.settled_by_labels - stats.settled_by_hubs) as f64 / pairs,
             stats.search.batches,
-            stats.search.levels
+            stats.search.levels,
+            stats.search.bottom_up_levels
         ),
     )?;
     say(

@@ -222,69 +222,13 @@ impl ShapeAnalysis<'_> {
         let arg = |k: usize| args.get(k);
         let same_as = |k: usize| args.get(k).map(|a| a.shape.clone());
         let shape = match builtin {
-            // Unary element-wise: the input's shape.
-            B::Abs
-            | B::Neg
-            | B::Ceil
-            | B::Floor
-            | B::Round
-            | B::Conj
-            | B::Recip
-            | B::Signum
-            | B::Pi
-            | B::Not
-            | B::Log
-            | B::Exp
-            | B::Log2
-            | B::Log10
-            | B::Sqrt
-            | B::Cos
-            | B::Sin
-            | B::Tan
-            | B::Acos
-            | B::Asin
-            | B::Atan
-            | B::Cosh
-            | B::Sinh
-            | B::Tanh
-            | B::Acosh
-            | B::Asinh
-            | B::Atanh
-            | B::Date
-            | B::DateYear
-            | B::DateMonth
-            | B::DateDay
-            | B::Time
-            | B::TimeHour
-            | B::TimeMinute
-            | B::TimeSecond
-            | B::TimeMill
-            | B::Fact
-            | B::Reverse => arg(0)
+            // Unary element-wise (the catalogue's list), and `@reverse`: the input's shape.
+            b if b.is_unary_elementwise() || b == B::Reverse => arg(0)
                 .filter(|a| a.size().is_some())
                 .map(|a| a.shape.clone()),
-            // Binary element-wise with broadcasting.
-            B::Lt
-            | B::Gt
-            | B::Leq
-            | B::Geq
-            | B::Eq
-            | B::Neq
-            | B::Plus
-            | B::Minus
-            | B::Mul
-            | B::Div
-            | B::Power
-            | B::Logb
-            | B::Mod
-            | B::And
-            | B::Or
-            | B::Nand
-            | B::Nor
-            | B::Xor
-            | B::DatetimeAdd
-            | B::DatetimeSub
-            | B::DatetimeDiff => match (arg(0), arg(1)) {
+            // Binary element-wise with broadcasting (the catalogue's list, with the date
+            // arithmetic).
+            b if b.is_elementwise() => match (arg(0), arg(1)) {
                 (Some(a), Some(b)) => Some(self.broadcast(id, prefix, a, b)),
                 _ => None,
             },
@@ -517,6 +461,8 @@ impl ShapeAnalysis<'_> {
                 Shape::Table { rows, .. } => Some(Shape::Vector(rows.clone())),
                 _ => None,
             }),
+            // The element-wise builtins, matched by the catalogue's predicates above.
+            _ => None,
         };
         // Arguments of shapes the rule does not accept: the front end has checked the types,
         // so this is a shape only known at run time.

@@ -57,12 +57,9 @@ impl Generator<'_> {
                 index: IndexSource::Input(Self::slot(index)),
                 length: source_length,
             })),
-            // Each recorded report costs two storage bindings; past a few per kernel the
-            // message names the vector read instead, so that a fused kernel stays within
-            // the device's binding limit (32 on lavapipe; TPC-H q10 gathers eight columns).
-            (None, Some(length))
-                if index.active.is_empty() && self.recorded_reports() < MAX_RECORDED_REPORTS =>
-            {
+            // Each recorded report costs two storage bindings, which the outliner counts
+            // when it fuses (`outline::MAX_STORAGE_BINDINGS`).
+            (None, Some(length)) if index.active.is_empty() => {
                 let element = if index.ty == Type::I64 {
                     GpuElement::I64
                 } else {

@@ -332,7 +332,7 @@ impl Generator<'_> {
                 let _ = writeln!(
                     text,
                     "        acc{k} = {};",
-                    combine(r.op, &format!("acc{k}"), &format!("{sum_name}[p]"))
+                    combine(r.op, r.acc, &format!("acc{k}"), &format!("{sum_name}[p]"))
                 );
                 if let Some(count_name) = count_name {
                     let _ = writeln!(text, "        count{k} = count{k} + {count_name}[p];");

@@ -280,7 +280,7 @@ impl Generator<'_> {
         for p in &partials {
             let read = format!("{}[{}]", p.buffer, p.index("w"));
             let fold = match p.op {
-                Some(op) => combine(op, &p.accumulator, &read),
+                Some(op) => combine(op, p.ty, &p.accumulator, &read),
                 None => format!("{} + {read}", p.accumulator),
             };
             body.push(format!("    {} = {fold};", p.accumulator));
@@ -413,6 +413,7 @@ impl Generator<'_> {
             .map(|(ty, accumulator, total, op)| {
                 let slot = next.entry(ty).or_insert(0);
                 let partial = CellPartial {
+                    ty,
                     buffer: buffers[ty].clone(),
                     slot: *slot,
                     accumulator,
@@ -438,6 +439,8 @@ const COMBINE_ENTRY: &str = "cell_combine_pass";
 
 /// Where the split strategy keeps one accumulator's partials.
 struct CellPartial {
+    /// The accumulator's WGSL type.
+    ty: &'static str,
     buffer: String,
     /// The accumulator's block of [`MAX_CELL_PARTIALS`] in `buffer`.
     slot: u32,

@@ -27,6 +27,9 @@ impl Generator<'_> {
                     _ => "*",
                 };
                 let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
+                if let Some(suffix) = self.ieee_float(result) {
+                    return Ok(format!("{b}_{suffix}({cx}, {cy})"));
+                }
                 Ok(wgsl::wrap_narrow(format!("({cx} {op} {cy})"), result))
             }
             B::Div => {
@@ -34,7 +37,7 @@ impl Generator<'_> {
                     return Err(unsupported(self, "expects two arguments"));
                 };
                 let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
-                Ok(format!("({cx} / {cy})"))
+                self.float_division(&cx, &cy, result)
             }
             B::Lt | B::Leq | B::Gt | B::Geq | B::Eq | B::Neq => {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
@@ -102,8 +105,19 @@ impl Generator<'_> {
                     "1.0lf"
                 };
                 match b {
+                    // f32 through f64: WGSL allows sqrt 2.5 ulp (NVIDIA approximates); the f64
+                    // root rounded to f32 is the correctly rounded f32 root (53 >= 2 * 24 + 2).
+                    B::Sqrt if *result == Type::F32 => {
+                        self.use_type("f64");
+                        Ok(format!("f32(sqrt(f64({cx})))"))
+                    }
                     B::Sqrt => Ok(format!("sqrt({cx})")),
-                    B::Recip => Ok(format!("({one} / {cx})")),
+                    B::Recip => self.float_division(one, &cx, result),
+                    B::Sin | B::Cos | B::Tan if *result == Type::F32 => {
+                        self.use_type("f64");
+                        self.helper(Helper::TrigF32);
+                        Ok(format!("{b}_f32({cx})"))
+                    }
                     B::Pi => Ok(format!(
                         "({cx} * {})",
                         wgsl::float_literal(std::f64::consts::PI, *result == Type::F32)
@@ -249,6 +263,15 @@ impl Generator<'_> {
                 }
             }
             let (cx, cy) = (self.conv_raw(x, &common)?, self.conv_raw(y, &common)?);
+            if let Some(suffix) = self.ieee_float(&common) {
+                // A NaN operand makes every comparison false and `!=` true, whatever the
+                // compiler assumes (`x == x` folds to true).
+                return Ok(if op == "!=" {
+                    format!("(({cx} != {cy}) || unordered_{suffix}({cx}, {cy}))")
+                } else {
+                    format!("(({cx} {op} {cy}) && !unordered_{suffix}({cx}, {cy}))")
+                });
+            }
             return Ok(format!("({cx} {op} {cy})"));
         }
         if x.ty == y.ty && (x.ty.is_temporal() || x.ty == Type::Char) {
@@ -366,9 +389,20 @@ impl Generator<'_> {
                 } else {
                     (cx.clone(), zero)
                 };
-                format!(
-                    "select(select({keep}, {minus}, {sign_of} < {own_zero}), {one}, {sign_of} > {own_zero})"
-                )
+                if wgsl::register_type(&x.ty) == Some("i64") {
+                    // Of the i64 itself (its conversion to a narrower result would wrap), on
+                    // 32-bit words: lavapipe miscompiles signed i64 comparisons with constants.
+                    let high = format!("u32({} >> 32u)", x.expr);
+                    let negative = format!("(({high} >> 31u) == 1u)");
+                    let nonzero = format!("(({high} | u32({})) != 0u)", x.expr);
+                    format!(
+                        "select(select({keep}, {minus}, {negative}), {one}, {nonzero} && !{negative})"
+                    )
+                } else {
+                    format!(
+                        "select(select({keep}, {minus}, {sign_of} < {own_zero}), {one}, {sign_of} > {own_zero})"
+                    )
+                }
             }
             B::Ceil | B::Floor | B::Round | B::Conj if !float => cx,
             B::Conj => cx,
@@ -415,6 +449,42 @@ impl Generator<'_> {
         };
         let part_val = Val::scalar(raw, Type::I32);
         self.conv_raw(&part_val, result)
+    }
+
+    /// For a float type, the suffix of its IEEE helpers (`plus_f64`, …), with the helpers
+    /// and the types they need marked used: see [`Helper::IeeeF32`] for why float
+    /// arithmetic and comparisons go through them.
+    pub(super) fn ieee_float(&mut self, ty: &Type) -> Option<&'static str> {
+        match ty {
+            Type::F32 => {
+                self.helper(Helper::IeeeF32);
+                Some("f32")
+            }
+            Type::F64 => {
+                self.use_type("f64");
+                self.use_type("u64");
+                self.helper(Helper::IeeeF64);
+                Some("f64")
+            }
+            _ => None,
+        }
+    }
+
+    /// `x / y` in `result` (a float type): IEEE special values on the bits, and f32
+    /// quotients correctly rounded (see [`Helper::DivF32`]).
+    fn float_division(&mut self, x: &str, y: &str, result: &Type) -> Result<String, CodegenError> {
+        match result {
+            Type::F32 => {
+                self.use_type("f64");
+                self.helper(Helper::DivF32);
+                Ok(format!("div_f32({x}, {y})"))
+            }
+            Type::F64 => {
+                self.ieee_float(result);
+                Ok(format!("div_f64({x}, {y})"))
+            }
+            other => Err(self.error(Some(Builtin::Div), format!("a division in {other}"))),
+        }
     }
 
     pub(super) fn helper(&mut self, helper: Helper) {

@@ -47,10 +47,6 @@ use crate::sema::typed::{
 };
 use crate::syntax::ast::{Literal, LiteralValue};
 
-/// Checks per kernel whose failing element the kernel records for the CPU's message (two
-/// storage bindings each).
-const MAX_RECORDED_REPORTS: usize = 4;
-
 /// Where in the kernel a value exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Level {
@@ -480,14 +476,6 @@ impl<'a> Generator<'a> {
         });
         self.binding_names.insert((local, part, true), name.clone());
         name
-    }
-
-    /// Checks so far whose failing elements the kernel records (each has its own scratch).
-    fn recorded_reports(&self) -> usize {
-        self.scratch
-            .iter()
-            .filter(|s| matches!(s.purpose, ScratchPurpose::BadIndexes))
-            .count()
     }
 
     fn scratch_binding(&mut self, scratch: Scratch, name: String) -> (ScratchId, String) {
@@ -1328,7 +1316,7 @@ fn accumulate_lines(reductions: &[Reduction]) -> Vec<String> {
     for (k, r) in reductions.iter().enumerate() {
         let mut body = vec![format!(
             "acc{k} = {};",
-            combine(r.op, &format!("acc{k}"), &r.value)
+            combine(r.op, r.acc, &format!("acc{k}"), &r.value)
         )];
         if r.counted {
             body.push(format!("count{k} = count{k} + 1u;"));
@@ -1352,9 +1340,15 @@ fn combine_name(op: ReduceOp) -> &'static str {
     }
 }
 
-/// Folds `value` into `acc`. Min and max pick by comparison, so a NaN never replaces a number.
-fn combine(op: ReduceOp, acc: &str, value: &str) -> String {
+/// Folds `value` into `acc`, an accumulator of WGSL type `ty`. Min and max of floats order
+/// NaN after every number (`min_f64`, `max_f64`: the order of keys, see `Helper::IeeeF64`),
+/// so the minimum skips NaN and is NaN only for a cell of NaNs, and the maximum is NaN when
+/// any element is; of other types they pick by comparison.
+fn combine(op: ReduceOp, ty: &str, acc: &str, value: &str) -> String {
     match op {
+        ReduceOp::Min | ReduceOp::Max if matches!(ty, "f32" | "f64") => {
+            format!("{}_{ty}({acc}, {value})", combine_name(op))
+        }
         ReduceOp::Min => format!("select({acc}, {value}, {value} < {acc})"),
         ReduceOp::Max => format!("select({acc}, {value}, {value} > {acc})"),
         ReduceOp::Count => format!("{acc} + {value}"),
@@ -1386,10 +1380,12 @@ fn finish_value(r: &Reduction, k: usize) -> String {
 /// The fixed-order tree reduction of one value per invocation over the workgroup. Every
 /// invocation calls it (uniform control flow) and gets the total.
 fn workgroup_reduce(op: &str, ty: &str) -> String {
+    let float = matches!(ty, "f32" | "f64");
     let step = match op {
-        "min" => "select(a, b, b < a)",
-        "max" => "select(a, b, b > a)",
-        _ => "a + b",
+        "min" | "max" if float => format!("{op}_{ty}(a, b)"),
+        "min" => "select(a, b, b < a)".to_string(),
+        "max" => "select(a, b, b > a)".to_string(),
+        _ => "a + b".to_string(),
     };
     format!(
         "fn workgroup_{op}_{ty}(local: u32, value: {ty}) -> {ty} {{
@@ -1440,27 +1436,14 @@ fn extreme_identity(ty: &Type, max: bool) -> Option<(&'static str, String)> {
             wgsl::i32_literal(pick(i64::from(i32::MIN), i64::from(i32::MAX))),
         ),
         Type::I64 | Type::Dt => ("i64", wgsl::i64_literal(pick(i64::MIN, i64::MAX))),
+        // NaN is the greatest float (`combine`): the minimum starts from it.
         Type::F32 => (
             "f32",
-            wgsl::float_literal(
-                if max {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                },
-                true,
-            ),
+            wgsl::float_literal(if max { f64::NEG_INFINITY } else { f64::NAN }, true),
         ),
         Type::F64 => (
             "f64",
-            wgsl::float_literal(
-                if max {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                },
-                false,
-            ),
+            wgsl::float_literal(if max { f64::NEG_INFINITY } else { f64::NAN }, false),
         ),
         Type::Char | Type::Sym | Type::Str => {
             ("u32", if max { "0u" } else { "4294967295u" }.to_string())
@@ -1493,42 +1476,10 @@ fn union(parts: &[&[String]]) -> Vec<String> {
     out
 }
 
+/// Element-wise builtins: the catalogue's one list (`Builtin::is_elementwise`), shared with
+/// the shape analysis.
 fn is_elementwise(b: Builtin) -> bool {
-    use Builtin as B;
-    matches!(
-        b,
-        B::Plus
-            | B::Minus
-            | B::Mul
-            | B::Div
-            | B::Lt
-            | B::Leq
-            | B::Gt
-            | B::Geq
-            | B::Eq
-            | B::Neq
-            | B::And
-            | B::Or
-            | B::Nand
-            | B::Nor
-            | B::Xor
-            | B::Not
-            | B::Neg
-            | B::Abs
-            | B::Signum
-            | B::Ceil
-            | B::Floor
-            | B::Round
-            | B::Conj
-            | B::Sqrt
-            | B::Recip
-            | B::Pi
-            | B::DateYear
-            | B::DateMonth
-            | B::DateDay
-            | B::Date
-            | B::DatetimeDiff
-    )
+    b.is_elementwise()
 }
 
 /// The call an expression makes, looking through `check_cast` (a type assertion the

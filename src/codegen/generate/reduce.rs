@@ -43,6 +43,8 @@ impl Generator<'_> {
                 let (acc, identity) = extreme_identity(&ty, max).ok_or_else(|| {
                     self.error(Some(builtin), format!("no GPU minimum or maximum of {ty}"))
                 })?;
+                // Floats fold through `min_f64`/`max_f64` (NaN after every number).
+                self.ieee_float(&ty);
                 let folded = if ty == Type::Bool {
                     format!("select(0u, 1u, {})", value.expr)
                 } else {

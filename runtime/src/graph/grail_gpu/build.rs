@@ -656,6 +656,7 @@ impl<'d> GpuReachIndex<'d> {
             dag_targets: dag.targets,
             dag: dag_graph,
             query: query_module(device)?,
+            hubs: std::sync::Mutex::new(None),
             stats,
         })
     }

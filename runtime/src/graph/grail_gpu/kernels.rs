@@ -227,7 +227,7 @@ impl GrailKernels {
 /// The label filter's pipeline (compiled with each index: it is small).
 pub(super) fn query_module(device: &Device) -> Result<Module> {
     let mut bindings = vec![Binding::Uniform];
-    bindings.extend(std::iter::repeat_n(Binding::Storage, 6));
+    bindings.extend(std::iter::repeat_n(Binding::Storage, 8));
     Module::new(
         device,
         "grail_query.wgsl",
