@@ -152,7 +152,7 @@ impl Device {
             // Queue-ordered: lands before the next submission's commands, after all work
             // submitted before (a pooled buffer's earlier uses are all submitted, see `pool`).
             let raw: &[u8] = bytemuck::cast_slice(data);
-            if raw.len() % 4 == 0 {
+            if raw.len().is_multiple_of(4) {
                 self.queue.write_buffer(buffer.raw(), 0, raw);
             } else {
                 // Writes are whole words.
