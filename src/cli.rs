@@ -743,9 +743,9 @@ fn compile_command(file: &Path, emit: Emit, out: Option<&Path>, backend: Backend
                     for line in &lowered.rule_plans {
                         text.push_str(&format!("//   {line}\n"));
                     }
-                    text + &p.to_string()
+                    text + &p.display(horsec_runtime::call_sites(p.target)).to_string()
                 }
-                None => p.to_string(),
+                None => p.display(horsec_runtime::call_sites(p.target)).to_string(),
             }),
             "plan",
         ),

@@ -23,8 +23,8 @@
 
 use std::fmt;
 
+use crate::args::ArgValue;
 use crate::bail;
-use crate::cpu::ArgValue;
 use crate::error::RuntimeError;
 use crate::relation::{argument, relation_argument};
 use crate::value::{Value, Vector};

@@ -136,17 +136,62 @@ pub enum Operand {
     Const(Value),
 }
 
+/// Where a builtin call of a plan runs, as the printed plan shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallPlacement {
+    /// Tables, columns and lists: kept on the host by either backend.
+    Host,
+    /// On the CPU, in a CPU plan.
+    Cpu,
+    /// A GPU library (or graph) kernel.
+    GpuLibrary,
+    /// On the CPU in a GPU plan, because no GPU kernel covers it (listed in `--time`).
+    CpuFallback,
+}
+
+impl CallPlacement {
+    fn label(self) -> &'static str {
+        match self {
+            CallPlacement::Host => "host",
+            CallPlacement::Cpu => "cpu",
+            CallPlacement::GpuLibrary => "gpu library",
+            CallPlacement::CpuFallback => "cpu (no GPU kernel)",
+        }
+    }
+}
+
+/// The backend's answer to where a builtin call runs. The plan does not know which builtins
+/// a backend covers; the printer asks this. `function_arg` is a leading function literal
+/// (`@unique` in `@each(@unique, l)`).
+pub trait CallSites {
+    fn placement(&self, builtin: Builtin, function_arg: Option<Builtin>) -> CallPlacement;
+}
+
+/// A [`Plan`] printed with the call placements of a backend ([`Plan::display`]).
+pub struct PlanDisplay<'a> {
+    plan: &'a Plan,
+    sites: &'a dyn CallSites,
+}
+
+impl Plan {
+    /// The plan as text, each builtin call marked with where `sites` runs it.
+    pub fn display<'a>(&'a self, sites: &'a dyn CallSites) -> PlanDisplay<'a> {
+        PlanDisplay { plan: self, sites }
+    }
+}
+
 /// Prints the plan as text: one function after another, one step per line, slots by name.
-impl std::fmt::Display for Plan {
+impl std::fmt::Display for PlanDisplay<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, function) in self.functions.iter().enumerate() {
+        let plan = self.plan;
+        for (i, function) in plan.functions.iter().enumerate() {
             let params: Vec<String> = function
                 .params
                 .iter()
                 .map(|s| slot_decl(function, *s))
                 .collect();
             let returns: Vec<String> = function.returns.iter().map(Type::to_string).collect();
-            let entry = if FunctionId(i) == self.entry {
+            let entry = if FunctionId(i) == plan.entry {
                 " (entry)"
             } else {
                 ""
@@ -159,7 +204,8 @@ impl std::fmt::Display for Plan {
                 returns.join(", ")
             )?;
             let printer = StepPrinter {
-                plan: self,
+                plan,
+                sites: self.sites,
                 function,
             };
             printer.steps(f, &function.body, 1)?;
@@ -177,6 +223,7 @@ fn slot_decl(function: &PlanFunction, slot: Slot) -> String {
 
 struct StepPrinter<'a> {
     plan: &'a Plan,
+    sites: &'a dyn CallSites,
     function: &'a PlanFunction,
 }
 
@@ -273,33 +320,15 @@ impl StepPrinter<'_> {
                         Arg::Function(c) => self.callee(*c),
                     })
                     .collect();
-                let placement = match (callee, self.plan.target) {
-                    (Callee::Function(_), _) => "call",
-                    (Callee::Builtin(b), _) if crate::profile::is_host_builtin(*b) => "host",
-                    (Callee::Builtin(_), Target::Cpu) => "cpu",
-                    (Callee::Builtin(b), Target::Gpu)
-                        if crate::gpu::library::LIBRARY_BUILTINS.contains(b)
-                            || matches!(
-                                b,
-                                Builtin::ShortestPathLength
-                                    | Builtin::Reachable
-                                    | Builtin::ReachIndex
-                            ) =>
-                    {
-                        "gpu library"
+                let placement = match callee {
+                    Callee::Function(_) => "call",
+                    Callee::Builtin(b) => {
+                        let function_arg = match args.first() {
+                            Some(Arg::Function(Callee::Builtin(f))) => Some(*f),
+                            _ => None,
+                        };
+                        self.sites.placement(*b, function_arg).label()
                     }
-                    // `@each(@unique, l)`: a library kernel when `l` is a flat list (the
-                    // usual case; other lists run on the CPU and show in `--time`).
-                    (Callee::Builtin(Builtin::Each), Target::Gpu)
-                        if matches!(
-                            args.first(),
-                            Some(Arg::Function(Callee::Builtin(f)))
-                                if crate::gpu::library::EACH_LIBRARY_BUILTINS.contains(f)
-                        ) =>
-                    {
-                        "gpu library"
-                    }
-                    (Callee::Builtin(_), Target::Gpu) => "cpu (no GPU kernel)",
                 };
                 format!(
                     "{}({})    <{placement}>",

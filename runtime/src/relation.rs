@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::args::ArgValue;
 use crate::bail;
-use crate::cpu::ArgValue;
 use crate::error::Result;
 use crate::value::{DeviceVector, List, Value, Vector};
 

@@ -6,13 +6,15 @@
 //! says why the arguments are not supported (`@plus: length mismatch (3 vs 5)`); no input
 //! makes it panic.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
 use crate::plan::Callee;
-use crate::value::{Table, Value, Vector};
+use crate::value::{Table, Value};
+
+pub use crate::args::ArgValue;
+pub(crate) use crate::args::{as_vector, Args};
 
 mod arith;
 mod compare;
@@ -36,13 +38,6 @@ mod temporal;
 
 #[cfg(test)]
 mod test_support;
-
-/// An argument of a builtin call: a value, or a function literal (`@sum` in `@each(@sum, x)`).
-#[derive(Clone, Copy, Debug)]
-pub enum ArgValue<'a> {
-    Value(&'a Value),
-    Function(Callee),
-}
 
 /// What a builtin may need from the program running it.
 pub trait Env {
@@ -273,74 +268,6 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
 
 use crate::bail;
 
-/// The arguments of one builtin call, with checked accessors.
-pub(crate) struct Args<'a, 'v> {
-    pub list: &'a [ArgValue<'v>],
-}
-
-impl<'a, 'v> Args<'a, 'v> {
-    pub fn len(&self) -> usize {
-        self.list.len()
-    }
-
-    /// Fails unless there are exactly `n` arguments.
-    pub fn exactly(&self, n: usize) -> Result<()> {
-        if self.list.len() != n {
-            bail!("takes {n} argument(s), got {}", self.list.len());
-        }
-        Ok(())
-    }
-
-    /// Argument `i` as a value (not a function literal).
-    pub fn value(&self, i: usize) -> Result<&'v Value> {
-        match self.list.get(i) {
-            Some(ArgValue::Value(v)) => Ok(v),
-            Some(ArgValue::Function(_)) => {
-                bail!("argument {} must be a value, got a function literal", i + 1)
-            }
-            None => bail!("missing argument {}", i + 1),
-        }
-    }
-
-    /// Argument `i` as a vector; an enum stands for its values (its domain gathered).
-    pub fn vector(&self, i: usize) -> Result<Cow<'v, Vector>> {
-        as_vector(self.value(i)?)
-            .map_err(|e| RuntimeError::new(format!("argument {}: {}", i + 1, e.message)))
-    }
-
-    /// Argument `i` as a function literal.
-    pub fn function(&self, i: usize) -> Result<Callee> {
-        match self.list.get(i) {
-            Some(ArgValue::Function(f)) => Ok(*f),
-            Some(ArgValue::Value(v)) => {
-                bail!(
-                    "argument {} must be a function literal, got a {}",
-                    i + 1,
-                    v.ty()
-                )
-            }
-            None => bail!("missing argument {}", i + 1),
-        }
-    }
-
-    /// How many leading arguments are function literals.
-    pub fn leading_functions(&self) -> usize {
-        self.list
-            .iter()
-            .take_while(|a| matches!(a, ArgValue::Function(_)))
-            .count()
-    }
-}
-
-/// A value used where a vector is expected: a vector itself, or the values of an enum.
-pub(crate) fn as_vector(value: &Value) -> Result<Cow<'_, Vector>> {
-    match value {
-        Value::Vector(v) => Ok(Cow::Borrowed(v)),
-        Value::Enum(e) => Ok(Cow::Owned(e.domain.gather(&e.index)?)),
-        other => bail!("expected a vector, got a {}", other.ty()),
-    }
-}
-
 /// Calls a function literal on `args` and returns its single value: builtins directly,
 /// user functions through the environment.
 pub(crate) fn invoke(f: Callee, args: &[Value], env: &mut dyn Env) -> Result<Value> {
@@ -360,6 +287,24 @@ pub(crate) fn invoke(f: Callee, args: &[Value], env: &mut dyn Env) -> Result<Val
             values
                 .pop()
                 .ok_or_else(|| RuntimeError::new("the function passed returned no value"))
+        }
+    }
+}
+
+/// Where the CPU backend runs each builtin call, for the printed plan: containers on the host,
+/// everything else on the CPU.
+pub struct CpuCallSites;
+
+impl crate::plan::CallSites for CpuCallSites {
+    fn placement(
+        &self,
+        builtin: Builtin,
+        _function_arg: Option<Builtin>,
+    ) -> crate::plan::CallPlacement {
+        if crate::profile::is_host_builtin(builtin) {
+            crate::plan::CallPlacement::Host
+        } else {
+            crate::plan::CallPlacement::Cpu
         }
     }
 }

@@ -14,17 +14,18 @@
 mod encode;
 mod launch;
 mod location;
+mod placement;
 mod status;
 
 use std::collections::HashMap;
 
-use crate::builtin::Builtin;
-use crate::cpu::graph::{
+use crate::args::graph::{
     reach_index_arguments, reachable_arguments, search_arguments, Reachability,
 };
-use crate::cpu::{ArgValue, Args};
+use crate::args::{ArgValue, Args};
+use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
-use crate::gpu::library::{each_library, each_runs_on_gpu, run_library, LIBRARY_BUILTINS};
+use crate::gpu::library::{each_library, each_runs_on_gpu, run_library};
 use crate::gpu::Device;
 use crate::graph::gpu::{GpuGraph, GpuOptions};
 use crate::graph::grail_gpu::{GpuReachIndex, GrailKernels};
@@ -37,6 +38,7 @@ use crate::value::{List, Value, Vector};
 use std::sync::Arc;
 
 pub use launch::LaunchCost;
+pub use placement::GpuCallSites;
 
 /// Status words the device's log must have room for before a launch (a launch logs one per
 /// status scratch, a handful at most); with less, the log is read first.
@@ -364,7 +366,7 @@ impl Accelerator for GpuEngine<'_> {
             if let Some((_, fetched)) = self.fetched.get(&key) {
                 return Some(Ok((fetched.clone(), Placement::Host)));
             }
-            let fetched = match crate::cpu::as_vector(value) {
+            let fetched = match crate::args::as_vector(value) {
                 Ok(v) => Value::Vector(v.into_owned()),
                 Err(e) => return Some(Err(e)),
             };
@@ -380,11 +382,7 @@ impl Accelerator for GpuEngine<'_> {
         if let Some(value) = container_on_device(b, args) {
             return Some(Ok((value, Placement::Host)));
         }
-        let gpu = matches!(
-            b,
-            Builtin::ShortestPathLength | Builtin::Reachable | Builtin::ReachIndex
-        ) || LIBRARY_BUILTINS.contains(&b)
-            || (b == Builtin::Each && each_runs_on_gpu(args));
+        let gpu = placement::runs_on_gpu(b) || (b == Builtin::Each && each_runs_on_gpu(args));
         if !gpu {
             return None;
         }

@@ -23,7 +23,7 @@ use super::device::Device;
 use super::error::{GpuError, Result};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::template::{render, workgroup_size_text};
-use crate::cpu::keys::{domain_of_type, Domain};
+use crate::keys::{domain_of_type, Domain};
 use crate::types::Type;
 use crate::value::{DeviceVector, StrDict, Value, Vector};
 

@@ -32,11 +32,11 @@ use super::keys::{
 use super::order::order_permutation;
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::template::{render, workgroup_size_text};
+use crate::args::join::{join_arguments_with, JoinArguments};
+use crate::args::{ArgValue, Args};
 use crate::builtin::Builtin;
-use crate::cpu::join::{join_arguments_with, JoinArguments};
-use crate::cpu::keys::{common_rows, key_columns};
-use crate::cpu::{ArgValue, Args};
 use crate::error::{Result, RuntimeError};
+use crate::keys::{common_rows, key_columns};
 use crate::plan::Callee;
 use crate::types::Type;
 use crate::value::{DeviceList, DeviceVector, Dict, List, StrDict, Strings, Value, Vector};
