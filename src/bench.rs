@@ -55,7 +55,7 @@ struct WarmRun {
 /// Benchmarks `files` on `db`: `runs` warm GPU runs and `cpu_runs` CPU runs per query (no CPU
 /// column when 0); writes a table to `out` as each query finishes. With `breakdown`, each
 /// query's row is followed by indented lines that split its median warm run by kind of
-/// work (see [`breakdown_lines`]); library kernels then get GPU timestamps too.
+/// work (see `breakdown_lines`); library kernels then get GPU timestamps too.
 pub fn bench_queries(
     files: &[PathBuf],
     db: &Database,

@@ -1,5 +1,5 @@
 //! The Datalog lexer (Soufflé's core syntax): logos recognises the tokens; [`lex`] turns
-//! them into [`Token`]s with spans and reports characters it does not know, one diagnostic
+//! them into tokens with spans and reports characters it does not know, one diagnostic
 //! per run of them.
 
 use logos::Logos;

@@ -2,7 +2,7 @@
 //! kernel, and builds the *outlined program* that tells the runtime what to do in order —
 //! host statements, library calls and kernel launches, inside the host's control flow.
 //!
-//! The compatibility analysis follows rNdN's three greedy steps (see [`partition`]); the
+//! The compatibility analysis follows rNdN's three greedy steps (see `partition`); the
 //! kernels it forms are handed to code generation as [`Kernel`]s. Printers: [`print_outline`]
 //! (HorseIR with `kernel` definitions, `--emit outline`), [`print_dot`] (the dependence graph
 //! with kernels as clusters, `--emit dot`) and [`print_all_shapes`] (`--emit shapes`).

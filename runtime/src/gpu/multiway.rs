@@ -14,7 +14,7 @@
 //!   (expand); compaction of the survivors (`where_true`) and a gather of the new bindings.
 //!   The result is the last round's bindings, in order: each round expands bindings in
 //!   order and candidates in increasing order, so rows come out sorted and distinct.
-//! - Batches: a round expands at most [`batch_slots`] candidates at a time (a window of the
+//! - Batches: a round expands at most `batch_slots` candidates at a time (a window of the
 //!   scan) and carries each window's survivors through the later rounds before the next
 //!   window, depth first; a round whose scan would pass 2^32 is split in halves of its
 //!   bindings. An intermediate too large for the device is therefore cut, never refused.

@@ -26,10 +26,10 @@
 //! Preconditions (sorted, duplicate-free) are checked on the GPU (`check_sorted`) and fail
 //! with the CPU's message (`crate::relation::not_sorted`); the checks of one call share one
 //! status buffer, read back once. A relation these kernels returned is sorted and
-//! duplicate-free by construction: its column buffers are remembered ([`SORTED`]), and the
+//! duplicate-free by construction: its column buffers are remembered (`SORTED`), and the
 //! check of such an argument (or of a prefix of its columns, for the join's non-strict check)
 //! is skipped, so a semi-naive iteration does not re-read `full` to check it. The key
-//! matrix last encoded is kept too ([`KEYS`]): `@tuple_diff(new, full)` and then
+//! matrix last encoded is kept too (`KEYS`): `@tuple_diff(new, full)` and then
 //! `@tuple_merge(full, delta)` encode `full` once.
 //!
 //! Full relations are not grown in place (GDlog's eager buffer management): the value model

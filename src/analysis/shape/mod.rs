@@ -6,7 +6,7 @@
 //! number of elements when their sizes are equal, which is what the geometry analysis and the
 //! outliner need to put statements into one kernel.
 //!
-//! The analysis runs forward on the data-flow framework with one [`rules`] entry per builtin.
+//! The analysis runs forward on the data-flow framework with one `rules` entry per builtin.
 //! At a join of control flow a local keeps its shape if both sides agree; otherwise it gets a
 //! fresh dynamic size named after the join point and the local, so that joining again (in a
 //! loop) gives the same name and the loop reaches a fixed point.
