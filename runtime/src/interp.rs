@@ -7,14 +7,14 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use crate::builtin::Builtin;
 use crate::cpu::{self, ArgValue, Env};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::KernelLaunch;
-use crate::plan::liveness::{last_uses, LastUses};
+use crate::plan::liveness::{last_uses, slots_inside, LastUses};
 use crate::plan::{Arg, Callee, Expr, FunctionId, Location, Operand, Plan, Slot, Step};
 use crate::profile::{is_host_builtin, Placement, Profile};
 use crate::types::Type;
@@ -124,6 +124,7 @@ pub fn run_with(
         accelerator,
         profile,
         last_uses: HashMap::new(),
+        failure_position: None,
     };
     // The query's result is the one value that always comes to the host.
     let outcome = interpreter
@@ -152,6 +153,9 @@ struct Interpreter<'a> {
     /// Per function: the slots dead after each step (see `plan::liveness`), found on the
     /// function's first call.
     last_uses: HashMap<usize, Arc<LastUses>>,
+    /// Set by a body that failed: the position, in its function's source, of the statement
+    /// whose error it reports (see `first_failure_in_source_order`).
+    failure_position: Option<(u32, u32)>,
 }
 
 /// How a sequence of steps ended.
@@ -218,10 +222,23 @@ impl Interpreter<'_> {
     }
 
     fn run_steps(&mut self, steps: &[Step], frame: &mut Frame) -> Result<Flow> {
-        for step in steps {
-            let flow = self
-                .run_step(step, frame)
-                .map_err(|e| locate(e, step_location(step)))?;
+        for (i, step) in steps.iter().enumerate() {
+            self.failure_position = None;
+            let flow = match self.run_step(step, frame) {
+                Ok(flow) => flow,
+                Err(error) => {
+                    let error = locate(error, step_location(step));
+                    let position = self.position_in_body(step, &error);
+                    let (error, position) = self.first_failure_in_source_order(
+                        (error, position),
+                        step,
+                        &steps[i + 1..],
+                        frame,
+                    );
+                    self.failure_position = position;
+                    return Err(error);
+                }
+            };
             if !matches!(flow, Flow::Next) {
                 return Ok(flow);
             }
@@ -232,6 +249,73 @@ impl Interpreter<'_> {
             }
         }
         Ok(Flow::Next)
+    }
+
+    /// Where an error of `step` stands in its body's source order: the failing statement's
+    /// position. For a call that is the call statement (the error's own position is in the
+    /// callee); for an `if` or a loop, the position of the failing statement inside it, as
+    /// the nested body found it.
+    fn position_in_body(&mut self, step: &Step, error: &RuntimeError) -> Option<(u32, u32)> {
+        let at = step_location(step).map(|l| (l.line, l.column));
+        let nested = self.failure_position.take();
+        match step {
+            Step::Assign { expr, .. } if calls_a_function(expr) => at,
+            Step::If { .. } | Step::While { .. } | Step::Repeat { .. } => {
+                nested.or(error.location).or(at)
+            }
+            _ => error.location.or(at),
+        }
+    }
+
+    /// The error the CPU reports when step `failed` of a body fails with `error`. The CPU
+    /// runs statements one at a time in source order and stops at the first that fails; a
+    /// plan's steps are in dependence order, and the outliner may place a step holding an
+    /// earlier statement after one holding a later one (a fused kernel, a dead statement
+    /// sunk past a loop). So the rest of the body still runs where it may hold an earlier
+    /// statement and does not read what a failed or skipped step would have written, and
+    /// the failure that comes first in the source is reported with its position. (Kernels
+    /// that check their statements late are ordered the same way when the run ends: see
+    /// the engine's `status`.)
+    fn first_failure_in_source_order(
+        &mut self,
+        (error, position): (RuntimeError, Option<(u32, u32)>),
+        failed: &Step,
+        rest: &[Step],
+        frame: &mut Frame,
+    ) -> (RuntimeError, Option<(u32, u32)>) {
+        let (mut first, mut first_position) = (error, position);
+        // Unlocated errors (internal ones) end the run as they are.
+        if first_position.is_none() {
+            return (first, first_position);
+        }
+        let (_, written) = slots_inside(failed);
+        let mut unwritten: HashSet<Slot> = written.into_iter().collect();
+        for step in rest {
+            if matches!(step, Step::Return { .. } | Step::Break | Step::Continue) {
+                break;
+            }
+            let (reads, writes) = slots_inside(step);
+            let at = step_location(step).map(|l| (l.line, l.column));
+            // A launch may hold statements before its first one's position only if the
+            // outliner fused across them; an assignment or a control-flow step starts at
+            // its position, so one after the first failure would not have run on the CPU
+            // (it may print, or loop).
+            let after_first = !matches!(step, Step::Launch { .. }) && at >= first_position;
+            if after_first || reads.iter().any(|s| unwritten.contains(s)) {
+                unwritten.extend(writes);
+                continue;
+            }
+            self.failure_position = None;
+            if let Err(error) = self.run_step(step, frame) {
+                let error = locate(error, step_location(step));
+                let position = self.position_in_body(step, &error);
+                unwritten.extend(writes);
+                if position < first_position && position.is_some() {
+                    (first, first_position) = (error, position);
+                }
+            }
+        }
+        (first, first_position)
     }
 
     fn run_step(&mut self, step: &Step, frame: &mut Frame) -> Result<Flow> {
@@ -475,6 +559,21 @@ fn step_location(step: &Step) -> Option<Location> {
         | Step::Repeat { at, .. }
         | Step::Launch { at, .. } => Some(*at),
         Step::Break | Step::Continue => None,
+    }
+}
+
+/// Whether `expr` calls a user function, directly or passed to a builtin (`@each(@f, l)`):
+/// its errors are positioned in the callee.
+fn calls_a_function(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call { callee, args } => {
+            matches!(callee, Callee::Function(_))
+                || args
+                    .iter()
+                    .any(|a| matches!(a, Arg::Function(Callee::Function(_))))
+        }
+        Expr::CheckCast { expr, .. } => calls_a_function(expr),
+        Expr::Operand(_) => false,
     }
 }
 

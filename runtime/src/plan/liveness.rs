@@ -200,6 +200,51 @@ fn writes_inside(steps: &[Step], into: &mut Live) {
     }
 }
 
+/// The slots a step reads and writes anywhere inside it (its condition or count, and its
+/// bodies, for `if` and loops).
+pub fn slots_inside(step: &Step) -> (Vec<Slot>, Vec<Slot>) {
+    let (mut reads, mut writes) = (Live::new(), Live::new());
+    reads_inside(std::slice::from_ref(step), &mut reads);
+    writes_inside(std::slice::from_ref(step), &mut writes);
+    (
+        reads.into_iter().map(Slot).collect(),
+        writes.into_iter().map(Slot).collect(),
+    )
+}
+
+fn reads_inside(steps: &[Step], into: &mut Live) {
+    for step in steps {
+        match step {
+            Step::Assign { expr, .. } => expr_reads(expr, into),
+            Step::Launch { inputs, .. } => into.extend(inputs.iter().map(|s| s.0)),
+            Step::Return { values, .. } => {
+                for op in values {
+                    operand_reads(op, into);
+                }
+            }
+            Step::If {
+                cond,
+                then_body,
+                else_body,
+                ..
+            } => {
+                operand_reads(cond, into);
+                reads_inside(then_body, into);
+                reads_inside(else_body, into);
+            }
+            Step::While { cond, body, .. } => {
+                operand_reads(cond, into);
+                reads_inside(body, into);
+            }
+            Step::Repeat { count, body, .. } => {
+                operand_reads(count, into);
+                reads_inside(body, into);
+            }
+            Step::Break | Step::Continue => {}
+        }
+    }
+}
+
 fn expr_reads(expr: &Expr, into: &mut Live) {
     match expr {
         Expr::Operand(op) => operand_reads(op, into),
