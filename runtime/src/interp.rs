@@ -20,6 +20,20 @@ use crate::profile::{is_host_builtin, Placement, Profile};
 use crate::types::Type;
 use crate::value::{Table, Value, Vector};
 
+/// Where a statement runs in the run's execution order: from the entry function down, the
+/// position of each call statement, and for each loop the loop's position and the
+/// iteration, then the statement's own position (`line << 32 | column`). The CPU runs
+/// statements one at a time, so of two errors it reports the one whose path is smaller
+/// (compared element by element); the GPU backend, which runs statements out of order
+/// (fused kernels, errors checked late), orders its errors by these paths to report the
+/// same one.
+pub type SourcePath = Vec<u64>;
+
+/// A source position as an element of a [`SourcePath`].
+pub fn position_key(line: u32, column: u32) -> u64 {
+    (u64::from(line) << 32) | u64::from(column)
+}
+
 /// Where `@load_table` finds tables.
 pub trait Catalog {
     fn table(&self, name: &str) -> Result<Arc<Table>>;
@@ -45,21 +59,26 @@ pub trait Accelerator {
     fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value>;
 
     /// Runs a generated kernel on `inputs`; returns the values of its output slots. `at` is
-    /// the launch statement, for errors the kernel reports after the launch returned.
+    /// the launch statement, for errors the kernel reports after the launch returned;
+    /// `context` is where the launching body runs (see [`SourcePath`]), so that such an
+    /// error can be ordered against the others of the run.
     fn launch(
         &mut self,
         kernel: &Arc<KernelLaunch>,
         inputs: &HashMap<Slot, Value>,
         at: Location,
+        context: &[u64],
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>>;
 
     /// Ends a run whose outcome is `outcome`: a backend that checks its steps' errors late
-    /// (kernels' status words) does so here, and an error of a step before the failing one
-    /// takes precedence.
+    /// (kernels' status words) does so here, and the error the CPU would report, the one
+    /// first in execution order, is the run's error. `failure` is the [`SourcePath`] of the
+    /// outcome's error.
     fn finish(
         &mut self,
         outcome: Result<Vec<Value>>,
+        _failure: &[u64],
         _profile: &mut Profile,
     ) -> Result<Vec<Value>> {
         outcome
@@ -93,6 +112,7 @@ impl Accelerator for CpuOnly {
         kernel: &Arc<KernelLaunch>,
         _: &HashMap<Slot, Value>,
         _: Location,
+        _: &[u64],
         _: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
         Err(RuntimeError::new(format!(
@@ -124,7 +144,9 @@ pub fn run_with(
         accelerator,
         profile,
         last_uses: HashMap::new(),
-        failure_position: None,
+        context: SourcePath::new(),
+        failure_path: SourcePath::new(),
+        failed_iteration: None,
     };
     // The query's result is the one value that always comes to the host.
     let outcome = interpreter
@@ -135,12 +157,13 @@ pub fn run_with(
                 .map(|v| interpreter.host(v, "result"))
                 .collect()
         });
+    let failure = std::mem::take(&mut interpreter.failure_path);
     let Interpreter {
         accelerator,
         profile,
         ..
     } = interpreter;
-    accelerator.finish(outcome, profile)
+    accelerator.finish(outcome, &failure, profile)
 }
 
 struct Interpreter<'a> {
@@ -153,9 +176,13 @@ struct Interpreter<'a> {
     /// Per function: the slots dead after each step (see `plan::liveness`), found on the
     /// function's first call.
     last_uses: HashMap<usize, Arc<LastUses>>,
-    /// Set by a body that failed: the position, in its function's source, of the statement
-    /// whose error it reports (see `first_failure_in_source_order`).
-    failure_position: Option<(u32, u32)>,
+    /// Where the running statement is (calls and loop iterations; see [`SourcePath`]).
+    context: SourcePath,
+    /// Set by a body that failed: the path, from that body down, of the statement whose
+    /// error it reports (see `first_failure_in_source_order`).
+    failure_path: SourcePath,
+    /// Set by a loop whose body failed: the iteration (from 0).
+    failed_iteration: Option<u64>,
 }
 
 /// How a sequence of steps ended.
@@ -223,19 +250,18 @@ impl Interpreter<'_> {
 
     fn run_steps(&mut self, steps: &[Step], frame: &mut Frame) -> Result<Flow> {
         for (i, step) in steps.iter().enumerate() {
-            self.failure_position = None;
-            let flow = match self.run_step(step, frame) {
+            let flow = match self.run_step_tracked(step, frame) {
                 Ok(flow) => flow,
                 Err(error) => {
                     let error = locate(error, step_location(step));
-                    let position = self.position_in_body(step, &error);
-                    let (error, position) = self.first_failure_in_source_order(
-                        (error, position),
+                    let path = self.failure_path_of(step, &error);
+                    let (error, path) = self.first_failure_in_source_order(
+                        (error, path),
                         step,
                         &steps[i + 1..],
                         frame,
                     );
-                    self.failure_position = position;
+                    self.failure_path = path;
                     return Err(error);
                 }
             };
@@ -251,19 +277,47 @@ impl Interpreter<'_> {
         Ok(Flow::Next)
     }
 
-    /// Where an error of `step` stands in its body's source order: the failing statement's
-    /// position. For a call that is the call statement (the error's own position is in the
-    /// callee); for an `if` or a loop, the position of the failing statement inside it, as
-    /// the nested body found it.
-    fn position_in_body(&mut self, step: &Step, error: &RuntimeError) -> Option<(u32, u32)> {
-        let at = step_location(step).map(|l| (l.line, l.column));
-        let nested = self.failure_position.take();
+    /// Runs `step`, with the context of a call (the call's position) while it runs.
+    fn run_step_tracked(&mut self, step: &Step, frame: &mut Frame) -> Result<Flow> {
+        self.failure_path.clear();
+        self.failed_iteration = None;
+        let call = matches!(step, Step::Assign { expr, .. } if calls_a_function(expr));
+        if call {
+            self.context.push(step_key(step));
+        }
+        let flow = self.run_step(step, frame);
+        if call {
+            self.context.pop();
+        }
+        flow
+    }
+
+    /// The [`SourcePath`], from this body down, of `error`, which `step` failed with: the
+    /// failing statement's position; for a call, the call's then the callee's path; for an
+    /// `if`, the path its branch found; for a loop, its position, the iteration and the path
+    /// its body found (or its own position alone when the condition or count failed).
+    fn failure_path_of(&mut self, step: &Step, error: &RuntimeError) -> SourcePath {
+        let nested = std::mem::take(&mut self.failure_path);
+        let own = || match error.location {
+            Some((line, column)) => position_key(line, column),
+            None => step_key(step),
+        };
         match step {
-            Step::Assign { expr, .. } if calls_a_function(expr) => at,
-            Step::If { .. } | Step::While { .. } | Step::Repeat { .. } => {
-                nested.or(error.location).or(at)
+            Step::Assign { expr, .. } if calls_a_function(expr) => {
+                let mut path = vec![step_key(step)];
+                path.extend(nested);
+                path
             }
-            _ => error.location.or(at),
+            Step::If { .. } if !nested.is_empty() => nested,
+            Step::While { .. } | Step::Repeat { .. } => match self.failed_iteration.take() {
+                Some(iteration) => {
+                    let mut path = vec![step_key(step), iteration];
+                    path.extend(nested);
+                    path
+                }
+                None => vec![step_key(step)],
+            },
+            _ => vec![own()],
         }
     }
 
@@ -273,21 +327,17 @@ impl Interpreter<'_> {
     /// earlier statement after one holding a later one (a fused kernel, a dead statement
     /// sunk past a loop). So the rest of the body still runs where it may hold an earlier
     /// statement and does not read what a failed or skipped step would have written, and
-    /// the failure that comes first in the source is reported with its position. (Kernels
-    /// that check their statements late are ordered the same way when the run ends: see
-    /// the engine's `status`.)
+    /// the failure that comes first is reported with its path. (Kernels that check their
+    /// statements late are ordered by the same paths when the run ends: see the engine's
+    /// `status`.)
     fn first_failure_in_source_order(
         &mut self,
-        (error, position): (RuntimeError, Option<(u32, u32)>),
+        (error, path): (RuntimeError, SourcePath),
         failed: &Step,
         rest: &[Step],
         frame: &mut Frame,
-    ) -> (RuntimeError, Option<(u32, u32)>) {
-        let (mut first, mut first_position) = (error, position);
-        // Unlocated errors (internal ones) end the run as they are.
-        if first_position.is_none() {
-            return (first, first_position);
-        }
+    ) -> (RuntimeError, SourcePath) {
+        let (mut first, mut first_path) = (error, path);
         let (_, written) = slots_inside(failed);
         let mut unwritten: HashSet<Slot> = written.into_iter().collect();
         for step in rest {
@@ -295,27 +345,85 @@ impl Interpreter<'_> {
                 break;
             }
             let (reads, writes) = slots_inside(step);
-            let at = step_location(step).map(|l| (l.line, l.column));
-            // A launch may hold statements before its first one's position only if the
-            // outliner fused across them; an assignment or a control-flow step starts at
-            // its position, so one after the first failure would not have run on the CPU
-            // (it may print, or loop).
-            let after_first = !matches!(step, Step::Launch { .. }) && at >= first_position;
-            if after_first || reads.iter().any(|s| unwritten.contains(s)) {
+            // A step after the first failure would not have run on the CPU: it is skipped
+            // when running it could be seen (a print, a loop, a call that may loop). A pure
+            // builtin call still runs, as a later launch may read it and hold an earlier
+            // statement too (the outliner fuses across positions); its own errors come
+            // after the first failure.
+            let after_first = first_path.first().is_some_and(|&p| step_key(step) >= p)
+                && !is_pure_statement(step);
+            if after_first {
                 unwritten.extend(writes);
                 continue;
             }
-            self.failure_position = None;
-            if let Err(error) = self.run_step(step, frame) {
-                let error = locate(error, step_location(step));
-                let position = self.position_in_body(step, &error);
+            if reads.iter().any(|s| unwritten.contains(s)) {
+                // A body reads what a failed step would have written, but the condition (or
+                // count), which the CPU checks first, may fail on its own.
+                if let Some(Err(error)) = self.check_condition(step, frame, &unwritten) {
+                    let error = locate(error, step_location(step));
+                    let path = vec![step_key(step)];
+                    if path < first_path {
+                        (first, first_path) = (error, path);
+                    }
+                }
                 unwritten.extend(writes);
-                if position < first_position && position.is_some() {
-                    (first, first_position) = (error, position);
+                continue;
+            }
+            if let Err(error) = self.run_step_tracked(step, frame) {
+                let error = locate(error, step_location(step));
+                let path = self.failure_path_of(step, &error);
+                unwritten.extend(writes);
+                if path < first_path {
+                    (first, first_path) = (error, path);
                 }
             }
         }
-        (first, first_position)
+        (first, first_path)
+    }
+
+    /// Checks the condition of an `if` or `while`, or the count of a `repeat`, as running
+    /// the step would first; None when `step` has none or it reads an `unwritten` slot.
+    fn check_condition(
+        &mut self,
+        step: &Step,
+        frame: &Frame,
+        unwritten: &HashSet<Slot>,
+    ) -> Option<Result<()>> {
+        let (operand, what) = match step {
+            Step::If { cond, .. } => (cond, "if"),
+            Step::While { cond, .. } => (cond, "while"),
+            Step::Repeat { count, .. } => (count, "repeat"),
+            _ => return None,
+        };
+        if matches!(operand, Operand::Slot(s) if unwritten.contains(s)) {
+            return None;
+        }
+        let checked = self.operand(operand, frame).cloned().and_then(|value| {
+            let value = self.host(&value, what)?;
+            match step {
+                Step::Repeat { .. } => count_of(&value).map(|_| ()),
+                _ => truth(&value, what).map(|_| ()),
+            }
+        });
+        Some(checked)
+    }
+
+    /// Runs iteration `iteration` of loop `looping`'s body, in the loop's context; a failure
+    /// records the iteration for [`Interpreter::failure_path_of`].
+    fn run_iteration(
+        &mut self,
+        looping: &Step,
+        iteration: u64,
+        body: &[Step],
+        frame: &mut Frame,
+    ) -> Result<Flow> {
+        self.context.extend([step_key(looping), iteration]);
+        let flow = self.run_steps(body, frame);
+        self.context.truncate(self.context.len() - 2);
+        if flow.is_err() {
+            self.failed_iteration = Some(iteration);
+        }
+        flow
     }
 
     fn run_step(&mut self, step: &Step, frame: &mut Frame) -> Result<Flow> {
@@ -357,19 +465,21 @@ impl Interpreter<'_> {
                 }
             }
             Step::While { cond, body, .. } => {
+                let mut iteration = 0;
                 while truth(&self.host(self.operand(cond, frame)?, "while")?, "while")? {
-                    match self.run_steps(body, frame)? {
+                    match self.run_iteration(step, iteration, body, frame)? {
                         Flow::Break => break,
                         Flow::Next | Flow::Continue => {}
                         ret @ Flow::Return(_) => return Ok(ret),
                     }
+                    iteration += 1;
                 }
                 Ok(Flow::Next)
             }
             Step::Repeat { count, body, .. } => {
                 let n = count_of(&self.host(self.operand(count, frame)?, "repeat")?)?;
-                for _ in 0..n {
-                    match self.run_steps(body, frame)? {
+                for iteration in 0..n {
+                    match self.run_iteration(step, iteration, body, frame)? {
                         Flow::Break => break,
                         Flow::Next | Flow::Continue => {}
                         ret @ Flow::Return(_) => return Ok(ret),
@@ -384,9 +494,9 @@ impl Interpreter<'_> {
                 }
                 let start = Instant::now();
                 let transfers = self.profile.total(Placement::Transfer);
-                let outputs = self
-                    .accelerator
-                    .launch(kernel, &values, *at, self.profile)?;
+                let outputs =
+                    self.accelerator
+                        .launch(kernel, &values, *at, &self.context, self.profile)?;
                 // The launch's transfers are recorded as such; the rest is the kernel's.
                 let moved = self.profile.total(Placement::Transfer) - transfers;
                 self.profile.record(
@@ -559,6 +669,30 @@ fn step_location(step: &Step) -> Option<Location> {
         | Step::Repeat { at, .. }
         | Step::Launch { at, .. } => Some(*at),
         Step::Break | Step::Continue => None,
+    }
+}
+
+/// A step's own position as a [`SourcePath`] element (`break` and `continue` have none and
+/// never fail).
+fn step_key(step: &Step) -> u64 {
+    step_location(step).map_or(0, |l| position_key(l.line, l.column))
+}
+
+/// Whether running `step` has no effect but its values: a launch, or an assignment of a
+/// builtin call other than `@print` (a user function may print or loop).
+fn is_pure_statement(step: &Step) -> bool {
+    match step {
+        Step::Launch { .. } => true,
+        Step::Assign { expr, .. } => !calls_a_function(expr) && !prints(expr),
+        _ => false,
+    }
+}
+
+fn prints(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call { callee, .. } => matches!(callee, Callee::Builtin(Builtin::Print)),
+        Expr::CheckCast { expr, .. } => prints(expr),
+        Expr::Operand(_) => false,
     }
 }
 

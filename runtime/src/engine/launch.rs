@@ -63,8 +63,15 @@ pub(crate) fn launch(
     // or length the checks read as a value may have been computed on the device: it is read
     // back here (one element), counted like every other download.
     let checked = hosted_check_inputs(device, kernel, inputs, cost)?;
-    for check in &kernel.launch_checks {
-        check_arguments(kernel, check, &checked)?;
+    // A kernel may fuse statements that fail on their own: the CPU stops at the first in
+    // the source, so the check of that statement leads, whatever the checks' order.
+    let failed = kernel
+        .launch_checks
+        .iter()
+        .filter_map(|check| check_arguments(kernel, check, &checked).err())
+        .min_by_key(|e| (e.location.is_none(), e.location));
+    if let Some(error) = failed {
+        return Err(error);
     }
 
     // Requirements first: they may replace input values (re-coded strings).

@@ -99,7 +99,7 @@ impl<'d> GpuEngine<'d> {
     fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
         let (host, moved) = match location::host(self.device, value) {
             Ok(read) => read,
-            Err(e) => return Err(self.pending.first_error(self.device, e)),
+            Err(e) => return Err(e),
         };
         // The read brought the status words logged before it: check them.
         self.pending.settle(self.device, false)?;
@@ -428,7 +428,7 @@ impl Accelerator for GpuEngine<'_> {
         // Host key columns go in as the engine's device copies (see `resident_keys`).
         let resident = match self.resident_keys(b, &args, &step, profile) {
             Ok(resident) => resident,
-            Err(e) => return Some(Err(self.pending.first_error(self.device, e))),
+            Err(e) => return Some(Err(e)),
         };
         let args: Vec<ArgValue<'_>> = args
             .iter()
@@ -454,7 +454,7 @@ impl Accelerator for GpuEngine<'_> {
         self.device.sample_memory();
         let result = match result {
             Ok(value) => self.pending.settle(self.device, false).map(|()| value),
-            Err(e) => Err(self.pending.first_error(self.device, e)),
+            Err(e) => Err(e),
         };
         Some(result.map(|v| (v, Placement::GpuLibrary)))
     }
@@ -464,6 +464,7 @@ impl Accelerator for GpuEngine<'_> {
         kernel: &Arc<KernelLaunch>,
         inputs: &HashMap<Slot, Value>,
         at: Location,
+        context: &[u64],
         profile: &mut Profile,
     ) -> Result<Vec<(Slot, Value)>> {
         if self.device.status_room() < MIN_STATUS_ROOM {
@@ -482,11 +483,11 @@ impl Accelerator for GpuEngine<'_> {
         );
         if !logged.is_empty() {
             self.pending
-                .push(status::PendingStatus::new(kernel, at, &logged));
+                .push(status::PendingStatus::new(kernel, at, context, &logged));
         }
         let outputs = match launched {
             Ok(outputs) => outputs,
-            Err(e) => return Err(self.pending.first_error(self.device, e)),
+            Err(e) => return Err(e),
         };
         // Status words a read inside the launch brought back are checked now.
         self.pending.settle(self.device, false)?;
@@ -505,13 +506,18 @@ impl Accelerator for GpuEngine<'_> {
         Ok(outputs)
     }
 
-    fn finish(&mut self, outcome: Result<Vec<Value>>, profile: &mut Profile) -> Result<Vec<Value>> {
+    fn finish(
+        &mut self,
+        outcome: Result<Vec<Value>>,
+        failure: &[u64],
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>> {
         self.listed.clear();
         // Every status word still on the device is read (one read-back) and checked: a
         // kernel that failed fails the run with its own message, whatever came after it.
         let outcome = match outcome {
             Ok(values) => self.pending.settle(self.device, true).map(|()| values),
-            Err(e) => Err(self.pending.first_error(self.device, e)),
+            Err(e) => Err(self.pending.first_error(self.device, e, failure)),
         };
         // GPU time by timestamps, logged by every timed submission of the run.
         match self.device.drain_gpu_time() {

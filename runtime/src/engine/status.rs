@@ -17,6 +17,7 @@ use super::launch::located;
 use crate::error::{Result, RuntimeError};
 use crate::gpu::deferred::KERNEL_FAILED;
 use crate::gpu::Device;
+use crate::interp::{position_key, SourcePath};
 use crate::kernel::{KernelLaunch, ScratchId};
 use crate::plan::Location;
 
@@ -41,19 +42,32 @@ pub(crate) struct PendingStatus {
     at: Location,
     /// The status scratches logged, in logging order.
     words: Vec<ScratchId>,
+    /// Where the launching body ran (see [`SourcePath`]).
+    context: SourcePath,
 }
 
 impl PendingStatus {
     pub(crate) fn new(
         kernel: &Arc<KernelLaunch>,
         at: Location,
+        context: &[u64],
         words: &[(ScratchId, u32)],
     ) -> PendingStatus {
         PendingStatus {
             kernel: Arc::clone(kernel),
             at,
             words: words.iter().map(|(id, _)| *id).collect(),
+            context: context.to_vec(),
         }
+    }
+
+    /// The [`SourcePath`] of `error`, a failure of this launch: the launching body's context,
+    /// then the failing statement's position.
+    fn path_of(&self, error: &RuntimeError) -> SourcePath {
+        let (line, column) = error.location.unwrap_or((self.at.line, self.at.column));
+        let mut path = self.context.clone();
+        path.push(position_key(line, column));
+        path
     }
 
     /// The error the launch's status words show, as the immediate check reported it: the
@@ -85,6 +99,9 @@ impl PendingStatus {
 pub(crate) struct PendingChecks {
     launches: Vec<PendingStatus>,
     words: Vec<u32>,
+    /// A failure a read-back already reported (as the error of the step that read), kept
+    /// with its path for [`PendingChecks::first_error`].
+    reported: Option<(RuntimeError, SourcePath)>,
 }
 
 impl PendingChecks {
@@ -92,10 +109,10 @@ impl PendingChecks {
         self.launches.push(pending);
     }
 
-    /// Checks the launches whose status words have come back, in program order, and
-    /// forgets those that passed; with `read_all`, first reads back every word still on the
-    /// device (one read-back), so that all are checked. The error of the first failing
-    /// statement in program order (see [`PendingChecks::earliest_failure`]).
+    /// Checks the launches whose status words have come back and forgets those that passed;
+    /// with `read_all`, first reads back every word still on the device (one read-back), so
+    /// that all are checked. A failure is the error of the statement first in execution
+    /// order (see [`PendingChecks::earliest_failure`]).
     pub(crate) fn settle(&mut self, device: &Device, read_all: bool) -> Result<()> {
         if self.launches.is_empty() {
             return Ok(());
@@ -104,9 +121,10 @@ impl PendingChecks {
             .take_status_words(read_all)
             .map_err(|e| RuntimeError::new(format!("reading kernels' status words: {e}")))?;
         self.words.append(&mut read);
-        if let Some(error) = self.earliest_failure()? {
+        if let Some((error, path)) = self.earliest_failure()? {
             self.launches.clear();
             self.words.clear();
+            self.reported = Some((error.clone(), path));
             return Err(error);
         }
         let (mut used, mut passed) = (0, 0);
@@ -131,137 +149,107 @@ impl PendingChecks {
         Ok(())
     }
 
-    /// The failures of the launches whose words have come back, in logging order: the
-    /// launch's position, the function its kernel belongs to, the error.
-    fn failures(&self) -> Result<Vec<(usize, &str, RuntimeError)>> {
+    /// The failures of the launches whose words have come back, with their paths.
+    fn failures(&self) -> Result<Vec<(RuntimeError, SourcePath)>> {
         let mut failures = Vec::new();
         let mut used = 0;
-        for (k, launch) in self.launches.iter().enumerate() {
+        for launch in &self.launches {
             let n = launch.words.len();
             let Some(words) = self.words.get(used..used + n) else {
                 break;
             };
             if let Some(error) = launch.failure(words)? {
-                failures.push((k, function_of(&launch.kernel.name), error));
+                let path = launch.path_of(&error);
+                failures.push((error, path));
             }
             used += n;
         }
         Ok(failures)
     }
 
-    /// The error the CPU, which runs statements one by one in program order, reports: the
-    /// failure of the statement that comes first. The outliner fuses statements of distant
+    /// The error the CPU, which runs statements one by one in execution order, reports: the
+    /// failure whose [`SourcePath`] is smallest. The outliner fuses statements of distant
     /// places into one kernel and launches kernels in dependence order, so a kernel holding
-    /// a later statement may fail before one holding an earlier statement runs. Launches of
-    /// one function's body are ordered by their statements' source positions; a launch of
-    /// another function after the first failed one (a call) ends the run of comparable
-    /// ones.
-    fn earliest_failure(&self) -> Result<Option<RuntimeError>> {
-        let failures = self.failures()?;
-        let Some(&(first, function, _)) = failures.first() else {
-            return Ok(None);
+    /// a later statement may fail before one holding an earlier statement runs.
+    fn earliest_failure(&self) -> Result<Option<(RuntimeError, SourcePath)>> {
+        Ok(earliest(self.failures()?))
+    }
+
+    /// The run's error when it stopped with `error`, whose path is `failure` (empty when
+    /// it is not a statement's): of `error`, a failure a read-back reported and the
+    /// failures of every launch still unchecked (all status words are read back now), the
+    /// one first in execution order. An error that only says a read-back brought a failed
+    /// kernel's bit never leads: the kernel's own failure does.
+    pub(crate) fn first_error(
+        &mut self,
+        device: &Device,
+        error: RuntimeError,
+        failure: &[u64],
+    ) -> RuntimeError {
+        let mut candidates = match self.settle_all_failures(device) {
+            Ok(failures) => failures,
+            Err(e) => return e,
         };
-        let function = function.to_string();
-        let end = first
-            + self.launches[first..]
-                .iter()
-                .take_while(|l| function_of(&l.kernel.name) == function)
-                .count();
-        Ok(earliest(
-            failures
-                .into_iter()
-                .take_while(|(k, _, _)| *k < end)
-                .map(|(_, _, error)| error),
-        ))
-    }
-
-    /// `error`, unless a launch logged before it failed: the failure of the statement that
-    /// comes first in program order leads (what followed a failed launch may have read what
-    /// it wrote, and an earlier statement's error comes first on the CPU). `error` competes
-    /// only when it has a source position and every failed launch belongs to one function,
-    /// the one whose kernel was launched last (the step that failed is of the same body).
-    pub(crate) fn first_error(&mut self, device: &Device, error: RuntimeError) -> RuntimeError {
-        let last_function = self
-            .launches
-            .last()
-            .map(|l| function_of(&l.kernel.name).to_string());
-        match self.settle_all_failures(device) {
-            Ok(None) => error,
-            Ok(Some((earlier, same_body))) => {
-                let competes = same_body
-                    && last_function.is_some()
-                    && error.location.is_some()
-                    && !error.message.contains(KERNEL_FAILED);
-                if competes {
-                    earliest([earlier, error]).unwrap_or_else(|| RuntimeError::new(""))
-                } else {
-                    earlier
-                }
-            }
-            Err(e) => e,
+        candidates.extend(self.reported.take());
+        if !error.message.contains(KERNEL_FAILED) || candidates.is_empty() {
+            let path = if failure.is_empty() {
+                vec![u64::MAX]
+            } else {
+                failure.to_vec()
+            };
+            candidates.push((error, path));
         }
+        earliest(candidates)
+            .map(|(error, _)| error)
+            .unwrap_or_else(|| RuntimeError::new("a run failed without an error"))
     }
 
-    /// Reads every status word back and returns the earliest failure (as
-    /// [`PendingChecks::settle`] does), with whether every failed launch and the last launch
-    /// belong to one function.
-    fn settle_all_failures(&mut self, device: &Device) -> Result<Option<(RuntimeError, bool)>> {
+    /// Reads every status word back and returns the failures of the launches not yet
+    /// checked (with their paths).
+    fn settle_all_failures(&mut self, device: &Device) -> Result<Vec<(RuntimeError, SourcePath)>> {
         if self.launches.is_empty() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        let last = self
-            .launches
-            .last()
-            .map(|l| function_of(&l.kernel.name).to_string());
         let mut read = device
             .take_status_words(true)
             .map_err(|e| RuntimeError::new(format!("reading kernels' status words: {e}")))?;
         self.words.append(&mut read);
-        let same_body = {
-            let failures = self.failures()?;
-            failures.iter().all(|(_, f, _)| Some(*f) == last.as_deref())
-        };
-        let outcome = self.earliest_failure();
+        let failures = self.failures();
         let complete = self.words.len() >= self.launches.iter().map(|l| l.words.len()).sum();
         let name = self.launches[0].kernel.name.clone();
         self.launches.clear();
         self.words.clear();
-        match outcome? {
-            Some(error) => Ok(Some((error, same_body))),
-            None if complete => Ok(None),
-            None => Err(RuntimeError::new(format!(
+        let failures = failures?;
+        if failures.is_empty() && !complete {
+            return Err(RuntimeError::new(format!(
                 "{name}: its status words were not read back"
-            ))),
+            )));
         }
+        Ok(failures)
     }
 }
 
-/// The function a generated kernel belongs to: its name is `<function>_k<n>`.
-fn function_of(kernel: &str) -> &str {
-    kernel
-        .rsplit_once("_k")
-        .map_or(kernel, |(function, _)| function)
-}
-
-/// The error of the statement that comes first in the source (errors without a position
-/// last; among equals, the first given).
-fn earliest(errors: impl IntoIterator<Item = RuntimeError>) -> Option<RuntimeError> {
-    errors
+/// The failure first in execution order: the smallest path (among equals, the first given).
+fn earliest(
+    failures: impl IntoIterator<Item = (RuntimeError, SourcePath)>,
+) -> Option<(RuntimeError, SourcePath)> {
+    failures
         .into_iter()
         .enumerate()
-        .min_by_key(|(k, e)| (e.location.is_none(), e.location, *k))
-        .map(|(_, e)| e)
+        .min_by(|(i, (_, a)), (j, (_, b))| a.cmp(b).then(i.cmp(j)))
+        .map(|(_, failure)| failure)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn at(message: &str, line: u32, column: u32) -> RuntimeError {
-        RuntimeError {
+    fn at(message: &str, line: u32, column: u32) -> (RuntimeError, SourcePath) {
+        let error = RuntimeError {
             message: message.to_string(),
             location: Some((line, column)),
-        }
+        };
+        (error, vec![position_key(line, column)])
     }
 
     #[test]
@@ -273,15 +261,32 @@ mod tests {
     }
 
     #[test]
-    fn an_error_without_a_position_comes_after_located_ones() {
-        let unlocated = RuntimeError::new("no position");
-        let located = at("at 12:3", 12, 3);
-        assert_eq!(earliest([unlocated, located.clone()]), Some(located));
+    fn an_error_inside_a_call_comes_at_the_call() {
+        // A failure at line 3 of a function called at line 20 comes after one at line 15 of
+        // the caller, and before one at line 21.
+        let (error, mut path) = at("@mod: integer modulo by zero", 3, 5);
+        path.insert(0, position_key(20, 5));
+        let in_call = (error, path);
+        let before = at("@min: no minimum of no elements", 15, 5);
+        let after = at("@lt: length mismatch (1 vs 2)", 21, 5);
+        assert_eq!(earliest([in_call.clone(), before.clone()]), Some(before));
+        assert_eq!(earliest([after, in_call.clone()]), Some(in_call));
     }
 
     #[test]
-    fn kernels_belong_to_the_function_their_name_starts_with() {
-        assert_eq!(function_of("main_k0"), "main");
-        assert_eq!(function_of("my_kernel_fn_k12"), "my_kernel_fn");
+    fn an_earlier_iteration_comes_first_whatever_the_positions() {
+        let loop_at = position_key(10, 5);
+        let late_in_first = (
+            RuntimeError::new("late statement, iteration 0"),
+            vec![loop_at, 0, position_key(14, 7)],
+        );
+        let early_in_second = (
+            RuntimeError::new("early statement, iteration 1"),
+            vec![loop_at, 1, position_key(11, 7)],
+        );
+        assert_eq!(
+            earliest([early_in_second, late_in_first.clone()]),
+            Some(late_in_first)
+        );
     }
 }
