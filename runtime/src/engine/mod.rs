@@ -97,10 +97,7 @@ impl<'d> GpuEngine<'d> {
     /// `value` on the host, read back when it is on the device; the read is recorded under
     /// `step`, the host step that needs it.
     fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
-        let (host, moved) = match location::host(self.device, value) {
-            Ok(read) => read,
-            Err(e) => return Err(e),
-        };
+        let (host, moved) = location::host(self.device, value)?;
         // The read brought the status words logged before it: check them.
         self.pending.settle(self.device, false)?;
         if moved.bytes > 0 {
@@ -485,10 +482,7 @@ impl Accelerator for GpuEngine<'_> {
             self.pending
                 .push(status::PendingStatus::new(kernel, at, context, &logged));
         }
-        let outputs = match launched {
-            Ok(outputs) => outputs,
-            Err(e) => return Err(e),
-        };
+        let outputs = launched?;
         // Status words a read inside the launch brought back are checked now.
         self.pending.settle(self.device, false)?;
         self.uploaded_bytes += cost.upload_bytes;
