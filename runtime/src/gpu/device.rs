@@ -316,13 +316,18 @@ impl Device {
     /// Submits `commands` after the pool's pending clears (see `pool`): every submission
     /// of work that may use a pooled buffer goes through here.
     pub(crate) fn submit(&self, commands: wgpu::CommandBuffer) {
+        self.submit_indexed(commands);
+    }
+
+    /// [`Device::submit`], returning the submission's index (for a wait on it alone).
+    pub(crate) fn submit_indexed(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
         // Taking the clears and submitting them is one step for all threads: a clear taken
         // by one thread but submitted after another thread's work would wipe that work.
         let _order = self.pool.submit_order();
         match self.pool.take_clears() {
             Some(clears) => self.queue.submit([clears, commands]),
             None => self.queue.submit([commands]),
-        };
+        }
     }
 
     /// Submits the pool's pending clears now, if any. A write from the host

@@ -782,7 +782,7 @@ impl<'d> GpuGraph<'d> {
                         0,
                         (CONTROL_WORDS * 4) as u64,
                     );
-                    device.queue.submit([encoder.finish()])
+                    device.submit_indexed(encoder.finish())
                 })
                 .map_err(gpu_error)?;
             level += check_every;
@@ -906,7 +906,7 @@ fn submit_copy(device: &Device, from: &wgpu::Buffer, to: &wgpu::Buffer, len: usi
                         label: Some("ibfs copy"),
                     });
             encoder.copy_buffer_to_buffer(from, 0, to, 0, (len * 4) as u64);
-            device.queue.submit([encoder.finish()])
+            device.submit_indexed(encoder.finish())
         })
         .map_err(gpu_error)?;
     Ok(())
@@ -1088,7 +1088,7 @@ pub(crate) fn download_i32(device: &Device, source: &wgpu::Buffer, len: usize) -
                         label: Some("ibfs results download"),
                     });
             encoder.copy_buffer_to_buffer(source, 0, &staging, 0, (len * 4) as u64);
-            device.queue.submit([encoder.finish()])
+            device.submit_indexed(encoder.finish())
         })
         .map_err(gpu_error)?;
     let bytes = map_read(device, &staging, Some(index))?;

@@ -270,7 +270,7 @@ pub(super) fn submit(
     body(&mut encoder)?;
     device
         .capture_errors(label, command_error, || {
-            device.queue.submit([encoder.finish()])
+            device.submit_indexed(encoder.finish())
         })
         .map_err(gpu_error)
 }
