@@ -124,6 +124,9 @@ impl PendingChecks {
         if let Some((error, path)) = self.earliest_failure()? {
             self.launches.clear();
             self.words.clear();
+            // The words of later launches still on the device are dropped with them: read
+            // later, they would be taken for the words of launches that come after.
+            device.reset_status_log();
             self.reported = Some((error.clone(), path));
             return Err(error);
         }
