@@ -566,3 +566,62 @@ fn saved_reproductions_agree() {
         failures.join("\n")
     );
 }
+
+/// An engine kept across programs, as the fuzzer's jobs (and an embedding application) keep
+/// one, reports each run's own error: a kernel failure found only when a run ends (its
+/// output was never read back) belongs to that run, not to the next run that fails.
+#[test]
+fn an_engine_kept_across_runs_reports_each_runs_own_error() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let db = database(0.001);
+    // The minimum's kernel fails, and nothing reads its output back before the run ends.
+    let unread_failure = "module m {
+  import Builtin.*;
+  def main() : i32 {
+    t:table = @load_table(`nation:sym);
+    k:i32 = check_cast(@column_value(t, `n_nationkey:sym), i32);
+    none:bool = @lt(k, 0:i32);
+    c:i32 = @compress(none, k);
+    m:i32 = @min(c);
+    return k;
+  }
+}";
+    // Fails later in its source than the first program's failure did.
+    let later_failure = "module m {
+  import Builtin.*;
+  def main() : i64 {
+    t:table = @load_table(`nation:sym);
+    k:i32 = check_cast(@column_value(t, `n_nationkey:sym), i32);
+    a:i64 = @plus(k, 1:i64);
+    b:i64 = @plus(a, 1:i64);
+    c:i64 = @plus(b, 1:i64);
+    z:i32 = @minus(k, k);
+    d:i64 = @mod(c, z);
+    return d;
+  }
+}";
+    let mut engine = GpuEngine::new(device);
+    for (text, error) in [
+        (unread_failure, "@min: no minimum of no elements"),
+        (later_failure, "@mod: integer modulo by zero"),
+        (unread_failure, "@min: no minimum of no elements"),
+    ] {
+        let mut t = Timings::default();
+        match check(text, &db, &mut engine, &mut t) {
+            Verdict::Refused(message) => assert!(
+                message.contains(error),
+                "expected {error:?}, both backends said {message:?}"
+            ),
+            Verdict::Disagree(d) => panic!(
+                "{:?} {}\n    CPU {}\n    GPU {}",
+                d.kind,
+                d.detail,
+                d.cpu.describe(),
+                d.gpu.describe()
+            ),
+            Verdict::Answered => panic!("expected {error:?}, both backends answered"),
+        }
+    }
+}

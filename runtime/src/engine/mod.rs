@@ -511,15 +511,15 @@ impl Accelerator for GpuEngine<'_> {
         // kernel that failed fails the run with its own message, whatever came after it.
         let outcome = match outcome {
             Ok(values) => self.pending.settle(self.device, true).map(|()| values),
-            Err(e) => {
-                let error = self.pending.first_error(self.device, e, failure);
-                // A failed run leaves nothing to the next: status words of launches it never
-                // checked would be read as the next run's.
-                self.device.reset_status_log();
-                self.pending = status::PendingChecks::default();
-                Err(error)
-            }
+            Err(e) => Err(self.pending.first_error(self.device, e, failure)),
         };
+        if outcome.is_err() {
+            // A failed run leaves nothing to the next: status words of launches it never
+            // checked would be read as the next run's, and a failure the last settle found
+            // (kept for `first_error`) would be reported as the next failing run's error.
+            self.device.reset_status_log();
+            self.pending = status::PendingChecks::default();
+        }
         // GPU time by timestamps, logged by every timed submission of the run.
         match self.device.drain_gpu_time() {
             Ok(time) => {

@@ -127,7 +127,10 @@ impl PendingChecks {
             // The words of later launches still on the device are dropped with them: read
             // later, they would be taken for the words of launches that come after.
             device.reset_status_log();
-            self.reported = Some((error.clone(), path));
+            // Of two failures read back in one run, the earlier statement's is the run's.
+            if self.reported.as_ref().is_none_or(|(_, kept)| path < *kept) {
+                self.reported = Some((error.clone(), path));
+            }
             return Err(error);
         }
         let (mut used, mut passed) = (0, 0);
