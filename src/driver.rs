@@ -11,7 +11,10 @@ pub use horsec_runtime::plan::Target;
 
 use crate::diag::{has_errors, Diagnostic, SourceFile};
 use crate::outline::{outline_program, OutlinedProgram};
-use crate::sema::{self, typed::TypedProgram};
+use crate::sema::{
+    self,
+    typed::{FunctionId, TypedProgram},
+};
 use crate::syntax::{self, ast::Program};
 
 /// Everything the compiler produced for one file, up to the first stage that failed.
@@ -151,11 +154,29 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     let Some(typed) = c.typed.as_ref().filter(|_| !has_errors(&c.diagnostics)) else {
         return c;
     };
-    // Shared by both backends, so both refuse a provable mismatch alike (timed as part of
-    // the analysis).
+    // The mismatch check is shared by both backends, so both refuse a provable mismatch
+    // alike (timed as part of the analysis). A program that will be outlined is analysed
+    // here once, for the check and for the outliner.
     let start = Instant::now();
-    c.diagnostics
-        .extend(crate::analysis::mismatch::provable_mismatches(typed));
+    let outlines = until >= Stage::Outline && !(until == Stage::Plan && target == Target::Cpu);
+    let analyses = if outlines {
+        let analyses = crate::analysis::analyze_program(typed);
+        for (index, analysis) in analyses.iter().enumerate() {
+            c.diagnostics.extend(match analysis {
+                Ok(analysis) => crate::analysis::mismatch::mismatches_in(typed, &analysis.shapes),
+                // The outliner reports the failed analysis; the check still runs where
+                // shape analysis alone succeeds.
+                Err(_) => crate::analysis::shape::analyze(typed, FunctionId(index))
+                    .map(|shapes| crate::analysis::mismatch::mismatches_in(typed, &shapes))
+                    .unwrap_or_default(),
+            });
+        }
+        Some(analyses)
+    } else {
+        c.diagnostics
+            .extend(crate::analysis::mismatch::provable_mismatches(typed));
+        None
+    };
     if let Some((_, time)) = c.stage_times.last_mut() {
         *time += start.elapsed();
     }
@@ -171,7 +192,10 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     }
 
     let start = Instant::now();
-    let outlined = outline_program(typed);
+    let outlined = match analyses {
+        Some(analyses) => crate::outline::outline_analyzed(typed, analyses),
+        None => outline_program(typed),
+    };
     c.stage_times.push(("outline", start.elapsed()));
     match outlined {
         Ok(outlined) => c.outlined = Some(outlined),
@@ -201,7 +225,7 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     for function in &outlined.functions {
         let mut modules = Vec::with_capacity(function.kernels.len());
         for kernel in &function.kernels {
-            match crate::codegen::generate_kernel(typed, &function.analysis, kernel) {
+            match crate::codegen::generate_kernel_for_device(typed, &function.analysis, kernel) {
                 Ok(module) => modules.push(Some(Arc::new(module))),
                 // A builtin without GPU code yet: the kernel's statements run on the CPU,
                 // said here and listed again by `--time` as CPU compute steps.

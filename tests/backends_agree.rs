@@ -182,3 +182,50 @@ fn pooled_buffers_never_alias_values_live_across_loops_and_function_frames() {
         assert!(gpu.is_ok(), "{gpu:?}");
     }
 }
+
+/// The compile path of a program about to run leaves naga's validation of generated WGSL to
+/// the shader module's creation; a module that does not validate is still reported as an
+/// internal compiler error naming the kernel, never as a driver failure or a wrong answer.
+#[test]
+fn generated_wgsl_that_does_not_validate_is_an_internal_compiler_error() {
+    use horsec::driver::{compile_for, Stage, Target};
+    use horsec_runtime::engine::GpuEngine;
+    use horsec_runtime::plan::Step;
+    let Some(device) = gpu() else {
+        return;
+    };
+    let text = "module m {
+  import Builtin.*;
+  def main() : f64 {
+    t:table = @load_table(`region:sym);
+    k:i32 = check_cast(@column_value(t, `r_regionkey:sym), i32);
+    x:f64 = @mul(k, 2.5:f64);
+    return x;
+  }
+}";
+    let c = compile_for("invalid.hir", text, Stage::Plan, Target::Gpu);
+    let mut plan = c.plan.expect("compiles");
+    let mut broken = None;
+    for step in &mut plan.functions[plan.entry.0].body {
+        if let Step::Launch { kernel, .. } = step {
+            let kernel = std::sync::Arc::make_mut(kernel);
+            kernel.wgsl = kernel.wgsl.replacen("fn ", "fn fn ", 1);
+            broken = Some(kernel.name.clone());
+        }
+    }
+    let broken = broken.expect("the program launches a kernel");
+    let db = tpch(0.001);
+    let mut printed = Vec::new();
+    let mut profile = horsec_runtime::profile::Profile::new();
+    let mut engine = GpuEngine::new(device);
+    let error =
+        horsec_runtime::interp::run_with(&plan, &*db, &mut printed, &mut engine, &mut profile)
+            .expect_err("an invalid module cannot run");
+    assert!(
+        error.message.starts_with(&format!(
+            "internal compiler error: the WGSL generated for kernel {broken} does not validate"
+        )),
+        "{}",
+        error.message
+    );
+}

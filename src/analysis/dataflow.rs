@@ -56,6 +56,14 @@ pub trait DataFlowAnalysis {
     /// evaluating the condition or count (the framework walks the bodies); for `break` and
     /// `continue` it is normally the identity.
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact;
+
+    /// Whether [`FlowResults::after`] is wanted. An analysis whose users read only the facts
+    /// before statements says no: each recorded fact is a copy of the whole fact, so for
+    /// facts that map every local, recording both sides doubles a cost quadratic in the
+    /// function's size.
+    fn records_after(&self) -> bool {
+        true
+    }
 }
 
 /// The facts around every statement, in program order whatever the direction.
@@ -64,7 +72,8 @@ pub struct FlowResults<F> {
     /// Before each statement. For a `while` this is the loop head (reached from before the
     /// loop and from the back edges), where its condition is read.
     pub before: Vec<F>,
-    /// After each statement; after a compound statement, once its flows have met.
+    /// After each statement; after a compound statement, once its flows have met. Empty
+    /// when the analysis does not record them (see [`DataFlowAnalysis::records_after`]).
     pub after: Vec<F>,
     /// At the function exit (forward) or entry (backward).
     pub boundary_out: F,
@@ -111,10 +120,15 @@ pub fn solve<A: DataFlowAnalysis>(
 ) -> Result<FlowResults<A::Fact>, NoFixedPoint> {
     let tree = StatementTree::new(function);
     let unreachable = analysis.unreachable();
+    let records_after = analysis.records_after();
     let mut solver = Solver {
         analysis,
         before: vec![unreachable.clone(); tree.len()],
-        after: vec![unreachable.clone(); tree.len()],
+        after: if records_after {
+            vec![unreachable.clone(); tree.len()]
+        } else {
+            Vec::new()
+        },
         loops: Vec::new(),
         exits: Vec::new(),
         next_id: 0,

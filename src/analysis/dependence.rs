@@ -82,12 +82,23 @@ impl DependenceGraph {
         function: &Function,
     ) -> Result<DependenceGraph, NoFixedPoint> {
         let reaching_defs = solve(&mut ReachingDefinitions::new(function), function)?;
+        Self::from_reaching(program, id, function, &reaching_defs)
+    }
+
+    /// [`DependenceGraph::build`] with the reaching definitions already solved (they also
+    /// give the use-def chains: see `analysis::analyze_function`).
+    pub fn from_reaching(
+        program: &TypedProgram,
+        id: FunctionId,
+        function: &Function,
+        reaching_defs: &FlowResults<BTreeSet<Definition>>,
+    ) -> Result<DependenceGraph, NoFixedPoint> {
         let reaching_uses = solve(&mut ReachingUses, function)?;
         Ok(Self::from_flow(
             program,
             id,
             function,
-            &reaching_defs,
+            reaching_defs,
             &reaching_uses,
         ))
     }

@@ -22,41 +22,50 @@ use horsec_runtime::builtin::Builtin;
 use crate::diag::Diagnostic;
 use crate::sema::typed::{Arg, Callee, FunctionId, TypedProgram};
 
-use super::shape::{self, Shape, Size};
+use super::shape::{self, Shape, ShapeResults, Size};
 use super::statements::{statement_call, StatementTree};
 
 /// The located errors of every provable length mismatch in `program`, in source order per
 /// function. A function whose shape analysis fails is skipped (the GPU outliner reports it).
 pub fn provable_mismatches(program: &TypedProgram) -> Vec<Diagnostic> {
     let mut errors = Vec::new();
-    for (index, function) in program.functions.iter().enumerate() {
-        let Ok(shapes) = shape::analyze(program, FunctionId(index)) else {
+    for index in 0..program.functions.len() {
+        if let Ok(shapes) = shape::analyze(program, FunctionId(index)) {
+            errors.extend(mismatches_in(program, &shapes));
+        }
+    }
+    errors
+}
+
+/// [`provable_mismatches`] of one function, given its shapes.
+pub fn mismatches_in(program: &TypedProgram, shapes: &ShapeResults) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    let Some(function) = program.functions.get(shapes.function.0) else {
+        return errors;
+    };
+    let tree = StatementTree::new(function);
+    for (id, _) in tree.iter() {
+        let Some(stmt) = tree.stmt(id) else {
             continue;
         };
-        let tree = StatementTree::new(function);
-        for (id, _) in tree.iter() {
-            let Some(stmt) = tree.stmt(id) else {
-                continue;
-            };
-            let Some((Callee::Builtin(builtin), args)) = statement_call(stmt) else {
-                continue;
-            };
-            let [Arg::Operand(x), Arg::Operand(y)] = args else {
-                continue;
-            };
-            let constant = |operand| match shapes.operand_shape(program, id, operand) {
-                Shape::Vector(Size::Constant(n)) => Some(n),
-                _ => None,
-            };
-            let (Some(n), Some(m)) = (constant(x), constant(y)) else {
-                continue;
-            };
-            if let Some(message) = mismatch(builtin, n, m) {
-                errors.push(Diagnostic::error(
-                    stmt.span,
-                    format!("@{builtin}: {message}"),
-                ));
-            }
+        let Some((Callee::Builtin(builtin), args)) = statement_call(stmt) else {
+            continue;
+        };
+        let [Arg::Operand(x), Arg::Operand(y)] = args else {
+            continue;
+        };
+        let constant = |operand| match shapes.operand_shape(program, id, operand) {
+            Shape::Vector(Size::Constant(n)) => Some(n),
+            _ => None,
+        };
+        let (Some(n), Some(m)) = (constant(x), constant(y)) else {
+            continue;
+        };
+        if let Some(message) = mismatch(builtin, n, m) {
+            errors.push(Diagnostic::error(
+                stmt.span,
+                format!("@{builtin}: {message}"),
+            ));
         }
     }
     errors

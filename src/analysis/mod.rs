@@ -82,8 +82,9 @@ pub fn analyze_function(
         .functions
         .get(id.0)
         .ok_or(AnalysisError::UnknownFunction(id))?;
-    let chains = UseDefChains::build(function)?;
-    let dependence = DependenceGraph::build(program, id, function)?;
+    let reaching = dataflow::solve(&mut defuse::ReachingDefinitions::new(function), function)?;
+    let chains = UseDefChains::from_reaching(function, &reaching);
+    let dependence = DependenceGraph::from_reaching(program, id, function, &reaching)?;
     let shapes = shape::analyze_with(program, id, function, &chains)?;
     let geometry = geometry::analyze(program, function, &shapes);
     Ok(FunctionAnalysis {
@@ -93,6 +94,13 @@ pub fn analyze_function(
         shapes,
         geometry,
     })
+}
+
+/// Runs every analysis on every function of `program`, in function order.
+pub fn analyze_program(program: &TypedProgram) -> Vec<Result<FunctionAnalysis, AnalysisError>> {
+    (0..program.functions.len())
+        .map(|index| analyze_function(program, FunctionId(index)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,9 +2,13 @@
 //! description the GPU engine runs it by ([`horsec_runtime::kernel::KernelLaunch`]).
 //!
 //! Entry points: [`generate_kernel`] for one kernel, [`generate_program`] for every kernel the
-//! outliner made. Every module is parsed and validated by naga (with the 64-bit integer and
-//! float capabilities) before it is returned; a module that does not validate is a compiler
-//! bug, reported as [`CodegenErrorKind::InvalidWgsl`] with the kernel's name. A statement the
+//! outliner made. Every module they return is parsed and validated by naga (with the 64-bit
+//! integer and float capabilities); a module that does not validate is a compiler bug,
+//! reported as [`CodegenErrorKind::InvalidWgsl`] with the kernel's name.
+//! [`generate_kernel_for_device`] is the compile path of a program about to run: it leaves
+//! validation to the device, whose shader-module creation parses and validates every module
+//! with naga anyway (validating here too would do that work twice, and it is a third of the
+//! compile time of a TPC-H query). A statement the
 //! generator cannot translate yet is a [`CodegenErrorKind::Unsupported`] error naming the
 //! statement, the builtin and the kernel — never silently wrong code.
 
@@ -119,15 +123,27 @@ pub fn generate_kernel(
     analysis: &FunctionAnalysis,
     kernel: &Kernel,
 ) -> Result<KernelModule, CodegenError> {
+    let launch = generate_kernel_for_device(program, analysis, kernel)?;
+    validate(&launch.name, &launch.wgsl)?;
+    Ok(launch)
+}
+
+/// [`generate_kernel`] without the naga validation, for a plan about to run: the GPU engine
+/// creates the kernel's shader module, which validates it with the same naga rules, and
+/// reports a module that does not validate as an internal compiler error naming the kernel
+/// (see `horsec_runtime::engine`).
+pub fn generate_kernel_for_device(
+    program: &TypedProgram,
+    analysis: &FunctionAnalysis,
+    kernel: &Kernel,
+) -> Result<KernelModule, CodegenError> {
     if analysis.function != kernel.function {
         return Err(CodegenError::malformed(
             &kernel.name,
             "the analysis given is of another function",
         ));
     }
-    let launch = generate::Generator::new(program, analysis, kernel)?.generate()?;
-    validate(&launch.name, &launch.wgsl)?;
-    Ok(launch)
+    generate::Generator::new(program, analysis, kernel)?.generate()
 }
 
 /// The naga capabilities generated modules may use: 64-bit integers and floats (wgpu's

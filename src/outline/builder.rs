@@ -3,17 +3,18 @@
 //! its inputs and outputs, and lays out the host program in launch order.
 
 use crate::analysis::statements::nested_bodies;
-use crate::analysis::{analyze_function, StmtId};
+use crate::analysis::{AnalysisError, FunctionAnalysis, StmtId};
 use crate::sema::typed::{FunctionId, Stmt, StmtKind, TypedProgram};
 
 use super::kernel::{Kernel, KernelId};
 use super::partition::{Context, Members, Partition, Placed, Role};
 use super::{OutlineError, OutlinedFunction, OutlinedStmt};
 
-/// Outlines `program.functions[id]`.
+/// Outlines `program.functions[id]`, given its analysis (or why it has none).
 pub(crate) fn outline_function(
     program: &TypedProgram,
     id: FunctionId,
+    analysis: Result<FunctionAnalysis, AnalysisError>,
 ) -> Result<OutlinedFunction, OutlineError> {
     let function = program
         .functions
@@ -22,7 +23,7 @@ pub(crate) fn outline_function(
             function: format!("#{}", id.0),
             message: "no such function".to_string(),
         })?;
-    let analysis = analyze_function(program, id).map_err(|error| OutlineError::Analysis {
+    let analysis = analysis.map_err(|error| OutlineError::Analysis {
         function: function.qualified_name(),
         error,
     })?;

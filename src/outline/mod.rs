@@ -119,8 +119,30 @@ impl std::error::Error for OutlineError {}
 
 /// Outlines every function of `program`.
 pub fn outline_program(program: &TypedProgram) -> Result<OutlinedProgram, OutlineError> {
-    let functions = (0..program.functions.len())
-        .map(|index| builder::outline_function(program, FunctionId(index)))
+    outline_analyzed(program, crate::analysis::analyze_program(program))
+}
+
+/// Outlines every function of `program` given their analyses, in function order (as
+/// [`analyze_program`](crate::analysis::analyze_program) gives them): the driver analyses a
+/// program once for both the shared mismatch check and the outliner.
+pub fn outline_analyzed(
+    program: &TypedProgram,
+    analyses: Vec<Result<FunctionAnalysis, AnalysisError>>,
+) -> Result<OutlinedProgram, OutlineError> {
+    if analyses.len() != program.functions.len() {
+        return Err(OutlineError::Internal {
+            function: "(program)".to_string(),
+            message: format!(
+                "{} analyses for {} functions",
+                analyses.len(),
+                program.functions.len()
+            ),
+        });
+    }
+    let functions = analyses
+        .into_iter()
+        .enumerate()
+        .map(|(index, analysis)| builder::outline_function(program, FunctionId(index), analysis))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(OutlinedProgram { functions })
 }

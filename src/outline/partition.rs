@@ -711,6 +711,8 @@ impl Partition {
     /// Step 1, in reverse program order: a GPU unit joins the kernel holding all of its data
     /// successors when the geometries are equal and nothing needs a barrier.
     fn pipeline(&mut self, cx: &Context<'_>) {
+        // The group graph changes only when groups merge: rebuilt then, not per unit.
+        let mut graph = self.graph();
         for unit in (0..self.units.len()).rev() {
             if !matches!(self.units[unit].role, Role::Gpu(_)) {
                 continue;
@@ -725,9 +727,9 @@ impl Partition {
                 continue;
             };
             let own = self.group_of[unit];
-            let graph = self.graph();
             if let Some(geometry) = self.merged(cx, &graph, own, kernel, Fusion::Identical) {
                 self.merge(kernel, own, geometry);
+                graph = self.graph();
             }
         }
     }
@@ -769,7 +771,7 @@ impl Partition {
         let mut merged_any = false;
         'restart: loop {
             let graph = self.graph();
-            for parent in self.order() {
+            for parent in self.order(&graph) {
                 if self.kernel_geometry(parent).is_none() {
                     continue;
                 }
@@ -801,7 +803,7 @@ impl Partition {
         'restart: loop {
             let graph = self.graph();
             let kernels: Vec<usize> = self
-                .order()
+                .order(&graph)
                 .into_iter()
                 .filter(|&g| self.kernel_geometry(g).is_some())
                 .collect();
@@ -823,8 +825,7 @@ impl Partition {
     /// The live groups in a topological order of the group graph that keeps program order
     /// wherever the dependences allow (ties go to the group whose first unit comes first).
     /// `None` if the graph has a cycle (a bug: every merge keeps it acyclic).
-    fn topological(&self) -> Option<Vec<usize>> {
-        let graph = self.graph();
+    fn topological(&self, graph: &GroupGraph) -> Option<Vec<usize>> {
         let mut indegree = vec![0usize; self.groups.len()];
         for &(_, to) in graph.links.keys() {
             indegree[to] += 1;
@@ -854,8 +855,8 @@ impl Partition {
     }
 
     /// Live groups in topological order, or in first-unit order if (by a bug) there is none.
-    fn order(&self) -> Vec<usize> {
-        self.topological().unwrap_or_else(|| {
+    fn order(&self, graph: &GroupGraph) -> Vec<usize> {
+        self.topological(graph).unwrap_or_else(|| {
             (0..self.groups.len())
                 .filter(|&g| self.groups[g].is_some())
                 .collect()
@@ -864,7 +865,7 @@ impl Partition {
 
     /// The final groups in launch order; `None` if the group graph has a cycle.
     pub fn placed(&self) -> Option<Vec<Placed>> {
-        let order = self.topological()?;
+        let order = self.topological(&self.graph())?;
         Some(
             order
                 .into_iter()

@@ -802,7 +802,16 @@ impl<'a> Run<'a> {
                 entry_point,
                 bindings: bound.kinds,
             })
-            .map_err(gpu_error)?;
+            .map_err(|e| match e {
+                // The compiler leaves naga's validation of generated modules to the shader
+                // module's creation (see `horsec::codegen::generate_kernel_for_device`).
+                crate::gpu::GpuError::Shader { message, .. } => RuntimeError::new(format!(
+                    "internal compiler error: the WGSL generated for kernel {} does not \
+                     validate (a bug in horsec's code generator):\n{message}",
+                    kernel.name
+                )),
+                e => gpu_error(e),
+            })?;
         let mut buffers: Vec<wgpu::Buffer> = vec![(*uniform).clone()];
         for binding in &kernel.bindings {
             buffers.push(match &binding.buffer {

@@ -53,7 +53,8 @@ pub enum Size {
     Constant(u64),
     /// The rows (or column count) of the table loaded by name.
     Symbol {
-        table: String,
+        /// Shared: shapes are copied into the fact of every statement.
+        table: std::sync::Arc<str>,
         dimension: TableDimension,
     },
     /// As many elements as `mask` has true values, out of a vector of `size`.
@@ -64,7 +65,7 @@ pub enum Size {
 impl Size {
     pub fn rows(table: &str) -> Size {
         Size::Symbol {
-            table: table.to_string(),
+            table: table.into(),
             dimension: TableDimension::Rows,
         }
     }
@@ -186,7 +187,6 @@ pub struct ShapeResults {
     pub values: Vec<Vec<Shape>>,
     /// The shapes of the locals before each statement (see `FlowResults::before`).
     pub before: Vec<ShapeFact>,
-    pub after: Vec<ShapeFact>,
     /// The merged shapes of the returned values.
     pub returns: Vec<Shape>,
     pub dynamic: DynamicSizes,
@@ -272,7 +272,6 @@ pub fn analyze_with(
         function: id,
         values: analysis.values,
         before: flow.before,
-        after: flow.after,
         returns: analysis.returns,
         dynamic: analysis.dynamic,
     })
@@ -541,6 +540,11 @@ pub fn merge_size(
 
 impl DataFlowAnalysis for ShapeAnalysis<'_> {
     type Fact = ShapeFact;
+
+    /// Users read the shapes where statements read operands: before them.
+    fn records_after(&self) -> bool {
+        false
+    }
 
     fn direction(&self) -> Direction {
         Direction::Forward

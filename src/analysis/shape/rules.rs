@@ -447,7 +447,7 @@ impl ShapeAnalysis<'_> {
             B::LoadTable => Some(match arg(0).and_then(ArgInfo::text_value) {
                 Some(table) => Shape::Table {
                     columns: Size::Symbol {
-                        table: table.to_string(),
+                        table: table.into(),
                         dimension: TableDimension::Columns,
                     },
                     rows: Size::rows(table),

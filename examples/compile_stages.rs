@@ -1,0 +1,79 @@
+//! Compile time per stage, for the compile-time goal of issue 11 (parse → WGSL in at most
+//! 1 ms per TPC-H query): compiles each given `.hir` file for the GPU `RUNS` times (default
+//! 21) in one process and prints the median of each stage and of the whole.
+//!
+//! `cargo run --release --example compile_stages -- ../shared/conformance/tpch/queries/*.hir`
+
+use std::time::Duration;
+
+use horsec::driver::{compile_for, Stage, Target};
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times.get(times.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(t: Duration) -> String {
+    format!("{:.3}", t.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(21);
+    let files: Vec<String> = std::env::args().skip(1).collect();
+    let mut stage_names: Vec<&'static str> = Vec::new();
+    let mut rows = Vec::new();
+    for file in &files {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("error: {file}: {e}");
+                std::process::exit(1);
+            }
+        };
+        let mut per_stage: Vec<Vec<Duration>> = Vec::new();
+        let mut totals = Vec::new();
+        for _ in 0..runs {
+            let c = compile_for(file, &text, Stage::Plan, Target::Gpu);
+            if c.plan.is_none() {
+                eprintln!(
+                    "error: {file} does not compile:\n{}",
+                    c.render_diagnostics()
+                );
+                std::process::exit(1);
+            }
+            if stage_names.is_empty() {
+                stage_names = c.stage_times.iter().map(|(s, _)| *s).collect();
+            }
+            per_stage.resize(c.stage_times.len(), Vec::new());
+            for (k, (_, t)) in c.stage_times.iter().enumerate() {
+                per_stage[k].push(*t);
+            }
+            totals.push(c.stage_times.iter().map(|(_, t)| *t).sum());
+        }
+        let name = std::path::Path::new(file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| file.clone());
+        rows.push((
+            name,
+            per_stage.into_iter().map(median).collect::<Vec<_>>(),
+            median(totals),
+        ));
+    }
+    print!("{:<8}", "query");
+    for s in &stage_names {
+        print!(" {s:>9}");
+    }
+    println!(" {:>9}", "total");
+    for (name, stages, total) in &rows {
+        print!("{name:<8}");
+        for t in stages {
+            print!(" {:>9}", ms(*t));
+        }
+        println!(" {:>9}", ms(*total));
+    }
+    println!("medians of {runs} compiles (ms), parse → plan for the GPU, one process");
+}
