@@ -64,6 +64,15 @@ pub trait DataFlowAnalysis {
     fn records_after(&self) -> bool {
         true
     }
+
+    /// Writes into `into` what [`FlowResults::before`] keeps of `fact`, the fact before
+    /// `stmt`: all of it, unless the analysis's users read only part of it there (each
+    /// recorded fact is a copy, so keeping whole facts that map every local costs time
+    /// quadratic in the function's size).
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
+        let _ = stmt;
+        into.clone_from(fact);
+    }
 }
 
 /// The facts around every statement, in program order whatever the direction.
@@ -180,9 +189,9 @@ struct Solver<'a, A: DataFlowAnalysis> {
 }
 
 impl<A: DataFlowAnalysis> Solver<'_, A> {
-    fn record(&mut self, id: StmtId, before: &A::Fact, after: &A::Fact) {
+    fn record(&mut self, id: StmtId, stmt: &Stmt, before: &A::Fact, after: &A::Fact) {
         if let Some(slot) = self.before.get_mut(id.0) {
-            slot.clone_from(before);
+            self.analysis.record_before(stmt, before, slot);
         }
         if let Some(slot) = self.after.get_mut(id.0) {
             slot.clone_from(after);
@@ -221,7 +230,7 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                 };
                 self.analysis
                     .join(JoinPoint::IfMerge(id), &mut merged, &other);
-                self.record(id, &entry, &merged);
+                self.record(id, stmt, &entry, &merged);
                 Ok(merged)
             }
             StmtKind::While { body, .. } => {
@@ -251,7 +260,7 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                             self.analysis
                                 .join(JoinPoint::LoopExit(id), &mut exit, broken);
                         }
-                        self.record(id, &head, &exit);
+                        self.record(id, stmt, &head, &exit);
                         return Ok(exit);
                     }
                     head = next_head;
@@ -289,7 +298,7 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                             self.analysis
                                 .join(JoinPoint::LoopExit(id), &mut exit, broken);
                         }
-                        self.record(id, &entry, &exit);
+                        self.record(id, stmt, &entry, &exit);
                         return Ok(exit);
                     }
                     head = next_head;
@@ -310,19 +319,19 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                 }
                 // Outside a loop (rejected by the front end) control simply stops here.
                 let dead = self.analysis.unreachable();
-                self.record(id, &entry, &dead);
+                self.record(id, stmt, &entry, &dead);
                 Ok(dead)
             }
             StmtKind::Return(_) => {
                 let fact = self.analysis.transfer(id, stmt, &entry);
                 self.exits.push(fact);
                 let dead = self.analysis.unreachable();
-                self.record(id, &entry, &dead);
+                self.record(id, stmt, &entry, &dead);
                 Ok(dead)
             }
             StmtKind::Declare(_) | StmtKind::Assign { .. } | StmtKind::Expr(_) => {
                 let out = self.analysis.transfer(id, stmt, &entry);
-                self.record(id, &entry, &out);
+                self.record(id, stmt, &entry, &out);
                 Ok(out)
             }
         }
@@ -384,7 +393,7 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                 self.analysis
                     .join(JoinPoint::IfMerge(id), &mut merged, &other);
                 let before = self.analysis.transfer(id, stmt, &merged);
-                self.record(id, &before, &after);
+                self.record(id, stmt, &before, &after);
                 Ok(before)
             }
             StmtKind::While { body, .. } => {
@@ -406,7 +415,7 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                         .join(JoinPoint::LoopHead(id), &mut next_successors, &body_before);
                     let next_head = self.analysis.transfer(id, stmt, &next_successors);
                     if next_head == head {
-                        self.record(id, &head, &after);
+                        self.record(id, stmt, &head, &after);
                         return Ok(head);
                     }
                     head = next_head;
@@ -434,7 +443,7 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                         .join(JoinPoint::LoopHead(id), &mut next_head, &body_before);
                     if next_head == head {
                         let before = self.analysis.transfer(id, stmt, &head);
-                        self.record(id, &before, &after);
+                        self.record(id, stmt, &before, &after);
                         return Ok(before);
                     }
                     head = next_head;
@@ -454,17 +463,17 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                 });
                 let from = target.unwrap_or_else(|| self.analysis.unreachable());
                 let before = self.analysis.transfer(id, stmt, &from);
-                self.record(id, &before, &from);
+                self.record(id, stmt, &before, &from);
                 Ok(before)
             }
             StmtKind::Return(_) => {
                 let before = self.analysis.transfer(id, stmt, function_exit);
-                self.record(id, &before, function_exit);
+                self.record(id, stmt, &before, function_exit);
                 Ok(before)
             }
             StmtKind::Declare(_) | StmtKind::Assign { .. } | StmtKind::Expr(_) => {
                 let before = self.analysis.transfer(id, stmt, &after);
-                self.record(id, &before, &after);
+                self.record(id, stmt, &before, &after);
                 Ok(before)
             }
         }

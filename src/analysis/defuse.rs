@@ -78,6 +78,24 @@ impl DataFlowAnalysis for ReachingDefinitions {
         }));
         out
     }
+
+    /// Users (use-def chains, dependences) read only before statements.
+    fn records_after(&self) -> bool {
+        false
+    }
+
+    /// Only the definitions of the locals the statement reads or writes: all that use-def
+    /// chains and true and output dependences ask of the point before a statement.
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
+        let mut locals: Vec<LocalId> = uses(stmt).into_iter().map(|u| u.local).collect();
+        locals.extend(definitions(stmt));
+        into.clear();
+        into.extend(
+            fact.iter()
+                .filter(|def| locals.contains(&def.local))
+                .copied(),
+        );
+    }
 }
 
 /// Forward, may-analysis: the reads `(local, statement)` that reach each point without the
@@ -112,6 +130,22 @@ impl DataFlowAnalysis for ReachingUses {
         out.extend(uses(stmt).into_iter().map(|u| (u.local, id)));
         out.retain(|(local, _)| !written.contains(local));
         out
+    }
+
+    /// Users (anti dependences) read only before statements.
+    fn records_after(&self) -> bool {
+        false
+    }
+
+    /// Only the reads of the locals the statement writes: all that anti dependences ask.
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
+        let written = definitions(stmt);
+        into.clear();
+        into.extend(
+            fact.iter()
+                .filter(|(local, _)| written.contains(local))
+                .copied(),
+        );
     }
 }
 

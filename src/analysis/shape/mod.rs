@@ -24,7 +24,7 @@ use crate::sema::typed::{
 
 use super::dataflow::{solve, DataFlowAnalysis, Direction, JoinPoint, NoFixedPoint};
 use super::defuse::{DefSite, UseDefChains};
-use super::statements::{local_name, StatementTree, StmtId};
+use super::statements::{local_name, uses, StatementTree, StmtId};
 
 /// Names a dynamic size; [`ShapeResults::dynamic_origin`] says where it was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -185,7 +185,9 @@ pub struct ShapeResults {
     /// results of an expression statement, the returned operands) or, for `if`/`while`/
     /// `repeat`, of its condition or count.
     pub values: Vec<Vec<Shape>>,
-    /// The shapes of the locals before each statement (see `FlowResults::before`).
+    /// Per statement, the shapes of the locals it reads (for `if`/`while`/`repeat`: its
+    /// condition or count), before it runs (see `FlowResults::before`). Only those: a copy
+    /// of every local's shape per statement would make the analysis quadratic.
     pub before: Vec<ShapeFact>,
     /// The merged shapes of the returned values.
     pub returns: Vec<Shape>,
@@ -544,6 +546,16 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
     /// Users read the shapes where statements read operands: before them.
     fn records_after(&self) -> bool {
         false
+    }
+
+    /// Only the locals the statement reads (see [`ShapeResults::before`]).
+    fn record_before(&self, stmt: &Stmt, fact: &ShapeFact, into: &mut ShapeFact) {
+        into.clear();
+        for used in uses(stmt) {
+            if let Some(shape) = fact.get(&used.local) {
+                into.insert(used.local, shape.clone());
+            }
+        }
     }
 
     fn direction(&self) -> Direction {

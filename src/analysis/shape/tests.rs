@@ -318,7 +318,8 @@ fn a_loop_that_shrinks_a_vector_reaches_a_fixed_point_with_a_size_of_the_loop_he
         b.assign(v, call(Builtin::Compress, vec![var(keep), var(v)])); // s3
     });
     let (_, results) = shapes_of(f.finish());
-    let head = &results.before[1];
+    // The first statement of the body reads `v` as the loop head has it.
+    let head = &results.before[2];
     let Shape::Vector(Size::Dynamic(id)) = head[&v].clone() else {
         panic!("v changes size in the loop: {:?}", head[&v]);
     };
