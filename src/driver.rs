@@ -224,8 +224,13 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     let mut kernels = Vec::with_capacity(outlined.functions.len());
     for function in &outlined.functions {
         let mut modules = Vec::with_capacity(function.kernels.len());
+        let codegen = crate::codegen::FunctionCodegen::new(typed, &function.analysis);
         for kernel in &function.kernels {
-            match crate::codegen::generate_kernel_for_device(typed, &function.analysis, kernel) {
+            let module = match &codegen {
+                Ok(codegen) => codegen.kernel_for_device(kernel),
+                Err(e) => Err(e.clone()),
+            };
+            match module {
                 Ok(module) => modules.push(Some(Arc::new(module))),
                 // A builtin without GPU code yet: the kernel's statements run on the CPU,
                 // said here and listed again by `--time` as CPU compute steps.

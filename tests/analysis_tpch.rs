@@ -89,7 +89,10 @@ fn every_tpch_program_gets_shapes_geometry_and_dependences() {
             print_geometry(function, &analysis.geometry).lines().count(),
             statements
         );
-        assert!(analysis.dependence.to_dot(function).starts_with("digraph"));
+        assert!(analysis
+            .dependence
+            .to_dot(&program, function)
+            .starts_with("digraph"));
     }
     assert!(analysed > 0, "no TPC-H program got through the front end");
 }
@@ -146,7 +149,7 @@ fn q6_filters_and_reduces_in_the_geometry_of_lineitem() {
     }
 
     // Only the reduction's result needs a barrier before it is used.
-    let dependences = analysis.dependence.to_text(function);
+    let dependences = analysis.dependence.to_text(&program, function);
     let synchronized: Vec<&str> = dependences
         .lines()
         .filter(|line| line.contains("sync("))

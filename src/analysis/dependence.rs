@@ -49,8 +49,6 @@ pub struct DependenceNode {
     pub device: Device,
     /// The innermost `if`/`while`/`repeat` around the statement.
     pub parent: Option<StmtId>,
-    /// A one-line summary, `t17 = @geq(t11,literal:date)`.
-    pub label: String,
 }
 
 /// A dependence through `local`.
@@ -120,7 +118,6 @@ impl DependenceGraph {
                     stmt,
                     device: statement_device(cx, entry.stmt),
                     parent: entry.parent,
-                    label: label(program, function, entry.stmt),
                 })
             })
             .collect();
@@ -253,12 +250,14 @@ impl DependenceGraph {
     }
 
     /// The graph as text: one line per statement, then one line per edge, in program order.
-    pub fn to_text(&self, function: &Function) -> String {
+    pub fn to_text(&self, program: &TypedProgram, function: &Function) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "dependences of {}", function.qualified_name());
+        let tree = StatementTree::new(function);
         for &node in &self.nodes {
             if let Some(n) = self.graph.node_weight(node) {
-                let _ = writeln!(out, "  {} [{}] {}", n.stmt, n.device, n.label);
+                let label = statement_label(program, function, &tree, n.stmt);
+                let _ = writeln!(out, "  {} [{}] {label}", n.stmt, n.device);
             }
         }
         let mut edges: Vec<(StmtId, StmtId, &DependenceEdge)> = (&self.graph)
@@ -286,7 +285,8 @@ impl DependenceGraph {
 
     /// The graph in Graphviz dot: boxes coloured by device, synchronized edges red, anti
     /// edges dashed, output edges dotted.
-    pub fn to_dot(&self, function: &Function) -> String {
+    pub fn to_dot(&self, program: &TypedProgram, function: &Function) -> String {
+        let tree = StatementTree::new(function);
         let edge_attributes =
             |_, edge: petgraph::stable_graph::EdgeReference<'_, DependenceEdge>| {
                 let e = edge.weight();
@@ -313,7 +313,7 @@ impl DependenceGraph {
             format!(
                 "label = \"{}: {}\", shape = box, style = filled, fillcolor = {fill}",
                 node.stmt,
-                escape(&node.label)
+                escape(&statement_label(program, function, &tree, node.stmt))
             )
         };
         let dot = Dot::with_attr_getters(
@@ -328,6 +328,19 @@ impl DependenceGraph {
 
 fn escape(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// A one-line summary of statement `stmt` for the printers, `t17 = @geq(t11,literal:date)`
+/// (made when printed: most compilations print nothing).
+pub(crate) fn statement_label(
+    program: &TypedProgram,
+    function: &Function,
+    tree: &StatementTree<'_>,
+    stmt: StmtId,
+) -> String {
+    tree.stmt(stmt)
+        .map(|s| label(program, function, s))
+        .unwrap_or_else(|| stmt.to_string())
 }
 
 #[cfg(test)]
@@ -573,13 +586,13 @@ mod tests {
         assert_eq!(graph.data_children(StmtId(0)), vec![StmtId(1)]);
         assert_eq!(graph.data_parents(StmtId(3)), vec![StmtId(2)]);
 
-        let text = graph.to_text(&program.functions[0]);
+        let text = graph.to_text(&program, &program.functions[0]);
         assert!(
             text.contains("s2 [library] perm = @order(x,1:bool)"),
             "{text}"
         );
         assert!(text.contains("s0 -> s1 true t"), "{text}");
-        let dot = graph.to_dot(&program.functions[0]);
+        let dot = graph.to_dot(&program, &program.functions[0]);
         assert!(dot.starts_with("digraph {"), "{dot}");
         assert!(dot.contains("fillcolor = lightblue"), "{dot}");
     }

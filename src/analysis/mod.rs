@@ -127,11 +127,11 @@ mod tests {
         let function = &program.functions[0];
         assert!(analysis
             .dependence
-            .to_text(function)
+            .to_text(&program, function)
             .contains("s2 -> s3 true s sync(write)"));
         assert!(analysis
             .dependence
-            .to_dot(function)
+            .to_dot(&program, function)
             .contains("2 -> 3 [ label = \"true s\", color = red, penwidth = 2]"));
         assert_eq!(
             print_shapes(&program, &analysis.shapes),

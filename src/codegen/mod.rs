@@ -137,13 +137,30 @@ pub fn generate_kernel_for_device(
     analysis: &FunctionAnalysis,
     kernel: &Kernel,
 ) -> Result<KernelModule, CodegenError> {
-    if analysis.function != kernel.function {
-        return Err(CodegenError::malformed(
-            &kernel.name,
-            "the analysis given is of another function",
-        ));
+    FunctionCodegen::new(program, analysis)?.kernel_for_device(kernel)
+}
+
+/// Code generation for the kernels of one function: what they all need from the function is
+/// computed once, so generating all of a function's kernels stays linear in its size.
+pub struct FunctionCodegen<'a> {
+    code: generate::FunctionCode<'a>,
+}
+
+impl<'a> FunctionCodegen<'a> {
+    /// Prepares the function `analysis` describes.
+    pub fn new(
+        program: &'a TypedProgram,
+        analysis: &'a FunctionAnalysis,
+    ) -> Result<FunctionCodegen<'a>, CodegenError> {
+        Ok(FunctionCodegen {
+            code: generate::FunctionCode::new(program, analysis)?,
+        })
     }
-    generate::Generator::new(program, analysis, kernel)?.generate()
+
+    /// [`generate_kernel_for_device`] of one kernel of this function.
+    pub fn kernel_for_device(&self, kernel: &Kernel) -> Result<KernelModule, CodegenError> {
+        generate::Generator::new(&self.code, kernel)?.generate()
+    }
 }
 
 /// The naga capabilities generated modules may use: 64-bit integers and floats (wgpu's

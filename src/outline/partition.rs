@@ -509,6 +509,9 @@ pub(crate) struct Partition {
     links: BTreeMap<(usize, usize), Link>,
     group_of: Vec<usize>,
     groups: Vec<Option<Group>>,
+    /// The links between groups, kept up to date by every merge (rebuilding it from the
+    /// unit links after each merge made the outliner quadratic in a body's size).
+    graph: GroupGraph,
 }
 
 /// One group of the final partition, in launch order.
@@ -521,12 +524,52 @@ pub(crate) enum Placed {
 }
 
 /// The group graph at one moment: links between live groups and each group's successors.
+#[derive(Clone, Debug)]
 struct GroupGraph {
     links: BTreeMap<(usize, usize), Link>,
-    successors: Vec<Vec<usize>>,
+    /// Each group's successors, in ascending order (ties in step 3 go to the first).
+    successors: Vec<BTreeSet<usize>>,
+    predecessors: Vec<BTreeSet<usize>>,
 }
 
 impl GroupGraph {
+    /// The graph of one group per unit.
+    fn of_units(units: usize, links: &BTreeMap<(usize, usize), Link>) -> GroupGraph {
+        let mut successors = vec![BTreeSet::new(); units];
+        let mut predecessors = vec![BTreeSet::new(); units];
+        for &(a, b) in links.keys() {
+            successors[a].insert(b);
+            predecessors[b].insert(a);
+        }
+        GroupGraph {
+            links: links.clone(),
+            successors,
+            predecessors,
+        }
+    }
+
+    /// Moves every link of group `from` to group `into`, dropping those between the two.
+    fn absorb(&mut self, into: usize, from: usize) {
+        for next in std::mem::take(&mut self.successors[from]) {
+            self.predecessors[next].remove(&from);
+            let link = self.links.remove(&(from, next)).unwrap_or_default();
+            if next != into {
+                self.links.entry((into, next)).or_default().add(link);
+                self.successors[into].insert(next);
+                self.predecessors[next].insert(into);
+            }
+        }
+        for previous in std::mem::take(&mut self.predecessors[from]) {
+            self.successors[previous].remove(&from);
+            let link = self.links.remove(&(previous, from)).unwrap_or_default();
+            if previous != into {
+                self.links.entry((previous, into)).or_default().add(link);
+                self.predecessors[into].insert(previous);
+                self.successors[previous].insert(into);
+            }
+        }
+    }
+
     fn link(&self, from: usize, to: usize) -> Link {
         self.links.get(&(from, to)).copied().unwrap_or_default()
     }
@@ -618,6 +661,7 @@ impl Partition {
             .collect();
         Partition {
             group_of: (0..units.len()).collect(),
+            graph: GroupGraph::of_units(units.len(), &links),
             units,
             links,
             groups,
@@ -639,21 +683,6 @@ impl Partition {
                 break;
             }
         }
-    }
-
-    fn graph(&self) -> GroupGraph {
-        let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
-        for (&(a, b), link) in &self.links {
-            let (ga, gb) = (self.group_of[a], self.group_of[b]);
-            if ga != gb {
-                links.entry((ga, gb)).or_default().add(*link);
-            }
-        }
-        let mut successors = vec![Vec::new(); self.groups.len()];
-        for &(a, b) in links.keys() {
-            successors[a].push(b);
-        }
-        GroupGraph { links, successors }
     }
 
     fn kernel_geometry(&self, group: usize) -> Option<&Geometry> {
@@ -706,13 +735,12 @@ impl Partition {
             target.units.sort_unstable();
             target.kernel = Some(geometry);
         }
+        self.graph.absorb(into, from);
     }
 
     /// Step 1, in reverse program order: a GPU unit joins the kernel holding all of its data
     /// successors when the geometries are equal and nothing needs a barrier.
     fn pipeline(&mut self, cx: &Context<'_>) {
-        // The group graph changes only when groups merge: rebuilt then, not per unit.
-        let mut graph = self.graph();
         for unit in (0..self.units.len()).rev() {
             if !matches!(self.units[unit].role, Role::Gpu(_)) {
                 continue;
@@ -727,9 +755,8 @@ impl Partition {
                 continue;
             };
             let own = self.group_of[unit];
-            if let Some(geometry) = self.merged(cx, &graph, own, kernel, Fusion::Identical) {
+            if let Some(geometry) = self.merged(cx, &self.graph, own, kernel, Fusion::Identical) {
                 self.merge(kernel, own, geometry);
-                graph = self.graph();
             }
         }
     }
@@ -738,30 +765,32 @@ impl Partition {
     /// path joins them. Returns whether anything merged.
     fn merge_siblings(&mut self, cx: &Context<'_>) -> bool {
         let mut merged_any = false;
-        'restart: loop {
-            let graph = self.graph();
-            for parent in 0..self.groups.len() {
-                let children: Vec<usize> = graph.successors[parent]
-                    .iter()
-                    .copied()
-                    .filter(|&c| {
-                        graph.link(parent, c).values > 0 && self.kernel_geometry(c).is_some()
-                    })
-                    .collect();
-                for (i, &first) in children.iter().enumerate() {
-                    for &second in &children[i + 1..] {
-                        if let Some(geometry) =
-                            self.merged(cx, &graph, first, second, Fusion::Identical)
-                        {
-                            self.merge(first, second, geometry);
-                            merged_any = true;
-                            continue 'restart;
-                        }
+        while let Some((first, second, geometry)) = self.sibling_merge(cx) {
+            self.merge(first, second, geometry);
+            merged_any = true;
+        }
+        merged_any
+    }
+
+    /// The first pair of sibling kernels that step 2 merges, in group order.
+    fn sibling_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
+        let graph = &self.graph;
+        for parent in 0..self.groups.len() {
+            let children: Vec<usize> = graph.successors[parent]
+                .iter()
+                .copied()
+                .filter(|&c| graph.link(parent, c).values > 0 && self.kernel_geometry(c).is_some())
+                .collect();
+            for (i, &first) in children.iter().enumerate() {
+                for &second in &children[i + 1..] {
+                    if let Some(geometry) = self.merged(cx, graph, first, second, Fusion::Identical)
+                    {
+                        return Some((first, second, geometry));
                     }
                 }
             }
-            return merged_any;
         }
+        None
     }
 
     /// Step 3, in program order of the parents: a kernel merges into the successor kernel it
@@ -769,30 +798,35 @@ impl Partition {
     /// whether anything merged.
     fn merge_parents(&mut self, cx: &Context<'_>) -> bool {
         let mut merged_any = false;
-        'restart: loop {
-            let graph = self.graph();
-            for parent in self.order(&graph) {
-                if self.kernel_geometry(parent).is_none() {
+        while let Some((child, parent, geometry)) = self.parent_merge(cx) {
+            self.merge(child, parent, geometry);
+            merged_any = true;
+        }
+        merged_any
+    }
+
+    /// The first parent kernel that step 3 merges, with the child it merges into.
+    fn parent_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
+        let graph = &self.graph;
+        for parent in self.order(graph) {
+            if self.kernel_geometry(parent).is_none() {
+                continue;
+            }
+            let mut best: Option<(usize, usize, Geometry)> = None;
+            for &child in &graph.successors[parent] {
+                let values = graph.link(parent, child).values;
+                if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
                     continue;
                 }
-                let mut best: Option<(usize, usize, Geometry)> = None;
-                for &child in &graph.successors[parent] {
-                    let values = graph.link(parent, child).values;
-                    if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
-                        continue;
-                    }
-                    if let Some(geometry) = self.merged(cx, &graph, parent, child, Fusion::Masked) {
-                        best = Some((values, child, geometry));
-                    }
-                }
-                if let Some((_, child, geometry)) = best {
-                    self.merge(child, parent, geometry);
-                    merged_any = true;
-                    continue 'restart;
+                if let Some(geometry) = self.merged(cx, graph, parent, child, Fusion::Masked) {
+                    best = Some((values, child, geometry));
                 }
             }
-            return merged_any;
+            if let Some((_, child, geometry)) = best {
+                return Some((child, parent, geometry));
+            }
         }
+        None
     }
 
     /// Beyond rNdN, once steps 2 and 3 are done: two kernels of equal geometry that no path
@@ -800,26 +834,29 @@ impl Partition {
     /// merged.
     fn merge_independent(&mut self, cx: &Context<'_>) -> bool {
         let mut merged_any = false;
-        'restart: loop {
-            let graph = self.graph();
-            let kernels: Vec<usize> = self
-                .order(&graph)
-                .into_iter()
-                .filter(|&g| self.kernel_geometry(g).is_some())
-                .collect();
-            for (i, &first) in kernels.iter().enumerate() {
-                for &second in &kernels[i + 1..] {
-                    if let Some(geometry) =
-                        self.merged(cx, &graph, first, second, Fusion::Identical)
-                    {
-                        self.merge(first, second, geometry);
-                        merged_any = true;
-                        continue 'restart;
-                    }
+        while let Some((first, second, geometry)) = self.independent_merge(cx) {
+            self.merge(first, second, geometry);
+            merged_any = true;
+        }
+        merged_any
+    }
+
+    /// The first pair of kernels, in launch order, that may merge without sharing an input.
+    fn independent_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
+        let graph = &self.graph;
+        let kernels: Vec<usize> = self
+            .order(graph)
+            .into_iter()
+            .filter(|&g| self.kernel_geometry(g).is_some())
+            .collect();
+        for (i, &first) in kernels.iter().enumerate() {
+            for &second in &kernels[i + 1..] {
+                if let Some(geometry) = self.merged(cx, graph, first, second, Fusion::Identical) {
+                    return Some((first, second, geometry));
                 }
             }
-            return merged_any;
         }
+        None
     }
 
     /// The live groups in a topological order of the group graph that keeps program order
@@ -865,7 +902,7 @@ impl Partition {
 
     /// The final groups in launch order; `None` if the group graph has a cycle.
     pub fn placed(&self) -> Option<Vec<Placed>> {
-        let order = self.topological(&self.graph())?;
+        let order = self.topological(&self.graph)?;
         Some(
             order
                 .into_iter()

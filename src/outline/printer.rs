@@ -9,7 +9,7 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 
 use horsec_runtime::types::Type;
 
-use crate::analysis::dependence::DependenceKind;
+use crate::analysis::dependence::{statement_label, DependenceKind};
 use crate::analysis::device::Device;
 use crate::analysis::statements::{local_name, StatementTree};
 use crate::analysis::{print_shapes, StmtId};
@@ -350,7 +350,7 @@ pub fn print_dot(program: &TypedProgram, outlined: &OutlinedProgram) -> String {
                 "{} [label = \"{}: {}\", fillcolor = {fill}];",
                 node_id(stmt),
                 stmt,
-                escape(&node.label)
+                escape(&statement_label(program, function, &tree, stmt))
             ))
         };
         let _ = writeln!(

@@ -132,18 +132,55 @@ enum Layout {
     },
 }
 
-pub(crate) struct Generator<'a> {
+/// What every kernel of one function needs from the function, computed once for all of
+/// them (per kernel it made code generation quadratic in the function's size).
+pub(crate) struct FunctionCode<'a> {
     program: &'a TypedProgram,
     function: &'a Function,
     analysis: &'a FunctionAnalysis,
-    kernel: &'a Kernel,
     tree: StatementTree<'a>,
-    layout: Layout,
     names: HashMap<LocalId, String>,
     /// The type of the values each local holds, as the typed program gives the expressions
     /// assigned to it (a declaration may differ: the type checker converts with a warning,
     /// and the backends produce the expression's type).
     value_types: HashMap<LocalId, Type>,
+}
+
+impl<'a> FunctionCode<'a> {
+    pub(crate) fn new(
+        program: &'a TypedProgram,
+        analysis: &'a FunctionAnalysis,
+    ) -> Result<FunctionCode<'a>, CodegenError> {
+        let function = program.functions.get(analysis.function.0).ok_or_else(|| {
+            CodegenError::malformed(
+                &format!("(function {})", analysis.function.0),
+                "its function does not exist",
+            )
+        })?;
+        let tree = StatementTree::new(function);
+        let names = local_names(function);
+        let value_types = value_types(&tree);
+        Ok(FunctionCode {
+            program,
+            function,
+            analysis,
+            tree,
+            names,
+            value_types,
+        })
+    }
+}
+
+pub(crate) struct Generator<'a> {
+    program: &'a TypedProgram,
+    function: &'a Function,
+    analysis: &'a FunctionAnalysis,
+    kernel: &'a Kernel,
+    tree: &'a StatementTree<'a>,
+    layout: Layout,
+    names: &'a HashMap<LocalId, String>,
+    /// The type of the values each local holds (see [`FunctionCode`]).
+    value_types: &'a HashMap<LocalId, Type>,
     values: HashMap<LocalId, Val>,
     bindings: Vec<Binding>,
     binding_names: HashMap<(LocalId, ValuePart, bool), String>,
@@ -183,32 +220,31 @@ pub(crate) struct Generator<'a> {
 
 impl<'a> Generator<'a> {
     pub(crate) fn new(
-        program: &'a TypedProgram,
-        analysis: &'a FunctionAnalysis,
+        code: &'a FunctionCode<'a>,
         kernel: &'a Kernel,
     ) -> Result<Generator<'a>, CodegenError> {
-        let function = program.functions.get(kernel.function.0).ok_or_else(|| {
-            CodegenError::malformed(&kernel.name, "the kernel's function does not exist")
-        })?;
-        let tree = StatementTree::new(function);
+        if code.analysis.function != kernel.function {
+            return Err(CodegenError::malformed(
+                &kernel.name,
+                "the analysis given is of another function",
+            ));
+        }
         let first =
             kernel.statements.first().copied().ok_or_else(|| {
                 CodegenError::malformed(&kernel.name, "the kernel has no statements")
             })?;
-        let names = local_names(function);
-        let value_types = value_types(&tree);
         let mut generator = Generator {
-            program,
-            function,
-            analysis,
+            program: code.program,
+            function: code.function,
+            analysis: code.analysis,
             kernel,
-            tree,
+            tree: &code.tree,
             layout: Layout::Vector {
                 size: Size::Constant(1),
                 length: Length::Constant(1),
             },
-            names,
-            value_types,
+            names: &code.names,
+            value_types: &code.value_types,
             values: HashMap::new(),
             bindings: Vec::new(),
             binding_names: HashMap::new(),
