@@ -57,6 +57,12 @@ pub trait DataFlowAnalysis {
     /// `continue` it is normally the identity.
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact;
 
+    /// [`Self::transfer`] applied to `fact` itself. Analyses whose facts map every local
+    /// override it: a copy of the whole fact per statement is quadratic in the function's size.
+    fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
+        *fact = self.transfer(id, stmt, fact);
+    }
+
     /// Whether [`FlowResults::after`] is wanted. An analysis whose users read only the facts
     /// before statements says no: each recorded fact is a copy of the whole fact, so for
     /// facts that map every local, recording both sides doubles a cost quadratic in the
@@ -330,9 +336,16 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                 Ok(dead)
             }
             StmtKind::Declare(_) | StmtKind::Assign { .. } | StmtKind::Expr(_) => {
-                let out = self.analysis.transfer(id, stmt, &entry);
-                self.record(id, stmt, &entry, &out);
-                Ok(out)
+                // Recorded before the transfer so that the fact can change in place.
+                if let Some(slot) = self.before.get_mut(id.0) {
+                    self.analysis.record_before(stmt, &entry, slot);
+                }
+                let mut fact = entry;
+                self.analysis.transfer_in_place(id, stmt, &mut fact);
+                if let Some(slot) = self.after.get_mut(id.0) {
+                    slot.clone_from(&fact);
+                }
+                Ok(fact)
             }
         }
     }

@@ -63,20 +63,32 @@ impl DataFlowAnalysis for ReachingDefinitions {
     }
 
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
-        let written = definitions(stmt);
-        if written.is_empty() {
-            return fact.clone();
-        }
-        let mut out: Self::Fact = fact
-            .iter()
-            .filter(|def| !written.contains(&def.local))
-            .copied()
-            .collect();
-        out.extend(written.into_iter().map(|local| Definition {
-            local,
-            site: DefSite::Stmt(id),
-        }));
+        let mut out = fact.clone();
+        self.transfer_in_place(id, stmt, &mut out);
         out
+    }
+
+    fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
+        for local in definitions(stmt) {
+            // Definitions order by local first: a local's definitions are one range.
+            let killed: Vec<Definition> = fact
+                .range(
+                    Definition {
+                        local,
+                        site: DefSite::Entry,
+                    }..,
+                )
+                .take_while(|def| def.local == local)
+                .copied()
+                .collect();
+            for def in killed {
+                fact.remove(&def);
+            }
+            fact.insert(Definition {
+                local,
+                site: DefSite::Stmt(id),
+            });
+        }
     }
 
     /// Users (use-def chains, dependences) read only before statements.
@@ -125,11 +137,25 @@ impl DataFlowAnalysis for ReachingUses {
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
         // The statement reads its operands before it writes its targets, so its own reads of
         // a local it also writes are overwritten at once.
-        let written = definitions(stmt);
         let mut out = fact.clone();
-        out.extend(uses(stmt).into_iter().map(|u| (u.local, id)));
-        out.retain(|(local, _)| !written.contains(local));
+        self.transfer_in_place(id, stmt, &mut out);
         out
+    }
+
+    fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
+        let written = definitions(stmt);
+        fact.extend(uses(stmt).into_iter().map(|u| (u.local, id)));
+        for local in written {
+            // Reads order by local first: a local's reads are one range.
+            let killed: Vec<(LocalId, StmtId)> = fact
+                .range((local, StmtId(0))..)
+                .take_while(|(read, _)| *read == local)
+                .copied()
+                .collect();
+            for read in killed {
+                fact.remove(&read);
+            }
+        }
     }
 
     /// Users (anti dependences) read only before statements.

@@ -605,6 +605,11 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
 
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &ShapeFact) -> ShapeFact {
         let mut out = fact.clone();
+        self.transfer_in_place(id, stmt, &mut out);
+        out
+    }
+
+    fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, out: &mut ShapeFact) {
         let produced: Vec<Shape> = match &stmt.kind {
             StmtKind::Declare(locals) => {
                 let mut shapes = Vec::new();
@@ -625,7 +630,7 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
                 shapes
             }
             StmtKind::Assign { targets, expr, .. } => {
-                let mut shapes = self.expr_shapes(id, fact, expr);
+                let mut shapes = self.expr_shapes(id, out, expr);
                 // A call of a multi-result function may give fewer shapes than targets when it
                 // is malformed; the missing ones follow the targets' types.
                 for (k, target) in targets.iter().enumerate().skip(shapes.len()) {
@@ -646,14 +651,14 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
                     shapes.push(shape);
                 }
                 shapes.truncate(targets.len());
-                self.bind(&mut out, targets, &shapes);
+                self.bind(out, targets, &shapes);
                 shapes
             }
-            StmtKind::Expr(expr) => self.expr_shapes(id, fact, expr),
+            StmtKind::Expr(expr) => self.expr_shapes(id, out, expr),
             StmtKind::Return(operands) => {
                 let shapes: Vec<Shape> = operands
                     .iter()
-                    .map(|operand| self.operand_shape(id, fact, operand))
+                    .map(|operand| self.operand_shape(id, out, operand))
                     .collect();
                 if self.returns.is_empty() {
                     self.returns = shapes.clone();
@@ -674,15 +679,14 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
                 shapes
             }
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
-                vec![self.operand_shape(id, fact, cond)]
+                vec![self.operand_shape(id, out, cond)]
             }
-            StmtKind::Repeat { count, .. } => vec![self.operand_shape(id, fact, count)],
+            StmtKind::Repeat { count, .. } => vec![self.operand_shape(id, out, count)],
             StmtKind::Break | StmtKind::Continue => Vec::new(),
         };
         if let Some(slot) = self.values.get_mut(id.0) {
             *slot = produced;
         }
-        out
     }
 }
 
