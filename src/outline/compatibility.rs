@@ -9,7 +9,7 @@
 use crate::analysis::{Geometry, Size};
 
 /// How far two geometries may differ and still fuse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fusion {
     /// Equal geometries (a scalar fuses with any vector geometry).
     Identical,

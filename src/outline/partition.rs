@@ -24,8 +24,9 @@
 //! [`Context::masked_reads_are_inside`]). Steps 2 and 3 repeat until nothing merges, then
 //! step 4 runs, and the whole repeats until nothing merges.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 
@@ -448,9 +449,12 @@ impl Members {
     }
 
     pub fn contains(&self, stmt: StmtId) -> bool {
-        self.ranges
-            .iter()
-            .any(|&(first, end)| stmt.0 >= first && stmt.0 < end)
+        // The ranges are subtrees of distinct units: disjoint, so the last one starting at
+        // or before `stmt` is the only one that can hold it.
+        let after = self.ranges.partition_point(|&(first, _)| first <= stmt.0);
+        after
+            .checked_sub(1)
+            .is_some_and(|k| stmt.0 < self.ranges[k].1)
     }
 
     pub fn statements(&self) -> impl Iterator<Item = StmtId> + '_ {
@@ -512,6 +516,14 @@ pub(crate) struct Partition {
     /// The links between groups, kept up to date by every merge (rebuilding it from the
     /// unit links after each merge made the outliner quadratic in a body's size).
     graph: GroupGraph,
+    /// Per group, how many merges changed it: the key under which refusals are remembered.
+    versions: Vec<u32>,
+    /// Pairs [`Partition::merged`] refused, with the versions of both groups then. A refusal
+    /// stands while neither group changes: other merges only contract the graph, so a path
+    /// between the two through a third group stays one, and every other condition depends
+    /// on the two groups alone. Each step rescans all pairs after a merge; without this the
+    /// same refusals were worked out again each time.
+    refused: RefCell<HashSet<(usize, u32, usize, u32, Fusion)>>,
 }
 
 /// One group of the final partition, in launch order.
@@ -662,6 +674,8 @@ impl Partition {
         Partition {
             group_of: (0..units.len()).collect(),
             graph: GroupGraph::of_units(units.len(), &links),
+            versions: vec![0; units.len()],
+            refused: RefCell::new(HashSet::new()),
             units,
             links,
             groups,
@@ -709,6 +723,25 @@ impl Partition {
         if a == b {
             return None;
         }
+        let key = (a, self.versions[a], b, self.versions[b], fusion);
+        if self.refused.borrow().contains(&key) {
+            return None;
+        }
+        let merged = self.merged_uncached(cx, graph, a, b, fusion);
+        if merged.is_none() {
+            self.refused.borrow_mut().insert(key);
+        }
+        merged
+    }
+
+    fn merged_uncached(
+        &self,
+        cx: &Context<'_>,
+        graph: &GroupGraph,
+        a: usize,
+        b: usize,
+        fusion: Fusion,
+    ) -> Option<Geometry> {
         let geometry = merge_geometry(self.kernel_geometry(a)?, self.kernel_geometry(b)?, fusion)?;
         if graph.link(a, b).barrier || graph.link(b, a).barrier {
             return None;
@@ -736,6 +769,8 @@ impl Partition {
             target.kernel = Some(geometry);
         }
         self.graph.absorb(into, from);
+        self.versions[into] += 1;
+        self.versions[from] += 1;
     }
 
     /// Step 1, in reverse program order: a GPU unit joins the kernel holding all of its data
