@@ -27,6 +27,7 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 
@@ -523,7 +524,44 @@ pub(crate) struct Partition {
     /// between the two through a third group stays one, and every other condition depends
     /// on the two groups alone. Each step rescans all pairs after a merge; without this the
     /// same refusals were worked out again each time.
-    refused: RefCell<HashSet<(usize, u32, usize, u32, Fusion)>>,
+    refused: RefCell<HashSet<u128, BuildHasherDefault<PairHasher>>>,
+}
+
+/// The hash of a packed refusal key: the steps look up every pair again after each merge, and
+/// SipHash made the lookups a visible part of compile time.
+#[derive(Default)]
+struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_u128(&mut self, key: u128) {
+        let mixed = (key as u64) ^ ((key >> 64) as u64).rotate_left(32);
+        self.0 = (mixed ^ (mixed >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    }
+}
+
+/// The refusal key of groups `a` and `b` at their versions: exact below 2^32 groups and 2^31
+/// merges into one group (a collision beyond could only cost a fusion, never correctness).
+fn refusal_key(a: usize, version_a: u32, b: usize, version_b: u32, fusion: Fusion) -> u128 {
+    let fusion = match fusion {
+        Fusion::Identical => 0u128,
+        Fusion::Masked => 1,
+    };
+    ((a as u128) << 96)
+        | (u128::from(version_a) << 64)
+        | ((b as u128) << 32)
+        | (u128::from(version_b) << 1)
+        | fusion
 }
 
 /// One group of the final partition, in launch order.
@@ -675,7 +713,7 @@ impl Partition {
             group_of: (0..units.len()).collect(),
             graph: GroupGraph::of_units(units.len(), &links),
             versions: vec![0; units.len()],
-            refused: RefCell::new(HashSet::new()),
+            refused: RefCell::new(HashSet::default()),
             units,
             links,
             groups,
@@ -723,7 +761,7 @@ impl Partition {
         if a == b {
             return None;
         }
-        let key = (a, self.versions[a], b, self.versions[b], fusion);
+        let key = refusal_key(a, self.versions[a], b, self.versions[b], fusion);
         if self.refused.borrow().contains(&key) {
             return None;
         }
