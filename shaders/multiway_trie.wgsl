@@ -13,10 +13,13 @@
 //                      r - 1; row 0 differs at column 0. Run once per column, in order.
 //   level_flags        out[r] = 1 if aux[r] <= params.column (row r starts a node of level
 //                      params.column), aux = the first differences
-//   level_offsets      out[j] = the first k with aux[k] >= col[j] (col = starts of level d as
-//                      u32, params.n of them; aux = starts of level d + 1, params.m of them),
-//                      out[params.n] = params.m
-//   gather_values      out[2j], out[2j + 1] = col[2 aux[j]], col[2 aux[j] + 1]
+//   level_offsets      out[base + j] = the first k with aux[k] >= col[j] (col = starts of
+//                      level d as u32, params.n of them; aux = starts of level d + 1,
+//                      params.m of them), out[base + params.n] = params.m
+//   gather_values      out[base + 2j], out[base + 2j + 1] = col[2 aux[j]], col[2 aux[j] + 1]
+//
+// The last two write into the packed trie (every level of one trie in one buffer, which the
+// join binds) from word params.base.
 //
 // Template parameters: {{WORKGROUP_SIZE}}.
 
@@ -25,6 +28,10 @@ struct Params {
     m: u32,
     column: u32,
     arity: u32,
+    base: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 const WORKGROUP_SIZE: u32 = {{WORKGROUP_SIZE}}u;
@@ -71,7 +78,7 @@ fn level_offsets(
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var j = global.x; j <= params.n; j = j + stride) {
         if j == params.n {
-            out[j] = params.m;
+            out[params.base + j] = params.m;
             continue;
         }
         let start = col[j];
@@ -85,7 +92,7 @@ fn level_offsets(
                 hi = mid;
             }
         }
-        out[j] = lo;
+        out[params.base + j] = lo;
     }
 }
 
@@ -97,7 +104,7 @@ fn gather_values(
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var j = global.x; j < params.n; j = j + stride) {
         let source = 2u * aux[j];
-        out[2u * j] = col[source];
-        out[2u * j + 1u] = col[source + 1u];
+        out[params.base + 2u * j] = col[source];
+        out[params.base + 2u * j + 1u] = col[source + 1u];
     }
 }
