@@ -213,7 +213,9 @@ fn a_relation_only_counted_is_counted_by_its_join_and_never_built() {
     };
     let counted = lower(&text);
     assert!(
-        counted.hir.contains("count_triangle:i64 = @multiway_count(")
+        counted
+            .hir
+            .contains("count_triangle:i64 = @multiway_count(")
             && !counted.hir.contains("@multiway_join(")
             && !counted.hir.contains("full_triangle:"),
         "{}",
@@ -231,8 +233,14 @@ fn a_relation_only_counted_is_counted_by_its_join_and_never_built() {
     // aggregate atom): built by the join, then counted.
     for changed in [
         text.replace(".output triangles", ".output triangles\n.output triangle"),
-        text.replace("n = count : { triangle(_, _, _) }", "n = count : { triangle(1, _, _) }"),
-        text.replace("n = count : { triangle(_, _, _) }", "n = sum x : { triangle(x, _, _) }"),
+        text.replace(
+            "n = count : { triangle(_, _, _) }",
+            "n = count : { triangle(1, _, _) }",
+        ),
+        text.replace(
+            "n = count : { triangle(_, _, _) }",
+            "n = sum x : { triangle(x, _, _) }",
+        ),
         text.replace("link(x, z), x < y", "link(x, z), x != 3, x < y"),
         format!("{text}\n.decl t2(x: number)\nt2(x) :- triangle(x, _, _).\n"),
     ] {

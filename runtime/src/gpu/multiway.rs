@@ -374,11 +374,66 @@ fn join_inner(
     Ok(produced)
 }
 
-/// One trie level on the device while a trie is built: where its node starts are (rows of
-/// the sorted relation) and how many.
+/// Per row, the first column where it differs from the row before (row 0: column 0), or
+/// None when some row repeats or comes out of order (`check`: one read to find out; without
+/// it the rows are known sorted and distinct).
+fn first_differences(
+    device: &Device,
+    relation: &DeviceRelation,
+    check: bool,
+) -> Result<Option<GpuBuffer<u32>>> {
+    let (rows, arity) = (relation.rows, relation.arity());
+    let rows_u32 = check_len("@multiway_join", rows)?;
+    let differences = filled(device, rows.max(1), arity as u32)?;
+    let spare = unused(device)?;
+    for (c, column) in relation.columns.iter().enumerate() {
+        trie_kernel(
+            device,
+            "first_difference",
+            [rows_u32, 0, c as u32, arity as u32, 0],
+            column,
+            &spare,
+            &differences,
+            rows,
+        )?;
+    }
+    if check && rows > 1 {
+        let flag = device.zeroed::<u32>("multiway order flag", 1)?;
+        trie_kernel(
+            device,
+            "not_sorted",
+            [rows_u32, 0, 0, arity as u32, 0],
+            &spare,
+            &differences,
+            &flag,
+            rows,
+        )?;
+        if device.download(&flag)?[0] != 0 {
+            return Ok(None);
+        }
+    }
+    Ok(Some(differences))
+}
+
+/// A trie built on the device, straight into its packed buffer.
 fn build_trie(device: &Device, relation: &DeviceRelation) -> Result<PackedTrie> {
     let arity = relation.arity();
-    let unique = tuple_unique(device, relation)?;
+    // A relation already sorted and duplicate-free in trie order (the relation kernels'
+    // outputs read in their own column order, such as `link` by triangles) is not sorted
+    // again: its first differences show it, and they are what the levels need anyway.
+    let (unique, first_difference) = match first_differences(device, relation, true)? {
+        Some(differences) => (relation.clone(), differences),
+        None => {
+            let unique = tuple_unique(device, relation)?;
+            let differences = first_differences(device, &unique, false)?;
+            let differences = differences.ok_or_else(|| {
+                super::error::GpuError::Readback(
+                    "@multiway_join: a sorted relation's rows were found out of order".to_string(),
+                )
+            })?;
+            (unique, differences)
+        }
+    };
     let (unique, rows) = (unique.columns, unique.rows);
     let empty_levels = || {
         (0..arity)
@@ -396,19 +451,7 @@ fn build_trie(device: &Device, relation: &DeviceRelation) -> Result<PackedTrie> 
         });
     }
     let rows_u32 = check_len("@multiway_join", rows)?;
-    let first_difference = filled(device, rows, arity as u32)?;
     let spare = unused(device)?;
-    for (c, column) in unique.iter().enumerate() {
-        trie_kernel(
-            device,
-            "first_difference",
-            [rows_u32, 0, c as u32, arity as u32, 0],
-            column,
-            &spare,
-            &first_difference,
-            rows,
-        )?;
-    }
     // The rows where each level's nodes start; the last level has a node per row.
     let mut starts = Vec::with_capacity(arity);
     for d in 0..arity {
