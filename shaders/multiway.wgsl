@@ -14,11 +14,13 @@
 // 0 <, 1 <=, 2 >, 3 >=, 4 !=).
 //
 // A round (entry points; bindings: params, plan, trie, nodes, vals, index_in, side_in, out_a,
-// out_b):
+// out_b, counter):
 //   count    per binding: the children range of each atom; the smallest is the driver,
 //            narrowed by the comparisons' bounds (binary search). out_a[i] = its size,
 //            out_b[2i] = the driver (position in the record), out_b[2i + 1] = its first child.
-//   (host)   exclusive scan of the counts (index_in below)
+//   (host)   exclusive scan of the counts (index_in below), recorded with count
+//   scan_total  out_a[0] = 1 if the scan index_in (params.bindings + 1 words) decreases
+//            anywhere (a total past 2^32 wrapped), out_a[1] = the total: the round's one read.
 //   expand   per slot of the window [params.start, params.start + params.window): its binding
 //            (load-balancing search: the last i with index_in[i] <= slot) and its candidate
 //            value (a child of the driver); every other atom is searched for the value in its
@@ -32,8 +34,9 @@
 //   take     bindings params.start .. params.start + params.kept copied (out_a nodes, out_b
 //            values of the first params.variable variables): a split of a round whose scan
 //            would pass 2^32.
-//   check_wrap  out_a[0] = 1 if the scan index_in (params.bindings + 1 words) decreases
-//            anywhere (a total past 2^32 wrapped).
+//   expand_count  the last round of a count (`@multiway_count`): expand's test per slot of
+//            the window, no slot written; the passing slots are summed per workgroup and
+//            added to counter (a u64: low word, high word, the carry added on wrap).
 //
 // Template parameters: {{WORKGROUP_SIZE}}.
 
@@ -59,6 +62,9 @@ const WORKGROUP_SIZE: u32 = {{WORKGROUP_SIZE}}u;
 @group(0) @binding(6) var<storage, read> side_in: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out_a: array<u32>;
 @group(0) @binding(8) var<storage, read_write> out_b: array<u32>;
+@group(0) @binding(9) var<storage, read_write> counter: array<atomic<u32>>;
+
+var<workgroup> passed: atomic<u32>;
 
 // i64 values as (low word, high word): signed order.
 fn less(a: vec2<u32>, b: vec2<u32>) -> bool {
@@ -166,48 +172,8 @@ fn expand(
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
-    let atoms = plan[params.step];
-    let checks = plan[params.step + 1u];
-    let first_check = params.step + 2u + 5u * atoms;
     for (var t = global.x; t < params.window; t = t + stride) {
-        let slot = params.start + t;
-        // Load-balancing search: the binding whose output range holds the slot.
-        var lo = 0u;
-        var hi = params.bindings;
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2u;
-            if index_in[mid] <= slot {
-                lo = mid + 1u;
-            } else {
-                hi = mid;
-            }
-        }
-        let parent = lo - 1u;
-        let driver = side_in[2u * parent];
-        let position = side_in[2u * parent + 1u] + (slot - index_in[parent]);
-        let x = level_value(plan[record(driver) + 2u], position);
-        let out = t * params.stride;
-        out_b[out] = parent;
-        var ok = true;
-        for (var k = 0u; k < atoms && ok; k = k + 1u) {
-            if k == driver {
-                out_b[out + 1u + k] = position;
-                continue;
-            }
-            let range = children(k, parent);
-            let values = plan[record(k) + 2u];
-            let found = search(values, range.x, range.y, x, false);
-            if found < range.y && !less(x, level_value(values, found)) {
-                out_b[out + 1u + k] = found;
-            } else {
-                ok = false;
-            }
-        }
-        for (var c = 0u; c < checks && ok; c = c + 1u) {
-            let u = bound_value(plan[first_check + 2u * c + 1u], parent);
-            ok = holds(plan[first_check + 2u * c], x, u);
-        }
-        out_a[t] = select(0u, 1u, ok);
+        out_a[t] = select(0u, 1u, candidate(params.start + t, t * params.stride, true));
     }
 }
 
@@ -266,15 +232,96 @@ fn take(
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn check_wrap(
+fn scan_total(
     @builtin(global_invocation_id) global: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
+    if global.x == 0u {
+        out_a[1] = index_in[params.bindings];
+    }
     for (var i = global.x; i < params.bindings; i = i + stride) {
         if index_in[i + 1u] < index_in[i] {
             // Every writer stores the same word.
             out_a[0] = 1u;
+        }
+    }
+}
+
+// Whether candidate `slot` of the round passes (every atom has it, every comparison holds);
+// the binding and the atoms' positions go to out_b from `out` when `keep` is set.
+fn candidate(slot: u32, out: u32, keep: bool) -> bool {
+    let atoms = plan[params.step];
+    let checks = plan[params.step + 1u];
+    let first_check = params.step + 2u + 5u * atoms;
+    // Load-balancing search: the binding whose output range holds the slot.
+    var lo = 0u;
+    var hi = params.bindings;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2u;
+        if index_in[mid] <= slot {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    let parent = lo - 1u;
+    let driver = side_in[2u * parent];
+    let position = side_in[2u * parent + 1u] + (slot - index_in[parent]);
+    let x = level_value(plan[record(driver) + 2u], position);
+    if keep {
+        out_b[out] = parent;
+    }
+    var ok = true;
+    for (var k = 0u; k < atoms && ok; k = k + 1u) {
+        if k == driver {
+            if keep {
+                out_b[out + 1u + k] = position;
+            }
+            continue;
+        }
+        let range = children(k, parent);
+        let values = plan[record(k) + 2u];
+        let found = search(values, range.x, range.y, x, false);
+        if found < range.y && !less(x, level_value(values, found)) {
+            if keep {
+                out_b[out + 1u + k] = found;
+            }
+        } else {
+            ok = false;
+        }
+    }
+    for (var c = 0u; c < checks && ok; c = c + 1u) {
+        let u = bound_value(plan[first_check + 2u * c + 1u], parent);
+        ok = holds(plan[first_check + 2u * c], x, u);
+    }
+    return ok;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn expand_count(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    var mine = 0u;
+    for (var t = global.x; t < params.window; t = t + stride) {
+        if candidate(params.start + t, 0u, false) {
+            mine = mine + 1u;
+        }
+    }
+    if mine > 0u {
+        atomicAdd(&passed, mine);
+    }
+    workgroupBarrier();
+    if local == 0u {
+        let sum = atomicLoad(&passed);
+        if sum > 0u {
+            let before = atomicAdd(&counter[0], sum);
+            if before > 0xffffffffu - sum {
+                atomicAdd(&counter[1], 1u);
+            }
         }
     }
 }

@@ -204,6 +204,56 @@ fn generated_horseir_of_the_multiway_programs() {
 }
 
 #[test]
+fn a_relation_only_counted_is_counted_by_its_join_and_never_built() {
+    let text = std::fs::read_to_string(program("triangles_count")).expect("reads");
+    let lower = |text: &str| {
+        let (lowered, diags) = compile(text, LowerOptions::default());
+        assert!(diags.is_empty(), "{diags:?}");
+        lowered.expect("lowers")
+    };
+    let counted = lower(&text);
+    assert!(
+        counted
+            .hir
+            .contains("count_triangle:i64 = @multiway_count(")
+            && !counted.hir.contains("@multiway_join(")
+            && !counted.hir.contains("full_triangle:"),
+        "{}",
+        counted.hir
+    );
+    assert!(
+        counted.rule_plans.contains(
+            &"rule triangle(x, y, z): multiway count (its tuples only counted), variable order x y z, where x < y, y < z"
+                .to_string()
+        ),
+        "{:?}",
+        counted.rule_plans
+    );
+    // Needed as tuples too (an output, another reader, another aggregate, a filtering
+    // aggregate atom): built by the join, then counted.
+    for changed in [
+        text.replace(".output triangles", ".output triangles\n.output triangle"),
+        text.replace(
+            "n = count : { triangle(_, _, _) }",
+            "n = count : { triangle(1, _, _) }",
+        ),
+        text.replace(
+            "n = count : { triangle(_, _, _) }",
+            "n = sum x : { triangle(x, _, _) }",
+        ),
+        text.replace("link(x, z), x < y", "link(x, z), x != 3, x < y"),
+        format!("{text}\n.decl t2(x: number)\nt2(x) :- triangle(x, _, _).\n"),
+    ] {
+        let built = lower(&changed);
+        assert!(
+            built.hir.contains("@multiway_join(") && !built.hir.contains("@multiway_count("),
+            "{changed}\n{}",
+            built.hir
+        );
+    }
+}
+
+#[test]
 fn aggregates_count_sum_min_and_max_on_both_backends() {
     let data = root().join("queries/datalog/data/graph.csv");
     let program = root().join("tests/datalog/aggregates.dl");

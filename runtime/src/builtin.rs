@@ -85,6 +85,7 @@ builtins! {
     // relations (Datalog): `list<i64>` of equally long columns, tuples sorted
     TupleUnique => "tuple_unique", TupleDiff => "tuple_diff", TupleMerge => "tuple_merge",
     SortedJoin => "sorted_join", MultiwayJoin => "multiway_join",
+    MultiwayCount => "multiway_count",
 }
 
 impl Builtin {

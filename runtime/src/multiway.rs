@@ -26,7 +26,7 @@ use std::fmt;
 use crate::args::ArgValue;
 use crate::bail;
 use crate::error::RuntimeError;
-use crate::relation::{argument, relation_argument};
+use crate::relation::{argument, relation_argument, RelationArgument};
 use crate::value::{Value, Vector};
 
 /// A comparison between two variables: `left op right`.
@@ -269,10 +269,24 @@ impl fmt::Display for Spec {
     }
 }
 
-/// The spec and relation arguments of `@multiway_join`, checked as both backends check them.
+/// The spec and relation arguments of `@multiway_join` and `@multiway_count`, checked as
+/// both backends check them, the relations as host columns (the CPU's).
 pub fn multiway_arguments(
     args: &[ArgValue<'_>],
 ) -> crate::error::Result<(Spec, Vec<Vec<Vec<i64>>>)> {
+    let (spec, relations) = multiway_relations(args)?;
+    let relations = relations
+        .into_iter()
+        .map(RelationArgument::into_host_columns)
+        .collect::<crate::error::Result<Vec<_>>>()?;
+    Ok((spec, relations))
+}
+
+/// The spec and relation arguments of `@multiway_join` and `@multiway_count`, checked; the
+/// relations' columns where they are (on the device for the GPU's kernels' outputs).
+pub fn multiway_relations<'v>(
+    args: &[ArgValue<'v>],
+) -> crate::error::Result<(Spec, Vec<RelationArgument<'v>>)> {
     if args.len() < 2 {
         bail!(
             "takes a spec and at least one relation, got {} argument(s)",
@@ -306,7 +320,7 @@ pub fn multiway_arguments(
                 atom.len()
             );
         }
-        relations.push(r.into_host_columns()?);
+        relations.push(r);
     }
     Ok((spec, relations))
 }

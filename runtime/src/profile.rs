@@ -89,6 +89,9 @@ pub struct Profile {
     /// Bytes GPU steps read back while they ran (compaction counts, status words, list
     /// results, library kernels' own reads): per step, steps that read and bytes.
     step_reads: BTreeMap<String, (u32, u64)>,
+    /// Counters library steps report of their own work (`@multiway_count`: tries built and
+    /// reused, rounds, host waits, …): per step, (counter, total) in the order first seen.
+    tallies: BTreeMap<String, Vec<(String, u64)>>,
 }
 
 impl Profile {
@@ -121,6 +124,22 @@ impl Profile {
             entry.0 += 1;
             entry.1 += bytes;
         }
+    }
+
+    /// Adds `n` to counter `what` of step `step` (see [`Profile::tallies`]).
+    pub fn tally(&mut self, step: &str, what: &str, n: u64) {
+        let counters = self.tallies.entry(step.to_string()).or_default();
+        match counters.iter_mut().find(|(name, _)| name == what) {
+            Some((_, total)) => *total += n,
+            None => counters.push((what.to_string(), n)),
+        }
+    }
+
+    /// The counters steps reported: (step, [(counter, total)]).
+    pub fn tallies(&self) -> impl Iterator<Item = (&str, &[(String, u64)])> + '_ {
+        self.tallies
+            .iter()
+            .map(|(step, counters)| (step.as_str(), counters.as_slice()))
     }
 
     /// The GPU steps that read bytes back while they ran: (step, times, bytes).
@@ -234,6 +253,13 @@ impl Profile {
                 .map(|(step, n, bytes)| format!("{step} ×{n} {bytes} B"))
                 .collect();
             let _ = writeln!(out, "  read back inside GPU steps: {}", steps.join(", "));
+        }
+        for (step, counters) in self.tallies() {
+            let parts: Vec<String> = counters
+                .iter()
+                .map(|(what, n)| format!("{what} {n}"))
+                .collect();
+            let _ = writeln!(out, "  {step}: {}", parts.join(", "));
         }
         let cpu = self.cpu_compute_steps();
         if cpu.is_empty() {

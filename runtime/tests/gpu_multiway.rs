@@ -8,11 +8,13 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use horsec_runtime::builtin::Builtin as B;
-use horsec_runtime::cpu::multiway::leapfrog_triejoin;
+use horsec_runtime::cpu::multiway::{leapfrog_count, leapfrog_triejoin};
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
 use horsec_runtime::error::{Result, RuntimeError};
 use horsec_runtime::gpu::library::run_library;
-use horsec_runtime::gpu::multiway::{multiway_join_batched, Batches};
+use horsec_runtime::gpu::multiway::{
+    multiway_count_batched, multiway_join_batched, take_stats, Batches,
+};
 use horsec_runtime::gpu::{require_gpu_or_skip, Device};
 use horsec_runtime::multiway::Spec;
 use horsec_runtime::plan::Callee;
@@ -91,7 +93,8 @@ fn rows(columns: &[Vec<i64>]) -> Vec<Vec<i64>> {
 }
 
 /// Runs `spec` on the CPU LFTJ and on the GPU with full batches, tiny windows of candidates,
-/// and rounds split down to 3 bindings (the path of a scan past 2^32); all must agree.
+/// and rounds split down to 3 bindings (the path of a scan past 2^32); all must agree, and
+/// so must the counts of both backends (`@multiway_count`, no row built).
 fn join_on_both(device: &Device, spec: &str, relations: &[Vec<Vec<i64>>]) -> Vec<Vec<i64>> {
     let spec = Spec::parse(spec).expect("spec parses");
     let columns: Vec<Vec<&[i64]>> = relations
@@ -103,7 +106,16 @@ fn join_on_both(device: &Device, spec: &str, relations: &[Vec<Vec<i64>>]) -> Vec
         let batches = Batches { slots, bindings };
         let gpu = multiway_join_batched(device, &spec, &columns, batches).expect("GPU join runs");
         assert_eq!(gpu, cpu, "GPU differs from CPU for `{spec}` ({batches:?})");
+        let rows = cpu.first().map_or(0, Vec::len) as u64;
+        let counted =
+            multiway_count_batched(device, &spec, &columns, batches).expect("GPU count runs");
+        assert_eq!(counted, rows, "GPU count of `{spec}` ({batches:?})");
     }
+    assert_eq!(
+        leapfrog_count(&spec, &columns),
+        cpu.first().map_or(0, Vec::len) as u64,
+        "CPU count of `{spec}`"
+    );
     rows(&cpu)
 }
 
@@ -245,15 +257,73 @@ fn the_builtin_gives_the_same_value_and_errors_on_both_backends() {
         })
     };
     let e = relation(undirected(&[(1, 2), (2, 3), (1, 3), (3, 4)]));
-    for spec in [TRIANGLES, "x y z; x y; y z; x q", "x y; x y"] {
-        let args = [Value::symbol(spec), e.clone(), e.clone(), e.clone()];
-        let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
-        let cpu = call_builtin(B::MultiwayJoin, &refs, &mut NoEnv);
-        let gpu = run_library(device, B::MultiwayJoin, &refs);
-        match (cpu, gpu) {
-            (Ok(c), Ok(g)) => assert_eq!(c, g),
-            (Err(c), Err(g)) => assert_eq!(c.message, g.message),
-            (c, g) => panic!("`{spec}`: CPU {c:?} but GPU {g:?}"),
+    for builtin in [B::MultiwayJoin, B::MultiwayCount] {
+        for spec in [TRIANGLES, "x y z; x y; y z; x q", "x y; x y"] {
+            let args = [Value::symbol(spec), e.clone(), e.clone(), e.clone()];
+            let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+            let cpu = call_builtin(builtin, &refs, &mut NoEnv);
+            let gpu = run_library(device, builtin, &refs);
+            match (cpu, gpu) {
+                (Ok(c), Ok(g)) => assert_eq!(c, g),
+                (Err(c), Err(g)) => assert_eq!(c.message, g.message),
+                (c, g) => panic!("`{spec}`: CPU {c:?} but GPU {g:?}"),
+            }
         }
     }
+    let args = [Value::symbol(TRIANGLES), e.clone(), e.clone(), e];
+    let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+    let count = run_library(device, B::MultiwayCount, &refs).expect("counts");
+    assert_eq!(count, Value::from_i64s(vec![1]));
+}
+
+#[test]
+fn a_trie_is_built_once_per_relation_and_column_order_while_the_relation_lives() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    // One cell per column, as the interpreter keeps a relation's columns.
+    let host = |columns: Vec<Vec<i64>>| {
+        Value::List(List::Mixed(Arc::new(
+            columns
+                .into_iter()
+                .map(|c| Value::Vector(Vector::I64(Arc::new(c))))
+                .collect(),
+        )))
+    };
+    let graph = [(1, 2), (2, 3), (1, 3), (3, 4), (2, 4), (1, 4)];
+    // A relation on the device, as the relation kernels leave it.
+    let edges = host(undirected(&graph));
+    let device_edges =
+        run_library(device, B::TupleUnique, &[ArgValue::Value(&edges)]).expect("uploads and sorts");
+    assert!(device_edges.on_device());
+    take_stats();
+    let count = |e: &Value, spec: &str| {
+        let args = [Value::symbol(spec), e.clone(), e.clone(), e.clone()];
+        let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+        run_library(device, B::MultiwayCount, &refs).expect("counts")
+    };
+    assert_eq!(count(&device_edges, TRIANGLES), Value::from_i64s(vec![4]));
+    let first = take_stats();
+    assert_eq!((first.tries_built, first.tries_reused), (1, 2), "{first:?}");
+    assert_eq!(count(&device_edges, TRIANGLES), Value::from_i64s(vec![4]));
+    let second = take_stats();
+    assert_eq!(
+        (second.tries_built, second.tries_reused),
+        (0, 3),
+        "{second:?}"
+    );
+    // Another column order of the same relation is another trie (`z x` reads it as (x, z)).
+    let permuted = "x y z; x y; y z; z x; where x < y, y < z";
+    assert_eq!(count(&device_edges, permuted), Value::from_i64s(vec![4]));
+    let third = take_stats();
+    assert_eq!((third.tries_built, third.tries_reused), (1, 2), "{third:?}");
+    // A host relation given thrice is uploaded and indexed once.
+    assert_eq!(count(&edges, TRIANGLES), Value::from_i64s(vec![4]));
+    let hosted = take_stats();
+    assert_eq!(
+        (hosted.tries_built, hosted.tries_reused),
+        (1, 2),
+        "{hosted:?}"
+    );
+    assert!(hosted.rounds >= 3 && hosted.host_waits > 0, "{hosted:?}");
 }

@@ -316,9 +316,12 @@ pub fn call_properties(
         // edges, the searches the IBFS kernel (runtime `graph::gpu`).
         B::Csr | B::ShortestPathLength | B::Reachable | B::ReachIndex => (Device::Library, none),
         // Relation builtins (Datalog) are whole-operation library kernels (`gpu/relation.rs`).
-        B::TupleUnique | B::TupleDiff | B::TupleMerge | B::SortedJoin | B::MultiwayJoin => {
-            (Device::Library, none)
-        }
+        B::TupleUnique
+        | B::TupleDiff
+        | B::TupleMerge
+        | B::SortedJoin
+        | B::MultiwayJoin
+        | B::MultiwayCount => (Device::Library, none),
         B::Str
         | B::Rand
         | B::Seed

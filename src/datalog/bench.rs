@@ -61,6 +61,19 @@ fn sizes(values: &[Value]) -> (Vec<usize>, i64) {
     (rows, iterations)
 }
 
+/// The value of a program whose one output is one number (a count, such as
+/// `triangles_count.dl`'s), so that a script can check it against another system's.
+fn single_value(values: &[Value]) -> Option<i64> {
+    // The last table is the iteration count.
+    let [Value::Table(t), _] = values else {
+        return None;
+    };
+    match t.columns.as_slice() {
+        [Value::Vector(v)] if t.rows() == 1 => v.as_i64s().and_then(|x| x.first().copied()),
+        _ => None,
+    }
+}
+
 /// Medians of one program's runs: the first GPU run (compiling its kernels), then `runs`
 /// timed runs on each backend, checked equal.
 struct Measured {
@@ -202,17 +215,18 @@ pub fn bench_datalog(
     let (rows, iterations) = sizes(&m.values);
     let _ = writeln!(
         out,
-        "{name}: gpu {} (cold {}), cpu {}, cpu/gpu {}, iterations {iterations}, result rows {} (total {})",
+        "{name}: gpu {} (cold {}), cpu {}, cpu/gpu {}, iterations {iterations}, result rows {} (total {}){}",
         ms(m.gpu),
         ms(m.cold),
         ms(m.cpu),
         ratio(m.cpu, m.gpu),
         rows.iter().map(usize::to_string).collect::<Vec<_>>().join(" + "),
-        rows.iter().sum::<usize>()
+        rows.iter().sum::<usize>(),
+        single_value(&m.values).map_or(String::new(), |v| format!(", value {v}"))
     );
     let multiway = super::compile(&text, options)
         .0
-        .is_some_and(|l| l.rule_plans.iter().any(|p| p.contains("multiway join")));
+        .is_some_and(|l| l.rule_plans.iter().any(|p| p.contains("multiway")));
     // HORSEC_BENCH_NO_BINARY=1 skips the comparison (its paths outgrow memory on large graphs).
     if multiway && std::env::var_os("HORSEC_BENCH_NO_BINARY").is_none() {
         let binary = LowerOptions {

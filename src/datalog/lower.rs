@@ -75,6 +75,11 @@ pub fn lower(checked: &Checked<'_>, options: LowerOptions) -> Lowered {
         static_indexes: HashSet::new(),
         rule_plans: BTreeMap::new(),
         binary_joins: options.binary_joins,
+        count_only: if options.binary_joins {
+            BTreeMap::new()
+        } else {
+            count_only_relations(checked)
+        },
     };
     lowering.program(options)
 }
@@ -91,6 +96,9 @@ struct Lowering<'c, 'p> {
     rule_plans: BTreeMap<usize, String>,
     /// No multiway joins (`LowerOptions::binary_joins`).
     binary_joins: bool,
+    /// Relations only counted (relation id → its rule): never built, their number is
+    /// `count_R`, one `@multiway_count` (see [`count_only_relations`]).
+    count_only: BTreeMap<usize, usize>,
 }
 
 /// Generated statements of one piece of code, with the indexes they read.
@@ -435,6 +443,10 @@ impl Lowering<'_, '_> {
             }
         );
         for &id in &stratum.relations {
+            if let Some(&c) = self.count_only.get(&id) {
+                self.counted_rule(c, &mut code);
+                continue;
+            }
             let parts = self.base_parts(id, &stratum.relations, &mut code);
             let name = &checked.relations[id].name;
             self.union(&full(name), true, id, &parts, &mut code);
@@ -752,6 +764,23 @@ impl Lowering<'_, '_> {
         rows: &mut Rows,
         code: &mut Code,
     ) {
+        let counted = self.checked.ids[&aggregate.atom.relation];
+        if self.count_only.contains_key(&counted) {
+            // Counted where its rule ran (`counted_rule`), never built.
+            let value = count_name(&aggregate.atom.relation);
+            if rows.witness.is_empty() {
+                rows.witness = value.clone();
+                rows.columns.insert(aggregate.result.clone(), value);
+            } else {
+                let column = self.temp(&aggregate.result);
+                code.line(&format!(
+                    "{column}:i64 = @vector(@len({}), {value});",
+                    rows.witness
+                ));
+                rows.columns.insert(aggregate.result.clone(), column);
+            }
+            return;
+        }
         let inner = self.first_atom(clause, i, Version::Full, code);
         let value = self.temp(aggregate.kind.name());
         let target = aggregate
@@ -826,6 +855,60 @@ impl Lowering<'_, '_> {
     /// applied to the join's result.
     fn multiway_rule(&mut self, c: usize, plan: &MultiwayPlan, code: &mut Code) -> Vec<String> {
         let clause = &self.checked.program.clauses[c];
+        let arguments = self.multiway_arguments(c, plan, "multiway join", code);
+        let joined = self.temp("multiway");
+        code.line(&format!(
+            "{joined}:list<i64> = @multiway_join({arguments});"
+        ));
+        let mut columns = BTreeMap::new();
+        let mut witness = String::new();
+        for (k, v) in plan.order.iter().enumerate() {
+            let column = self.temp(v);
+            code.line(&format!("{column}:i64 = @index({joined}, {k}:i64);"));
+            if k == 0 {
+                witness = column.clone();
+            }
+            columns.insert(v.clone(), column);
+        }
+        let mut rows = Rows { columns, witness };
+        let mut applied = vec![false; clause.body.len()];
+        for &i in plan.atoms.iter().chain(&plan.comparisons) {
+            applied[i] = true;
+        }
+        self.apply_ready(clause, &mut applied, &mut rows, code);
+        let mut columns = Vec::with_capacity(clause.head.args.len());
+        for term in &clause.head.args {
+            let operand = self.term(term, &rows, code);
+            columns.push(self.full_length(operand, &rows, term, code));
+        }
+        columns
+    }
+
+    /// `count_R = @multiway_count(…)` of the rule `c` of a relation only counted
+    /// ([`count_only_relations`]): the rule's join, its rows never built.
+    fn counted_rule(&mut self, c: usize, code: &mut Code) {
+        let clause = &self.checked.program.clauses[c];
+        let Some(plan) = multiway_plan(clause) else {
+            return;
+        };
+        let arguments =
+            self.multiway_arguments(c, &plan, "multiway count (its tuples only counted)", code);
+        code.line(&format!(
+            "{}:i64 = @multiway_count({arguments});",
+            count_name(&clause.head.relation)
+        ));
+    }
+
+    /// The arguments of the multiway join of clause `c` (the spec, then a list of each
+    /// atom's variable columns); records the rule's plan line as `how` it runs.
+    fn multiway_arguments(
+        &mut self,
+        c: usize,
+        plan: &MultiwayPlan,
+        how: &str,
+        code: &mut Code,
+    ) -> String {
+        let clause = &self.checked.program.clauses[c];
         let mut comparisons = Vec::new();
         for &i in &plan.comparisons {
             if let Literal::Constraint {
@@ -839,7 +922,7 @@ impl Lowering<'_, '_> {
             }
         }
         let description = format!(
-            "multiway join, variable order {}{}",
+            "{how}, variable order {}{}",
             plan.order.join(" "),
             if comparisons.is_empty() {
                 String::new()
@@ -871,34 +954,7 @@ impl Lowering<'_, '_> {
         if !comparisons.is_empty() {
             spec.push_str(&format!("; where {}", comparisons.join(", ")));
         }
-        let joined = self.temp("multiway");
-        code.line(&format!(
-            "{joined}:list<i64> = @multiway_join({}:sym, {});",
-            symbol_literal(&spec),
-            lists.join(", ")
-        ));
-        let mut columns = BTreeMap::new();
-        let mut witness = String::new();
-        for (k, v) in plan.order.iter().enumerate() {
-            let column = self.temp(v);
-            code.line(&format!("{column}:i64 = @index({joined}, {k}:i64);"));
-            if k == 0 {
-                witness = column.clone();
-            }
-            columns.insert(v.clone(), column);
-        }
-        let mut rows = Rows { columns, witness };
-        let mut applied = vec![false; clause.body.len()];
-        for &i in plan.atoms.iter().chain(&plan.comparisons) {
-            applied[i] = true;
-        }
-        self.apply_ready(clause, &mut applied, &mut rows, code);
-        let mut columns = Vec::with_capacity(clause.head.args.len());
-        for term in &clause.head.args {
-            let operand = self.term(term, &rows, code);
-            columns.push(self.full_length(operand, &rows, term, code));
-        }
-        columns
+        format!("{}:sym, {}", symbol_literal(&spec), lists.join(", "))
     }
 
     /// A column of the operand's value with one element per row: constants repeated,
@@ -1349,6 +1405,90 @@ fn rule_head(clause: &Clause) -> String {
     format!("{}({})", clause.head.relation, args.join(", "))
 }
 
+/// The variable holding the number of tuples of a relation only counted.
+fn count_name(relation: &str) -> String {
+    format!("count_{relation}")
+}
+
+/// Relations whose tuples nothing needs but their number, each with its rule: defined by one
+/// rule (no input, no fact) that runs as a multiway join and has nothing in its body but the
+/// join's atoms and comparisons, whose head is the join's variables, each once (so the
+/// join's rows and the relation's tuples are one to one); not an output; read only by
+/// `count` aggregates whose atom is wildcards and distinct variables (no filter). Such a
+/// relation is never built: `count_R = @multiway_count(…)` of its rule counts at the last
+/// variable (a triangle count needs no triangle list).
+fn count_only_relations(checked: &Checked<'_>) -> BTreeMap<usize, usize> {
+    let program = checked.program;
+    let mut found = BTreeMap::new();
+    'relations: for (id, relation) in checked.relations.iter().enumerate() {
+        if relation.input || relation.output {
+            continue;
+        }
+        let defining: Vec<usize> = program
+            .clauses
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.head.relation == relation.name)
+            .map(|(c, _)| c)
+            .collect();
+        let [c] = defining[..] else {
+            continue;
+        };
+        let clause = &program.clauses[c];
+        let Some(plan) = multiway_plan(clause) else {
+            continue;
+        };
+        if plan.atoms.len() + plan.comparisons.len() != clause.body.len()
+            || checked
+                .strata
+                .iter()
+                .any(|s| s.recursive && s.relations.contains(&id))
+        {
+            continue;
+        }
+        let mut head: Vec<&str> = Vec::new();
+        for term in &clause.head.args {
+            match term {
+                Term::Var(v, _) if !head.contains(&v.as_str()) => head.push(v),
+                _ => continue 'relations,
+            }
+        }
+        if head.len() != plan.order.len() || plan.order.iter().any(|v| !head.contains(&v.as_str()))
+        {
+            continue;
+        }
+        let mut counted = false;
+        for other in &program.clauses {
+            for literal in &other.body {
+                match literal {
+                    Literal::Positive(a) | Literal::Negative(a) if a.relation == relation.name => {
+                        continue 'relations
+                    }
+                    Literal::Aggregate(a) if a.atom.relation == relation.name => {
+                        let mut seen: Vec<&str> = Vec::new();
+                        for term in &a.atom.args {
+                            match term {
+                                Term::Wildcard(_) => {}
+                                Term::Var(v, _) if !seen.contains(&v.as_str()) => seen.push(v),
+                                _ => continue 'relations,
+                            }
+                        }
+                        if a.kind != AggregateKind::Count {
+                            continue 'relations;
+                        }
+                        counted = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if counted {
+            found.insert(id, c);
+        }
+    }
+    found
+}
+
 /// A rule evaluated by one multiway join.
 struct MultiwayPlan {
     /// Variables, most constrained first.
@@ -1585,6 +1725,7 @@ fn result_type(call: &str) -> &'static str {
         "len" | "unique" | "range" | "index_of" | "append" | "minus" => "i64",
         "list" | "tuple_unique" | "tuple_diff" | "tuple_merge" | "sorted_join"
         | "multiway_join" => "list<i64>",
+        "multiway_count" => "i64",
         "eq" | "neq" | "lt" | "leq" | "gt" | "geq" | "and" | "or" | "not" | "member" => "bool",
         _ => "?",
     }

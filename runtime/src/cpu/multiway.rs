@@ -10,8 +10,11 @@
 //! that contains it, seeking by galloping search. Comparisons with variables bound earlier
 //! narrow the intersection (`<`, `<=`, `>`, `>=` as bounds, `!=` as a skip).
 //!
-//! The first variable's matches are split over the machine's cores (`std::thread::scope`),
-//! each part joined depth first, and the parts' results concatenated in order.
+//! The first variable's matches are split over the machine's cores (rayon), each part joined
+//! depth first, and the parts' results concatenated in order. `@multiway_count` runs the same
+//! join but counts the last variable's matches instead of building rows.
+
+use rayon::slice::ParallelSliceMut;
 
 use crate::error::Result;
 use crate::multiway::{CompareOp, Spec};
@@ -36,7 +39,8 @@ impl Trie {
         let rows = columns.first().map_or(0, |c| c.len());
         let mut order: Vec<usize> = (0..rows).collect();
         let row_key = |r: usize| columns.iter().map(move |c| c[r]);
-        order.sort_unstable_by(|&i, &j| row_key(i).cmp(row_key(j)));
+        // Every core sorts (the trie of a 10^8-edge graph is built per run).
+        order.par_sort_unstable_by(|&i, &j| row_key(i).cmp(row_key(j)));
         order.dedup_by(|j, i| row_key(*i).eq(row_key(*j)));
         let mut levels: Vec<Vec<i64>> = vec![Vec::new(); arity];
         let mut offsets: Vec<Vec<usize>> = vec![Vec::new(); arity.saturating_sub(1)];
@@ -87,72 +91,126 @@ pub(crate) fn multiway_join(args: &Args<'_, '_>) -> Result<Value> {
     Ok(relation_value(leapfrog_triejoin(&spec, &columns)))
 }
 
-/// The tries of every atom of `spec`, each relation's columns permuted to the variable order.
-/// A relation that several atoms read in one column order is indexed once (copied after).
-pub fn atom_tries(spec: &Spec, relations: &[Vec<&[i64]>]) -> Vec<Trie> {
-    let mut tries: Vec<Trie> = Vec::with_capacity(relations.len());
-    let mut built: Vec<(Vec<&[i64]>, usize)> = Vec::new();
+/// `@multiway_count(spec, r1, …, rk)`: the number of rows `@multiway_join` would give,
+/// counted at the last variable without building any row.
+pub(crate) fn multiway_count(args: &Args<'_, '_>) -> Result<Value> {
+    let (spec, relations) = multiway_arguments(args.list)?;
+    let columns: Vec<Vec<&[i64]>> = relations
+        .iter()
+        .map(|r| r.iter().map(Vec::as_slice).collect())
+        .collect();
+    let count = leapfrog_count(&spec, &columns);
+    let Ok(count) = i64::try_from(count) else {
+        crate::bail!("{count} rows do not fit an i64");
+    };
+    Ok(Value::from_i64s(vec![count]))
+}
+
+/// The tries of the atoms of `spec`: each distinct trie once (a relation that several atoms
+/// read in one column order, such as `link` in triangles, is indexed once), and per atom the
+/// position of its trie.
+pub fn atom_tries(spec: &Spec, relations: &[Vec<&[i64]>]) -> (Vec<Trie>, Vec<usize>) {
+    let mut tries: Vec<Trie> = Vec::new();
+    let mut built: Vec<Vec<&[i64]>> = Vec::new();
+    let mut of_atom = Vec::with_capacity(relations.len());
     for (a, columns) in relations.iter().enumerate() {
         let permuted: Vec<&[i64]> = spec
             .trie_columns(a)
             .into_iter()
             .map(|c| columns[c])
             .collect();
-        match built.iter().find(|(b, _)| *b == permuted) {
-            Some(&(_, t)) => tries.push(tries[t].clone()),
+        // Equal slices (same memory and length, or equal contents) index alike.
+        match built.iter().position(|b| {
+            b.len() == permuted.len()
+                && b.iter()
+                    .zip(&permuted)
+                    .all(|(x, y)| std::ptr::eq(*x, *y) || x == y)
+        }) {
+            Some(t) => of_atom.push(t),
             None => {
-                built.push((permuted.clone(), tries.len()));
+                of_atom.push(tries.len());
                 tries.push(Trie::build(&permuted));
+                built.push(permuted);
             }
         }
     }
-    tries
+    (tries, of_atom)
 }
 
 /// The join's result, one column per variable in the variable order, rows sorted.
 pub fn leapfrog_triejoin(spec: &Spec, relations: &[Vec<&[i64]>]) -> Vec<Vec<i64>> {
-    let tries = atom_tries(spec, relations);
-    let join = Join::new(spec, &tries);
     let n = spec.variables.len();
-    // The first variable's matches, then the rest of the join per part of them.
-    let mut first = Vec::new();
-    {
-        let mut state = join.start();
-        join.intersect(0, &mut state, &mut |value, nodes| {
-            first.push((value, nodes.to_vec()))
-        });
-    }
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let chunk = first.len().div_ceil(threads * 4).max(1);
-    let parts: Vec<Vec<Vec<i64>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = first
-            .chunks(chunk)
-            .map(|part| {
-                let join = &join;
-                scope.spawn(move || {
-                    let mut out: Vec<Vec<i64>> = vec![Vec::new(); n];
-                    let mut bound = vec![0; n];
-                    for (value, nodes) in part {
-                        bound[0] = *value;
-                        let mut state = nodes.clone();
-                        join.descend(1, &mut state, &mut bound, &mut out);
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
+    let parts = run(spec, relations, || Sink::Rows(vec![Vec::new(); n]));
     let mut result: Vec<Vec<i64>> = vec![Vec::new(); n];
     for part in parts {
-        for (column, values) in result.iter_mut().zip(part) {
-            column.extend(values);
+        if let Sink::Rows(columns) = part {
+            for (column, values) in result.iter_mut().zip(columns) {
+                column.extend(values);
+            }
         }
     }
     result
+}
+
+/// The number of rows of [`leapfrog_triejoin`], counted at the last variable: no row is
+/// built (the count of a triangle listing needs no list).
+pub fn leapfrog_count(spec: &Spec, relations: &[Vec<&[i64]>]) -> u64 {
+    run(spec, relations, || Sink::Count(0))
+        .into_iter()
+        .map(|part| match part {
+            Sink::Count(n) => n,
+            Sink::Rows(columns) => columns.first().map_or(0, |c| c.len() as u64),
+        })
+        .sum()
+}
+
+/// Where complete bindings go.
+enum Sink {
+    /// Each variable's column.
+    Rows(Vec<Vec<i64>>),
+    Count(u64),
+}
+
+/// Joins depth first: the first variable's matches split over the cores (rayon, in parts
+/// small enough to balance skewed degrees), the rest of the join per part into a sink of
+/// its own; the sinks in the order of their parts.
+fn run(spec: &Spec, relations: &[Vec<&[i64]>], sink: impl Fn() -> Sink + Sync) -> Vec<Sink> {
+    use rayon::prelude::*;
+    let (tries, of_atom) = atom_tries(spec, relations);
+    let atom_tries: Vec<&Trie> = of_atom.iter().map(|&t| &tries[t]).collect();
+    let join = Join::new(spec, atom_tries);
+    let n = spec.variables.len();
+    let atoms = spec.atoms.len();
+    let mut first: Vec<(i64, Vec<usize>)> = Vec::new();
+    if let Some(limits) = join.limits(0, &[]) {
+        let mut nodes = vec![0; atoms];
+        join.leapfrog(0, &mut nodes, &limits, &mut |value, nodes| {
+            first.push((value, nodes.to_vec()))
+        });
+    }
+    if n == 1 {
+        let mut only = sink();
+        match &mut only {
+            Sink::Rows(columns) => columns[0].extend(first.iter().map(|(value, _)| *value)),
+            Sink::Count(count) => *count = first.len() as u64,
+        }
+        return vec![only];
+    }
+    let threads = rayon::current_num_threads();
+    let chunk = first.len().div_ceil(threads * 64).max(1);
+    first
+        .par_chunks(chunk)
+        .map(|part| {
+            let mut out = sink();
+            let mut scratch = vec![vec![0; atoms]; n];
+            let mut bound = vec![0; n];
+            for (value, nodes) in part {
+                bound[0] = *value;
+                join.descend(1, nodes, &mut scratch[1..], &mut bound, &mut out);
+            }
+            out
+        })
+        .collect()
 }
 
 /// One variable's step: the atoms that contain it and the comparisons it must pass.
@@ -162,13 +220,22 @@ struct Step {
     checks: Vec<(CompareOp, usize)>,
 }
 
+/// The range the comparisons with bound variables leave a variable: `lower ..= upper`,
+/// less the `skips` (`!=`).
+struct Limits {
+    lower: i64,
+    upper: i64,
+    skips: Vec<i64>,
+}
+
 struct Join<'t> {
-    tries: &'t [Trie],
+    /// Per atom, its trie.
+    tries: Vec<&'t Trie>,
     steps: Vec<Step>,
 }
 
 impl<'t> Join<'t> {
-    fn new(spec: &Spec, tries: &'t [Trie]) -> Join<'t> {
+    fn new(spec: &Spec, tries: Vec<&'t Trie>) -> Join<'t> {
         let steps = (0..spec.variables.len())
             .map(|v| Step {
                 atoms: spec.atoms_with(v),
@@ -178,86 +245,93 @@ impl<'t> Join<'t> {
         Join { tries, steps }
     }
 
-    /// Per atom, the node its last bound variable reached (unused before its first).
-    fn start(&self) -> Vec<usize> {
-        vec![0; self.tries.len()]
-    }
-
-    fn descend(&self, v: usize, nodes: &mut [usize], bound: &mut [i64], out: &mut [Vec<i64>]) {
-        if v == self.steps.len() {
-            for (column, &value) in out.iter_mut().zip(bound.iter()) {
-                column.push(value);
+    /// Binds variable `v` (>= 1) from `nodes` (each atom's node after the variables before
+    /// it) and goes on to the end; `scratch[0]` holds the nodes this level moves, the rest
+    /// the deeper levels'.
+    fn descend(
+        &self,
+        v: usize,
+        nodes: &[usize],
+        scratch: &mut [Vec<usize>],
+        bound: &mut [i64],
+        sink: &mut Sink,
+    ) {
+        let Some(limits) = self.limits(v, bound) else {
+            return;
+        };
+        let Some((here, deeper)) = scratch.split_first_mut() else {
+            return;
+        };
+        here.copy_from_slice(nodes);
+        if v + 1 == self.steps.len() {
+            match sink {
+                Sink::Count(count) => self.leapfrog(v, here, &limits, &mut |_, _| *count += 1),
+                Sink::Rows(out) => self.leapfrog(v, here, &limits, &mut |value, _| {
+                    bound[v] = value;
+                    for (column, &x) in out.iter_mut().zip(bound.iter()) {
+                        column.push(x);
+                    }
+                }),
             }
             return;
         }
-        let mut matches = Vec::new();
-        {
-            let bound_now: &[i64] = bound;
-            let mut state = nodes.to_vec();
-            self.intersect_bounded(v, &mut state, bound_now, &mut |value, reached| {
-                matches.push((value, reached.to_vec()))
-            });
-        }
-        for (value, mut reached) in matches {
+        self.leapfrog(v, here, &limits, &mut |value, reached| {
             bound[v] = value;
-            self.descend(v + 1, &mut reached, bound, out);
-        }
+            self.descend(v + 1, reached, deeper, bound, sink);
+        });
     }
 
-    /// The first variable (no comparisons can apply but `v op v`).
-    fn intersect(&self, v: usize, nodes: &mut [usize], emit: &mut dyn FnMut(i64, &[usize])) {
-        self.intersect_bounded(v, nodes, &[], emit)
-    }
-
-    /// Leapfrog join of variable `v`: every value in the children of all atoms containing it
-    /// that passes the comparisons with `bound`; `emit` gets it with each atom's node.
-    fn intersect_bounded(
-        &self,
-        v: usize,
-        nodes: &mut [usize],
-        bound: &[i64],
-        emit: &mut dyn FnMut(i64, &[usize]),
-    ) {
-        let step = &self.steps[v];
+    /// What the comparisons of variable `v` with the variables bound before it (`bound`)
+    /// leave; None when nothing can pass.
+    fn limits(&self, v: usize, bound: &[i64]) -> Option<Limits> {
         let (mut lower, mut upper) = (i64::MIN, i64::MAX);
         let mut skips = Vec::new();
-        let mut never = false;
-        for &(op, u) in &step.checks {
+        for &(op, u) in &self.steps[v].checks {
             if u == v {
                 // `v op v` holds for every value or for none.
-                never |= !op.holds(0, 0);
+                if !op.holds(0, 0) {
+                    return None;
+                }
                 continue;
             }
             let x = bound[u];
             match op {
-                CompareOp::Gt => match x.checked_add(1) {
-                    Some(b) => lower = lower.max(b),
-                    None => never = true,
-                },
+                CompareOp::Gt => lower = lower.max(x.checked_add(1)?),
                 CompareOp::Ge => lower = lower.max(x),
-                CompareOp::Lt => match x.checked_sub(1) {
-                    Some(b) => upper = upper.min(b),
-                    None => never = true,
-                },
+                CompareOp::Lt => upper = upper.min(x.checked_sub(1)?),
                 CompareOp::Le => upper = upper.min(x),
                 CompareOp::Ne => skips.push(x),
             }
         }
-        if never || lower > upper {
-            return;
-        }
+        (lower <= upper).then_some(Limits {
+            lower,
+            upper,
+            skips,
+        })
+    }
+
+    /// Leapfrog join of variable `v`: every value within `limits` in the children of all
+    /// atoms containing it; `emit` gets it with each atom's node (`nodes` updated).
+    fn leapfrog(
+        &self,
+        v: usize,
+        nodes: &mut [usize],
+        limits: &Limits,
+        emit: &mut dyn FnMut(i64, &[usize]),
+    ) {
+        let step = &self.steps[v];
         let iters: Vec<(usize, &[i64], usize)> = step
             .atoms
             .iter()
             .map(|&(a, depth)| {
-                let trie = &self.tries[a];
+                let trie = self.tries[a];
                 let (lo, hi) = trie.children(depth, nodes[a]);
                 (a, &trie.levels[depth][..hi], lo)
             })
             .collect();
         let mut positions: Vec<usize> = iters
             .iter()
-            .map(|&(_, level, lo)| seek(level, lo, lower))
+            .map(|&(_, level, lo)| seek(level, lo, limits.lower))
             .collect();
         loop {
             let mut key = i64::MIN;
@@ -267,7 +341,7 @@ impl<'t> Join<'t> {
                     None => return,
                 }
             }
-            if key > upper {
+            if key > limits.upper {
                 return;
             }
             let mut agree = true;
@@ -280,7 +354,7 @@ impl<'t> Join<'t> {
                 }
             }
             if agree {
-                if !skips.contains(&key) {
+                if !limits.skips.contains(&key) {
                     for (p, &(a, _, _)) in positions.iter().zip(&iters) {
                         nodes[a] = *p;
                     }
@@ -381,6 +455,44 @@ mod tests {
             result,
             vec![vec![0, 0, 0, 1], vec![1, 1, 2, 2], vec![2, 3, 3, 3]]
         );
+    }
+
+    #[test]
+    fn a_count_equals_the_rows_and_one_trie_serves_every_atom_of_one_relation() {
+        let (mut from, mut to) = (Vec::new(), Vec::new());
+        // A 5-clique both ways, plus a pendant: 10 triangles, 5 four-cliques.
+        for a in 0..5 {
+            for b in 0..5 {
+                if a != b {
+                    from.push(a);
+                    to.push(b);
+                }
+            }
+        }
+        from.extend([4, 9]);
+        to.extend([9, 4]);
+        let e: Vec<&[i64]> = vec![&from, &to];
+        let specs = [
+            ("x y z; x y; y z; x z; where x < y, y < z", 10),
+            (
+                "a b c d; a b; a c; a d; b c; b d; c d; where a < b, b < c, c < d",
+                5,
+            ),
+            ("x y; x y", 22),
+            ("x; x", 6),
+        ];
+        for (text, expected) in specs {
+            let spec = Spec::parse(text).unwrap();
+            let relations: Vec<Vec<&[i64]>> = vec![e.clone(); spec.atoms.len()];
+            let rows = leapfrog_triejoin(&spec, &relations);
+            assert_eq!(rows[0].len(), expected, "{text}");
+            assert_eq!(leapfrog_count(&spec, &relations), expected as u64, "{text}");
+            let (tries, of_atom) = atom_tries(&spec, &relations);
+            if spec.atoms[0].len() == 2 {
+                assert_eq!(tries.len(), 1, "{text}");
+                assert!(of_atom.iter().all(|&t| t == 0));
+            }
+        }
     }
 
     #[test]

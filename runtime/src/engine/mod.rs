@@ -399,6 +399,10 @@ impl Accelerator for GpuEngine<'_> {
             | Builtin::TupleDiff
             | Builtin::TupleMerge
             | Builtin::SortedJoin => matches!(v, Value::Device(_) | Value::List(_)),
+            // The relations of a multiway join are indexed where they are (not the spec).
+            Builtin::MultiwayJoin | Builtin::MultiwayCount => {
+                i > 0 && matches!(v, Value::Device(_) | Value::List(_))
+            }
             _ => false,
         };
         let step = format!("@{}", b.name());
@@ -448,6 +452,12 @@ impl Accelerator for GpuEngine<'_> {
             run_library(self.device, b, args)
         };
         profile.step_read(&step, (self.device.traffic() - before).downloaded);
+        if matches!(b, Builtin::MultiwayJoin | Builtin::MultiwayCount) {
+            // Trie builds and reuses, rounds, waits and submissions of the join itself.
+            for (what, n) in crate::gpu::multiway::take_stats().fields() {
+                profile.tally(&step, what, n);
+            }
+        }
         self.device.sample_memory();
         let result = match result {
             Ok(value) => self.pending.settle(self.device, false).map(|()| value),

@@ -62,6 +62,7 @@ pub const LIBRARY_BUILTINS: &[Builtin] = &[
     Builtin::TupleMerge,
     Builtin::SortedJoin,
     Builtin::MultiwayJoin,
+    Builtin::MultiwayCount,
 ];
 
 /// Runs library builtin `builtin` on the GPU. Errors start with `@name: `, like the CPU's.
@@ -80,7 +81,7 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
         Builtin::TupleUnique | Builtin::TupleDiff | Builtin::TupleMerge | Builtin::SortedJoin => {
             relation(device, builtin, args)
         }
-        Builtin::MultiwayJoin => multiway_join(device, args),
+        Builtin::MultiwayJoin | Builtin::MultiwayCount => multiway_join(device, builtin, args),
         other => Err(Failure::Message(format!(
             "@{} is not a GPU library kernel",
             other.name()
@@ -432,14 +433,53 @@ fn relation(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Out<Val
     }
 }
 
-/// `@multiway_join` (`gpu/multiway.rs`); arguments checked as by the CPU builtin.
-fn multiway_join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
-    let (spec, relations) = crate::multiway::multiway_arguments(args)?;
-    let columns: Vec<Vec<&[i64]>> = relations
-        .iter()
-        .map(|r| r.iter().map(Vec::as_slice).collect())
-        .collect();
-    let result = super::multiway::multiway_join(device, &spec, &columns)?;
+/// `@multiway_join` and `@multiway_count` (`gpu/multiway.rs`); arguments checked as by the
+/// CPU builtins. Relations come as device columns (host ones are uploaded).
+fn multiway_join(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Out<Value> {
+    use super::relation::DeviceRelation;
+    use crate::relation::RelationColumn;
+    let (spec, relations) = crate::multiway::multiway_relations(args)?;
+    // A host column given to several atoms is uploaded once (its trie is then built once).
+    let mut uploaded: Vec<(*const i64, usize, Arc<GpuBuffer<u32>>)> = Vec::new();
+    let mut device_relations = Vec::with_capacity(relations.len());
+    for r in &relations {
+        let mut columns = Vec::with_capacity(r.columns.len());
+        for column in &r.columns {
+            columns.push(match column {
+                RelationColumn::Device(d) => d.buffer.clone(),
+                RelationColumn::Host(c) => {
+                    match uploaded
+                        .iter()
+                        .find(|(p, n, _)| std::ptr::eq(*p, c.as_ptr()) && *n == c.len())
+                    {
+                        Some((_, _, buffer)) => buffer.clone(),
+                        None => {
+                            let buffer =
+                                Arc::new(device.upload(
+                                    "relation column",
+                                    bytemuck::cast_slice::<i64, u32>(c),
+                                )?);
+                            uploaded.push((c.as_ptr(), c.len(), buffer.clone()));
+                            buffer
+                        }
+                    }
+                }
+            });
+        }
+        device_relations.push(DeviceRelation {
+            columns,
+            rows: r.rows,
+        });
+    }
+    let relations = device_relations;
+    if builtin == Builtin::MultiwayCount {
+        let count = super::multiway::multiway_count(device, &spec, &relations)?;
+        let Ok(count) = i64::try_from(count) else {
+            return Err(Failure::Message(format!("{count} rows do not fit an i64")));
+        };
+        return Ok(Value::from_i64s(vec![count]));
+    }
+    let result = super::multiway::multiway_join(device, &spec, &relations)?;
     Ok(crate::relation::relation_value(result))
 }
 

@@ -1,25 +1,37 @@
-//! `@multiway_join` on the GPU: a breadth-first worst-case-optimal join (Wu, Zinn, Aref,
-//! Yalamanchili, ADMS 2014), one variable per round, over trie indexes built on the GPU. The
-//! CPU Leapfrog Triejoin (`cpu/multiway.rs`) is its oracle; the spec is `crate::multiway`.
+//! `@multiway_join` and `@multiway_count` on the GPU: a breadth-first worst-case-optimal join
+//! (Wu, Zinn, Aref, Yalamanchili, ADMS 2014), one variable per round, over trie indexes built
+//! on the GPU. The CPU Leapfrog Triejoin (`cpu/multiway.rs`) is its oracle; the spec is
+//! `crate::multiway`.
 //!
-//! - Trie index per atom (`shaders/multiway_trie.wgsl`): the relation's columns permuted to
-//!   the variable order, sorted and deduplicated by the radix sort and compaction of
-//!   `@tuple_unique` (`relation::sorted_unique_on_device`); each row's first differing
-//!   column, a flag per level, compaction to the level's node starts, the level values
-//!   gathered, and offsets to the children by binary search of the starts.
+//! - Trie index per atom (`shaders/multiway_trie.wgsl`): the relation's columns (device
+//!   buffers, where the relation kernels left them) permuted to the variable order, sorted and
+//!   deduplicated by `@tuple_unique`'s kernels (`relation::tuple_unique`); each row's first
+//!   differing column, a flag per level, compaction to the level's node starts, then the
+//!   level values gathered and the offsets to the children found by binary search, written
+//!   straight into one packed buffer per trie. A trie is cached (per thread) while its
+//!   relation's column buffers live: each distinct (relation, column order) is built once
+//!   per run however many atoms and calls read it ([`take_stats`] counts builds and reuses
+//!   for `--time`).
 //! - A round per variable (`shaders/multiway.wgsl`): per partial binding the children range
 //!   of every atom containing the variable; the smallest drives (count), an exclusive scan of
-//!   the counts, one invocation per candidate finds its binding by load-balancing search
-//!   and the candidate in every other atom by binary search, then checks the comparisons
-//!   (expand); compaction of the survivors (`where_true`) and a gather of the new bindings.
-//!   The result is the last round's bindings, in order: each round expands bindings in
-//!   order and candidates in increasing order, so rows come out sorted and distinct.
+//!   the counts and its total (recorded in the same submission, read back once), one
+//!   invocation per candidate finds its binding by load-balancing search and the candidate in
+//!   every other atom by binary search, then checks the comparisons (expand); compaction of
+//!   the survivors (`where_true`) and a gather of the new bindings. The result is the last
+//!   round's bindings, in order: each round expands bindings in order and candidates in
+//!   increasing order, so rows come out sorted and distinct.
+//! - Counting (`@multiway_count`): the last round expands nothing; each candidate is tested
+//!   where it lies and the passing ones are summed per workgroup into a 64-bit counter on the
+//!   device, read once at the end. No row of the result, and no binding of the last
+//!   variable, is ever stored.
 //! - Batches: a round expands at most `batch_slots` candidates at a time (a window of the
 //!   scan) and carries each window's survivors through the later rounds before the next
 //!   window, depth first; a round whose scan would pass 2^32 is split in halves of its
 //!   bindings. An intermediate too large for the device is therefore cut, never refused.
-//!
-//! Tries are rebuilt per call (no cache across calls yet).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::{Arc, Weak};
 
 use super::buffer::GpuBuffer;
 use super::compact::{element_workgroups, where_true};
@@ -27,8 +39,8 @@ use super::device::Device;
 use super::error::Result;
 use super::keys::{check_len, filled, iota, unused};
 use super::pipeline::{BindingKind, Commands, KernelSpec};
-use super::relation::sorted_unique_on_device;
-use super::scan::exclusive_scan;
+use super::relation::{tuple_unique, DeviceRelation};
+use super::scan::{record_scan, SUM_VALUES};
 use super::template::{render, workgroup_size_text};
 use crate::multiway::Spec;
 
@@ -39,6 +51,9 @@ pub const MULTIWAY_TRIE_WGSL: &str = include_str!("../../../shaders/multiway_tri
 
 /// Overrides the number of candidates a round expands at once (tests force small batches).
 pub const BATCH_ENV: &str = "HORSEC_MULTIWAY_BATCH";
+
+/// The most candidates one `expand_count` dispatch tests (slot indexes are u32).
+const COUNT_WINDOW: usize = 1 << 30;
 
 const TRIE_BINDINGS: &[BindingKind] = &[
     BindingKind::Uniform,
@@ -57,7 +72,109 @@ const JOIN_BINDINGS: &[BindingKind] = &[
     BindingKind::StorageRead,
     BindingKind::StorageReadWrite,
     BindingKind::StorageReadWrite,
+    BindingKind::StorageReadWrite,
 ];
+
+/// What the multiway joins of this thread did since the last [`take_stats`]: the engine
+/// reports it under the step in `--time`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MultiwayStats {
+    /// Tries built (a distinct relation in a distinct column order).
+    pub tries_built: u32,
+    /// Atoms served by a trie built before (by an earlier atom or call).
+    pub tries_reused: u32,
+    /// Rounds run (one variable over one window of bindings).
+    pub rounds: u32,
+    /// Windows of candidates expanded or counted.
+    pub windows: u32,
+    /// Blocking reads of the device (round totals, compaction sizes, rows, the count).
+    pub host_waits: u32,
+    /// Queue submissions.
+    pub submissions: u32,
+}
+
+impl MultiwayStats {
+    /// The counters as (name, value), in the order `--time` prints them.
+    pub fn fields(&self) -> [(&'static str, u64); 6] {
+        [
+            ("tries built", u64::from(self.tries_built)),
+            ("tries reused", u64::from(self.tries_reused)),
+            ("rounds", u64::from(self.rounds)),
+            ("windows", u64::from(self.windows)),
+            ("host waits", u64::from(self.host_waits)),
+            ("submissions", u64::from(self.submissions)),
+        ]
+    }
+}
+
+/// A trie on the device: every level's values (two words each) and the offsets into each
+/// level from the one above, in one buffer (the join kernel binds one trie buffer).
+struct PackedTrie {
+    words: GpuBuffer<u32>,
+    /// Positions relative to the start of `words`.
+    levels: Vec<Level>,
+}
+
+/// A cached trie: the relation column buffers it indexes (in trie order; weak, so the
+/// cache does not keep a relation alive) and their length.
+struct CachedTrie {
+    columns: Vec<Weak<GpuBuffer<u32>>>,
+    rows: usize,
+    trie: Rc<PackedTrie>,
+}
+
+thread_local! {
+    /// Tries of relations still alive: a relation's columns are immutable device buffers,
+    /// so a trie stays right while they live. Dead ones are dropped at each look-up.
+    static TRIES: RefCell<Vec<CachedTrie>> = const { RefCell::new(Vec::new()) };
+    static STATS: Cell<MultiwayStats> = const {
+        Cell::new(MultiwayStats {
+            tries_built: 0,
+            tries_reused: 0,
+            rounds: 0,
+            windows: 0,
+            host_waits: 0,
+            submissions: 0,
+        })
+    };
+}
+
+/// The counters since the last call, reset.
+pub fn take_stats() -> MultiwayStats {
+    STATS.with(|s| s.replace(MultiwayStats::default()))
+}
+
+fn count_stat(change: impl FnOnce(&mut MultiwayStats)) {
+    STATS.with(|s| {
+        let mut stats = s.get();
+        change(&mut stats);
+        s.set(stats);
+    });
+}
+
+/// Drops every cached trie (tests measure builds from a clean start).
+pub fn clear_trie_cache() {
+    TRIES.with(|t| t.borrow_mut().clear());
+}
+
+/// The cached trie of exactly these column buffers, if any.
+fn cached_trie(columns: &[Arc<GpuBuffer<u32>>], rows: usize) -> Option<Rc<PackedTrie>> {
+    TRIES.with(|tries| {
+        let mut tries = tries.borrow_mut();
+        tries.retain(|t| t.columns.iter().all(|c| c.strong_count() > 0));
+        tries
+            .iter()
+            .find(|t| {
+                t.rows == rows
+                    && t.columns.len() == columns.len()
+                    && t.columns
+                        .iter()
+                        .zip(columns)
+                        .all(|(w, c)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(c)))
+            })
+            .map(|t| t.trie.clone())
+    })
+}
 
 /// One level of one atom's trie inside the joined trie buffer (word positions).
 #[derive(Clone, Copy, Debug)]
@@ -68,19 +185,6 @@ struct Level {
     offsets: usize,
 }
 
-/// The join's result, one column per variable in the variable order, rows sorted.
-pub fn multiway_join(
-    device: &Device,
-    spec: &Spec,
-    relations: &[Vec<&[i64]>],
-) -> Result<Vec<Vec<i64>>> {
-    let batches = Batches {
-        slots: batch_slots(device, spec),
-        bindings: usize::MAX,
-    };
-    multiway_join_batched(device, spec, relations, batches)
-}
-
 /// How a round is cut: at most `slots` candidates expanded at once, and rounds of more than
 /// `bindings` bindings split in halves as a scan past 2^32 is (tests cut both small).
 #[derive(Clone, Copy, Debug)]
@@ -89,48 +193,154 @@ pub struct Batches {
     pub bindings: usize,
 }
 
-/// [`multiway_join`] with the rounds cut as `batches` says.
+/// The join's result, one column per variable in the variable order, rows sorted.
+pub fn multiway_join(
+    device: &Device,
+    spec: &Spec,
+    relations: &[DeviceRelation],
+) -> Result<Vec<Vec<i64>>> {
+    let batches = default_batches(device, spec);
+    let mut result: Vec<Vec<i64>> = vec![Vec::new(); spec.variables.len()];
+    join_relations(device, spec, relations, batches, Some(&mut result))?;
+    Ok(result)
+}
+
+/// The number of rows of [`multiway_join`], counted without building them.
+pub fn multiway_count(device: &Device, spec: &Spec, relations: &[DeviceRelation]) -> Result<u64> {
+    join_relations(device, spec, relations, default_batches(device, spec), None)
+}
+
+fn default_batches(device: &Device, spec: &Spec) -> Batches {
+    Batches {
+        slots: batch_slots(device, spec),
+        bindings: usize::MAX,
+    }
+}
+
+/// [`multiway_join`] of host columns (uploaded) with the rounds cut as `batches` says.
 pub fn multiway_join_batched(
     device: &Device,
     spec: &Spec,
     relations: &[Vec<&[i64]>],
     batches: Batches,
 ) -> Result<Vec<Vec<i64>>> {
+    let relations = upload(device, relations)?;
+    let mut result: Vec<Vec<i64>> = vec![Vec::new(); spec.variables.len()];
+    join_relations(device, spec, &relations, batches, Some(&mut result))?;
+    Ok(result)
+}
+
+/// [`multiway_count`] of host columns (uploaded) with the rounds cut as `batches` says.
+pub fn multiway_count_batched(
+    device: &Device,
+    spec: &Spec,
+    relations: &[Vec<&[i64]>],
+    batches: Batches,
+) -> Result<u64> {
+    let relations = upload(device, relations)?;
+    join_relations(device, spec, &relations, batches, None)
+}
+
+fn upload(device: &Device, relations: &[Vec<&[i64]>]) -> Result<Vec<DeviceRelation>> {
+    relations
+        .iter()
+        .map(|columns| DeviceRelation::upload(device, columns))
+        .collect()
+}
+
+/// The join: rows appended to `rows` when given, else counted; returns the number of rows.
+fn join_relations(
+    device: &Device,
+    spec: &Spec,
+    relations: &[DeviceRelation],
+    batches: Batches,
+    rows: Option<&mut Vec<Vec<i64>>>,
+) -> Result<u64> {
+    let before = device.host_costs();
+    let counted = join_inner(device, spec, relations, batches, rows);
+    // Tries of relations gone since are freed now, not at the next join.
+    TRIES.with(|t| {
+        t.borrow_mut()
+            .retain(|t| t.columns.iter().all(|c| c.strong_count() > 0))
+    });
+    let spent = device.host_costs() - before;
+    count_stat(|s| {
+        s.host_waits += spent.waits.0;
+        s.submissions += spent.submits.0;
+    });
+    counted
+}
+
+fn join_inner(
+    device: &Device,
+    spec: &Spec,
+    relations: &[DeviceRelation],
+    batches: Batches,
+    mut rows: Option<&mut Vec<Vec<i64>>>,
+) -> Result<u64> {
     let n = spec.variables.len();
-    let mut result: Vec<Vec<i64>> = vec![Vec::new(); n];
     // `v op v` decides for every binding at once.
     if spec
         .comparisons
         .iter()
         .any(|c| c.left == c.right && !c.op.holds(0, 0))
     {
-        return Ok(result);
+        return Ok(0);
     }
     // One trie per distinct permuted relation (a self-join such as triangles indexes its
-    // relation once).
-    let mut parts = Vec::with_capacity(relations.len());
-    let mut built: Vec<Vec<&[i64]>> = Vec::new();
+    // relation once), from the cache when an earlier call built it.
+    let mut parts: Vec<Rc<PackedTrie>> = Vec::new();
     let mut part_of_atom = Vec::with_capacity(relations.len());
-    for (a, columns) in relations.iter().enumerate() {
-        let permuted: Vec<&[i64]> = spec
+    for (a, relation) in relations.iter().enumerate() {
+        let permuted: Vec<Arc<GpuBuffer<u32>>> = spec
             .trie_columns(a)
             .into_iter()
-            .map(|c| columns[c])
+            .map(|c| relation.columns[c].clone())
             .collect();
-        if let Some(p) = built.iter().position(|b| *b == permuted) {
-            part_of_atom.push(p);
-            continue;
-        }
-        let part = build_trie(device, &permuted)?;
+        let trie = match cached_trie(&permuted, relation.rows) {
+            Some(trie) => {
+                count_stat(|s| s.tries_reused += 1);
+                trie
+            }
+            None => {
+                let trie = Rc::new(build_trie(
+                    device,
+                    &DeviceRelation {
+                        columns: permuted.clone(),
+                        rows: relation.rows,
+                    },
+                )?);
+                count_stat(|s| s.tries_built += 1);
+                TRIES.with(|t| {
+                    t.borrow_mut().push(CachedTrie {
+                        columns: permuted.iter().map(Arc::downgrade).collect(),
+                        rows: relation.rows,
+                        trie: trie.clone(),
+                    })
+                });
+                trie
+            }
+        };
         // An empty relation joins to nothing.
-        if part[0].1 == 0 {
-            return Ok(result);
+        if trie.levels[0].len == 0 {
+            return Ok(0);
         }
-        part_of_atom.push(parts.len());
-        parts.push(part);
-        built.push(permuted);
+        match parts.iter().position(|p| Rc::ptr_eq(p, &trie)) {
+            Some(p) => part_of_atom.push(p),
+            None => {
+                part_of_atom.push(parts.len());
+                parts.push(trie);
+            }
+        }
     }
-    let (trie, part_levels) = join_tries(device, parts)?;
+    let joined;
+    let (trie, part_levels): (&GpuBuffer<u32>, Vec<Vec<Level>>) = if parts.len() == 1 {
+        (&parts[0].words, vec![parts[0].levels.clone()])
+    } else {
+        let (buffer, levels) = join_tries(device, &parts)?;
+        joined = buffer;
+        (&joined, levels)
+    };
     let levels: Vec<Vec<Level>> = part_of_atom
         .iter()
         .map(|&p| part_levels[p].clone())
@@ -139,7 +349,7 @@ pub fn multiway_join_batched(
     let plan = device.upload("multiway plan", &plan)?;
     let join = Join {
         device,
-        trie: &trie,
+        trie,
         plan: &plan,
         steps: &steps,
         atoms: spec.atoms.len(),
@@ -147,44 +357,101 @@ pub fn multiway_join_batched(
         variables: n,
         batch: batches.slots.max(1),
         split_above: batches.bindings.max(1),
+        counter: device.zeroed::<u32>("multiway count", 2)?,
+        counting: rows.is_none(),
     };
     let start = Bindings {
         nodes: device.zeroed::<u32>("multiway nodes", spec.atoms.len())?,
         values: device.zeroed::<u32>("multiway values", 2)?,
         count: 1,
     };
-    join.round(0, &start, &mut result)?;
-    Ok(result)
+    let mut produced = 0u64;
+    join.round(0, &start, &mut rows, &mut produced)?;
+    if join.counting {
+        let words = device.download(&join.counter)?;
+        produced = u64::from(words[0]) | (u64::from(words[1]) << 32);
+    }
+    Ok(produced)
 }
 
-/// One trie level on the device: its values (two words each), its length, and the offsets
-/// into the next level (`len + 1` words; none for the last level).
-type TrieLevel = (GpuBuffer<u32>, usize, Option<GpuBuffer<u32>>);
-
-/// The trie of the rows of `columns`, level by level.
-fn build_trie(device: &Device, columns: &[&[i64]]) -> Result<Vec<TrieLevel>> {
-    let arity = columns.len();
-    let unique = sorted_unique_on_device(device, columns)?;
-    let (unique, rows) = (unique.columns, unique.rows);
-    if rows == 0 {
-        return (0..arity)
-            .map(|_| Ok((device.zeroed::<u32>("empty level", 0)?, 0, None)))
-            .collect();
-    }
+/// Per row, the first column where it differs from the row before (row 0: column 0), or
+/// None when some row repeats or comes out of order (`check`: one read to find out; without
+/// it the rows are known sorted and distinct).
+fn first_differences(
+    device: &Device,
+    relation: &DeviceRelation,
+    check: bool,
+) -> Result<Option<GpuBuffer<u32>>> {
+    let (rows, arity) = (relation.rows, relation.arity());
     let rows_u32 = check_len("@multiway_join", rows)?;
-    let first_difference = filled(device, rows, arity as u32)?;
+    let differences = filled(device, rows.max(1), arity as u32)?;
     let spare = unused(device)?;
-    for (c, column) in unique.iter().enumerate() {
+    for (c, column) in relation.columns.iter().enumerate() {
         trie_kernel(
             device,
             "first_difference",
-            [rows_u32, 0, c as u32, arity as u32],
+            [rows_u32, 0, c as u32, arity as u32, 0],
             column,
             &spare,
-            &first_difference,
+            &differences,
             rows,
         )?;
     }
+    if check && rows > 1 {
+        let flag = device.zeroed::<u32>("multiway order flag", 1)?;
+        trie_kernel(
+            device,
+            "not_sorted",
+            [rows_u32, 0, 0, arity as u32, 0],
+            &spare,
+            &differences,
+            &flag,
+            rows,
+        )?;
+        if device.download(&flag)?[0] != 0 {
+            return Ok(None);
+        }
+    }
+    Ok(Some(differences))
+}
+
+/// A trie built on the device, straight into its packed buffer.
+fn build_trie(device: &Device, relation: &DeviceRelation) -> Result<PackedTrie> {
+    let arity = relation.arity();
+    // A relation already sorted and duplicate-free in trie order (the relation kernels'
+    // outputs read in their own column order, such as `link` by triangles) is not sorted
+    // again: its first differences show it, and they are what the levels need anyway.
+    let (unique, first_difference) = match first_differences(device, relation, true)? {
+        Some(differences) => (relation.clone(), differences),
+        None => {
+            let unique = tuple_unique(device, relation)?;
+            let differences = first_differences(device, &unique, false)?;
+            let differences = differences.ok_or_else(|| {
+                super::error::GpuError::Readback(
+                    "@multiway_join: a sorted relation's rows were found out of order".to_string(),
+                )
+            })?;
+            (unique, differences)
+        }
+    };
+    let (unique, rows) = (unique.columns, unique.rows);
+    let empty_levels = || {
+        (0..arity)
+            .map(|_| Level {
+                values: 0,
+                len: 0,
+                offsets: 0,
+            })
+            .collect()
+    };
+    if rows == 0 {
+        return Ok(PackedTrie {
+            words: device.zeroed::<u32>("empty trie", 1)?,
+            levels: empty_levels(),
+        });
+    }
+    let rows_u32 = check_len("@multiway_join", rows)?;
+    let spare = unused(device)?;
     // The rows where each level's nodes start; the last level has a node per row.
     let mut starts = Vec::with_capacity(arity);
     for d in 0..arity {
@@ -195,7 +462,7 @@ fn build_trie(device: &Device, columns: &[&[i64]]) -> Result<Vec<TrieLevel>> {
             trie_kernel(
                 device,
                 "level_flags",
-                [rows_u32, 0, d as u32, arity as u32],
+                [rows_u32, 0, d as u32, arity as u32, 0],
                 &spare,
                 &first_difference,
                 &flags,
@@ -204,22 +471,48 @@ fn build_trie(device: &Device, columns: &[&[i64]]) -> Result<Vec<TrieLevel>> {
             starts.push(where_true(device, &flags)?);
         }
     }
+    drop(first_difference);
+    // The packed layout: level d's values, then the offsets into level d + 1.
     let mut levels = Vec::with_capacity(arity);
+    let mut words = 0usize;
+    let mut offsets_at = Vec::with_capacity(arity);
+    let mut offsets_into_next = 0;
+    for start in &starts {
+        let len = start.len();
+        levels.push(Level {
+            values: words,
+            len,
+            offsets: offsets_into_next,
+        });
+        words += 2 * len;
+        offsets_into_next = words;
+        offsets_at.push(words);
+        words += len + 1;
+    }
+    // The last level has no offsets.
+    words -= levels[arity - 1].len + 1;
+    let base = |at: usize| check_len("@multiway_join trie", at);
+    check_len("@multiway_join trie", words)?;
+    let packed = device.zeroed::<u32>("multiway trie", words)?;
     for d in 0..arity {
         let len = starts[d].len();
-        let values = device.zeroed::<u32>("trie level values", 2 * len)?;
         trie_kernel(
             device,
             "gather_values",
-            [check_len("@multiway_join", len)?, 0, 0, 0],
+            [
+                check_len("@multiway_join", len)?,
+                0,
+                0,
+                0,
+                base(levels[d].values)?,
+            ],
             &unique[d],
             &starts[d],
-            &values,
+            &packed,
             len,
         )?;
-        let offsets = if d + 1 < arity {
+        if d + 1 < arity {
             let next = starts[d + 1].len();
-            let offsets = device.zeroed::<u32>("trie offsets", len + 1)?;
             trie_kernel(
                 device,
                 "level_offsets",
@@ -228,25 +521,25 @@ fn build_trie(device: &Device, columns: &[&[i64]]) -> Result<Vec<TrieLevel>> {
                     check_len("@multiway_join", next)?,
                     0,
                     0,
+                    base(offsets_at[d])?,
                 ],
                 &starts[d],
                 &starts[d + 1],
-                &offsets,
+                &packed,
                 len + 1,
             )?;
-            Some(offsets)
-        } else {
-            None
-        };
-        levels.push((values, len, offsets));
+        }
     }
-    Ok(levels)
+    Ok(PackedTrie {
+        words: packed,
+        levels,
+    })
 }
 
 fn trie_kernel(
     device: &Device,
     entry: &'static str,
-    params: [u32; 4],
+    params: [u32; 5],
     col: &GpuBuffer<u32>,
     aux: &GpuBuffer<u32>,
     out: &GpuBuffer<u32>,
@@ -266,7 +559,8 @@ fn trie_kernel(
         entry_point: entry,
         bindings: TRIE_BINDINGS,
     })?;
-    let uniform = device.uniform(entry, &params);
+    let [a, b, c, d, e] = params;
+    let uniform = device.uniform(entry, &[a, b, c, d, e, 0, 0, 0]);
     let mut commands = Commands::new(device, entry);
     commands.dispatch(
         &pipeline,
@@ -276,44 +570,34 @@ fn trie_kernel(
     commands.submit()
 }
 
-type TrieParts = Vec<Vec<TrieLevel>>;
-
-/// Every atom's levels copied into one buffer (the join kernel binds one trie buffer).
-fn join_tries(device: &Device, parts: TrieParts) -> Result<(GpuBuffer<u32>, Vec<Vec<Level>>)> {
+/// Several distinct tries copied into one buffer (the join kernel binds one trie buffer),
+/// with their levels' positions in it.
+fn join_tries(
+    device: &Device,
+    parts: &[Rc<PackedTrie>],
+) -> Result<(GpuBuffer<u32>, Vec<Vec<Level>>)> {
     let mut words = 0usize;
     let mut levels = Vec::with_capacity(parts.len());
-    for part in &parts {
-        let mut atom = Vec::with_capacity(part.len());
-        let mut offsets_into_next = None;
-        for (values, len, offsets) in part {
-            let level = Level {
-                values: words,
-                len: *len,
-                offsets: offsets_into_next.unwrap_or(0),
-            };
-            words += values.len();
-            offsets_into_next = offsets.as_ref().map(|o| {
-                let at = words;
-                words += o.len();
-                at
-            });
-            atom.push(level);
-        }
-        levels.push(atom);
+    for part in parts {
+        levels.push(
+            part.levels
+                .iter()
+                .map(|l| Level {
+                    values: l.values + words,
+                    len: l.len,
+                    offsets: l.offsets + words,
+                })
+                .collect(),
+        );
+        words += part.words.len();
     }
     check_len("@multiway_join trie", words)?;
     let trie = device.zeroed::<u32>("multiway tries", words.max(1))?;
     let mut commands = Commands::new(device, "multiway tries");
     let mut at = 0u64;
-    for part in &parts {
-        for (values, _, offsets) in part {
-            commands.copy_to_offset(values, trie.raw(), at);
-            at += values.byte_len();
-            if let Some(o) = offsets {
-                commands.copy_to_offset(o, trie.raw(), at);
-                at += o.byte_len();
-            }
-        }
+    for part in parts {
+        commands.copy_to_offset(&part.words, trie.raw(), at);
+        at += part.words.byte_len();
     }
     commands.submit()?;
     Ok((trie, levels))
@@ -385,6 +669,10 @@ struct Join<'a> {
     batch: usize,
     /// Rounds of more bindings are split in halves before they count.
     split_above: usize,
+    /// The count of a counting join (two words, low first), bound to every dispatch.
+    counter: GpuBuffer<u32>,
+    /// The last round counts its candidates instead of binding them.
+    counting: bool,
 }
 
 /// The buffers of one dispatch of `multiway.wgsl`, in binding order after the uniform.
@@ -397,9 +685,13 @@ struct JoinArgs<'b> {
     out_b: &'b GpuBuffer<u32>,
 }
 
+type Rows<'r> = Option<&'r mut Vec<Vec<i64>>>;
+
 impl Join<'_> {
-    fn dispatch(
+    /// Records one dispatch of `entry` over `items` work items into `commands`.
+    fn record(
         &self,
+        commands: &mut Commands<'_>,
         entry: &'static str,
         params: [u32; 8],
         args: JoinArgs<'_>,
@@ -420,7 +712,6 @@ impl Join<'_> {
             bindings: JOIN_BINDINGS,
         })?;
         let uniform = self.device.uniform(entry, &params);
-        let mut commands = Commands::new(self.device, entry);
         commands.dispatch(
             &pipeline,
             &[
@@ -433,9 +724,22 @@ impl Join<'_> {
                 args.side_in.raw(),
                 args.out_a.raw(),
                 args.out_b.raw(),
+                self.counter.raw(),
             ],
             element_workgroups(items),
-        )?;
+        )
+    }
+
+    /// One dispatch in a submission of its own.
+    fn dispatch(
+        &self,
+        entry: &'static str,
+        params: [u32; 8],
+        args: JoinArgs<'_>,
+        items: usize,
+    ) -> Result<()> {
+        let mut commands = Commands::new(self.device, entry);
+        self.record(&mut commands, entry, params, args, items)?;
         commands.submit()
     }
 
@@ -443,29 +747,46 @@ impl Join<'_> {
         check_len("@multiway_join", n)
     }
 
-    /// Binds variable `v` for every binding of `bindings` and carries on to the end, appending
-    /// complete bindings to `result`.
-    fn round(&self, v: usize, bindings: &Bindings, result: &mut [Vec<i64>]) -> Result<()> {
+    /// Binds variable `v` for every binding of `bindings` and carries on to the end,
+    /// appending complete bindings to `rows` (or, counting, adding the last round's passing
+    /// candidates to the device counter); `produced` counts the rows appended.
+    fn round(
+        &self,
+        v: usize,
+        bindings: &Bindings,
+        rows: &mut Rows<'_>,
+        produced: &mut u64,
+    ) -> Result<()> {
         let m = bindings.count;
         if v < self.variables && m > self.split_above {
-            return self.split(v, bindings, result);
+            return self.split(v, bindings, rows, produced);
         }
         if v == self.variables {
-            for (u, column) in result.iter_mut().enumerate() {
-                let words = self
-                    .device
-                    .download_range(&bindings.values, 2 * u * m, 2 * m)?;
-                column.extend(bytemuck::pod_collect_to_vec::<u32, i64>(&words));
+            // The values of every variable in one read (variable-major, two words each).
+            let words = self
+                .device
+                .download_range(&bindings.values, 0, 2 * self.variables * m)?;
+            let values: Vec<i64> = bytemuck::pod_collect_to_vec::<u32, i64>(&words);
+            if let Some(rows) = rows.as_deref_mut() {
+                for (u, column) in rows.iter_mut().enumerate() {
+                    column.extend_from_slice(&values[u * m..(u + 1) * m]);
+                }
             }
+            *produced += m as u64;
             return Ok(());
         }
+        count_stat(|s| s.rounds += 1);
         let step = self.steps[v];
         let stride = 1 + self.round_atoms[v];
         let base = [self.len(m)?, 0, 0, v as u32, step, self.atoms as u32, 0, 0];
+        // Count, scan and the scan's total in one submission; one read.
         let counts = self.device.zeroed::<u32>("multiway counts", m)?;
         let drivers = self.device.zeroed::<u32>("multiway drivers", 2 * m)?;
+        let total_words = self.device.zeroed::<u32>("multiway round total", 2)?;
         let (spare_a, spare_b) = (unused(self.device)?, unused(self.device)?);
-        self.dispatch(
+        let mut commands = Commands::new(self.device, "multiway round");
+        self.record(
+            &mut commands,
             "count",
             base,
             JoinArgs {
@@ -478,15 +799,61 @@ impl Join<'_> {
             },
             m,
         )?;
-        let scan = exclusive_scan(self.device, &counts)?;
+        let scan = record_scan(&mut commands, counts.raw(), m, SUM_VALUES)?;
+        self.record(
+            &mut commands,
+            "scan_total",
+            base,
+            JoinArgs {
+                nodes: &bindings.nodes,
+                values: &bindings.values,
+                index_in: &scan,
+                side_in: &spare_a,
+                out_a: &total_words,
+                out_b: &spare_b,
+            },
+            m,
+        )?;
+        commands.submit()?;
         drop(counts);
-        if m > 1 && self.wrapped(bindings, &scan, base)? {
-            return self.split(v, bindings, result);
+        let read = self.device.download(&total_words)?;
+        if read[0] != 0 && m > 1 {
+            // The scan passed 2^32 (one binding's children never do).
+            return self.split(v, bindings, rows, produced);
         }
-        let total = self.device.download_range(&scan, m, 1)?[0] as usize;
+        let total = read[1] as usize;
+        if self.counting && v + 1 == self.variables {
+            // Test every candidate where it lies; nothing is stored but the count.
+            let mut commands = Commands::new(self.device, "multiway count");
+            let mut window_start = 0;
+            while window_start < total {
+                let window = COUNT_WINDOW.min(total - window_start);
+                count_stat(|s| s.windows += 1);
+                let mut params = base;
+                params[1] = self.len(window_start)?;
+                params[2] = self.len(window)?;
+                self.record(
+                    &mut commands,
+                    "expand_count",
+                    params,
+                    JoinArgs {
+                        nodes: &bindings.nodes,
+                        values: &bindings.values,
+                        index_in: &scan,
+                        side_in: &drivers,
+                        out_a: &spare_a,
+                        out_b: &spare_b,
+                    },
+                    window,
+                )?;
+                window_start += window;
+            }
+            return commands.submit();
+        }
         let mut window_start = 0;
         while window_start < total {
             let window = self.batch.min(total - window_start);
+            count_stat(|s| s.windows += 1);
             let flags = self.device.zeroed::<u32>("multiway flags", window)?;
             let slots = self
                 .device
@@ -533,12 +900,13 @@ impl Join<'_> {
                     next,
                 )?;
                 drop(slots);
+                drop(kept);
                 let extended = Bindings {
                     nodes,
                     values,
                     count: next,
                 };
-                self.round(v + 1, &extended, result)?;
+                self.round(v + 1, &extended, rows, produced)?;
             }
             window_start += window;
         }
@@ -546,34 +914,20 @@ impl Join<'_> {
     }
 
     /// Round `v` on each half of the bindings by itself, in order.
-    fn split(&self, v: usize, bindings: &Bindings, result: &mut [Vec<i64>]) -> Result<()> {
+    fn split(
+        &self,
+        v: usize,
+        bindings: &Bindings,
+        rows: &mut Rows<'_>,
+        produced: &mut u64,
+    ) -> Result<()> {
         let m = bindings.count;
         let half = m / 2;
         for (start, count) in [(0, half), (half, m - half)] {
             let part = self.take(v, bindings, start, count)?;
-            self.round(v, &part, result)?;
+            self.round(v, &part, rows, produced)?;
         }
         Ok(())
-    }
-
-    /// Whether the exclusive scan of a round's counts wrapped past 2^32.
-    fn wrapped(&self, bindings: &Bindings, scan: &GpuBuffer<u32>, base: [u32; 8]) -> Result<bool> {
-        let flag = self.device.zeroed::<u32>("multiway wrap flag", 1)?;
-        let (spare_a, spare_b) = (unused(self.device)?, unused(self.device)?);
-        self.dispatch(
-            "check_wrap",
-            base,
-            JoinArgs {
-                nodes: &bindings.nodes,
-                values: &bindings.values,
-                index_in: scan,
-                side_in: &spare_a,
-                out_a: &flag,
-                out_b: &spare_b,
-            },
-            bindings.count,
-        )?;
-        Ok(self.device.download(&flag)?[0] != 0)
     }
 
     /// Bindings `start .. start + count` of `bindings`, before round `v`.

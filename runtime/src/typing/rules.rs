@@ -65,7 +65,7 @@ pub fn arity(builtin: Builtin) -> Arity {
     match builtin {
         B::List => Arity::AtLeast(0),
         B::JoinIndex => Arity::AtLeast(3),
-        B::MultiwayJoin => Arity::AtLeast(2),
+        B::MultiwayJoin | B::MultiwayCount => Arity::AtLeast(2),
         B::EachItem
         | B::EachLeft
         | B::EachRight
@@ -869,14 +869,20 @@ impl Call<'_> {
             // `@multiway_join(spec, r1, …, rk)`: a str or sym spec (parsed when it runs, see
             // `crate::multiway`), then the relations; the result is a relation of one column
             // per variable.
-            B::MultiwayJoin => {
+            // `@multiway_count(spec, r1, …, rk)`: the number of rows of that join (one i64),
+            // counted without building them.
+            B::MultiwayJoin | B::MultiwayCount => {
                 self.value_where(0, "a join spec (str or sym)", |t| {
                     matches!(t, Type::Str | Type::Sym | Type::Wildcard)
                 })?;
                 for arg in 1..self.args.len() {
                     self.value_where(arg, "a relation (list<i64> of columns)", relation)?;
                 }
-                Ok(list(Type::I64))
+                Ok(if self.builtin == B::MultiwayCount {
+                    Type::I64
+                } else {
+                    list(Type::I64)
+                })
             }
         }
     }
