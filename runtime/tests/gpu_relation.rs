@@ -283,7 +283,7 @@ fn semi_naive_steps_chain_diff_and_merge_like_the_cpu() {
             (1500, 1500, 2, 1 << 35),
         ] {
             let mut host_full = sorted(rng.relation(start, arity, range));
-            let mut full = call(B::TupleUnique, &[host_full.clone()]);
+            let mut full = call(B::TupleUnique, std::slice::from_ref(&host_full));
             for round in 0..4 {
                 // Round 3: every new tuple is already in full (all duplicates).
                 let new_host = if round == 3 {
@@ -291,7 +291,7 @@ fn semi_naive_steps_chain_diff_and_merge_like_the_cpu() {
                 } else {
                     sorted(rng.relation(step, arity, range))
                 };
-                let new = call(B::TupleUnique, &[new_host.clone()]);
+                let new = call(B::TupleUnique, std::slice::from_ref(&new_host));
                 let delta = call(B::TupleDiff, &[new.clone(), full.clone()]);
                 let host_delta = cpu(B::TupleDiff, &[new_host.clone(), host_full.clone()]);
                 assert_eq!(on_host(device, &delta), host_delta, "delta, round {round}");

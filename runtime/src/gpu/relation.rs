@@ -127,9 +127,11 @@ thread_local! {
     static DISJOINT: RefCell<Vec<(Remembered, Remembered)>> = const { RefCell::new(Vec::new()) };
     /// HISA tables of live build relations of `@sorted_join` (an index of an earlier
     /// stratum is probed by every iteration's delta): the table and its number of slots.
-    static HISA: RefCell<Vec<(Remembered, Rc<(GpuBuffer<u32>, usize)>)>> =
-        const { RefCell::new(Vec::new()) };
+    static HISA: RefCell<Vec<(Remembered, HisaTable)>> = const { RefCell::new(Vec::new()) };
 }
+
+/// A HISA table (key to first and one-past-last row, `2 * slots` words) and its slots.
+type HisaTable = Rc<(GpuBuffer<u32>, usize)>;
 
 fn alive(remembered: &Remembered) -> bool {
     remembered.0.iter().all(|w| w.strong_count() > 0)
@@ -759,11 +761,7 @@ fn hisa_slots(rows: usize) -> usize {
 /// The HISA table of `build` (keys `kb`): built on first use, then kept while the build
 /// relation lives, so a relation of an earlier stratum probed by every iteration of a loop
 /// is indexed once.
-fn hisa_table(
-    device: &Device,
-    build: &DeviceRelation,
-    kb: &KeyMatrix,
-) -> Result<Rc<(GpuBuffer<u32>, usize)>> {
+fn hisa_table(device: &Device, build: &DeviceRelation, kb: &KeyMatrix) -> Result<HisaTable> {
     if let Some(table) = cached(&HISA, &build.columns, build.rows) {
         return Ok(table);
     }
