@@ -13,11 +13,14 @@
 //   check_monotonic    flag[slot] = min k with idx[k+1] < idx[k] (a scan that wrapped), k < n
 //   store_total        flag[slot] = idx[n] (the total of a scan, read with the checks)
 //   not_in_b           out[i] = 1 if row i of a is not a row of b
-//   merge_count        flag[lower bound of row j of b in a] += 1 for every row j of b (a
-//                      histogram over a's rows + 1, so a's positions are a scan away)
-//   merge_position_a   out[i] = i + idx[i + 1] (idx: the exclusive scan of merge_count's
-//                      histogram: the rows of b that go before row i of a)
-//   merge_position_b   out[j] = j + lower bound of row j of b in a
+//   merge_path         the merge of disjoint sorted a and b (params.n = rows_a + rows_b
+//                      output rows): each invocation takes MERGE_ITEMS consecutive output
+//                      rows, finds how many of them come after how many rows of a by a
+//                      binary search along its diagonal (merge path), then merges them
+//                      sequentially, writing each row's key words to out (params.n rows)
+//                      and its source to flag: i for row i of a, rows_a + j for row j of b
+//   gather_merged      out[2k], out[2k+1] = the 64-bit element idx[k] of a ++ b (a: the
+//                      first params.rows_a elements; idx = merge_path's sources)
 //   hisa_insert        HISA build, 1: every row k of b that starts a run of equal rows
 //                      claims an empty slot of the hash table flag[0 .. slots] (linear
 //                      probing from the hash of its key) and stores k there
@@ -30,7 +33,6 @@
 //                      and its build row a[i] + k - idx[i] in flag[k], both as i64 (two
 //                      words, a = the first rows)
 //   gather_pairs       out[2j], out[2j+1] = a[2 idx[j]], a[2 idx[j] + 1] (64-bit elements)
-//   scatter_pairs      out[2 idx[i]], out[2 idx[i] + 1] = a[2i], a[2i + 1]
 //
 // Template parameters: {{WORKGROUP_SIZE}}.
 
@@ -95,21 +97,6 @@ fn bound_in_b(i: u32, upper: bool) -> u32 {
         let mid = lo + (hi - lo) / 2u;
         let c = compare_ab(i, mid);
         if c > 0 || (upper && c == 0) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-// The first row of a not before row j of b.
-fn lower_bound_in_a(j: u32) -> u32 {
-    var lo = 0u;
-    var hi = params.rows_a;
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2u;
-        if compare_ab(mid, j) < 0 {
             lo = mid + 1u;
         } else {
             hi = mid;
@@ -183,36 +170,77 @@ fn not_in_b(
     }
 }
 
+// Output rows per invocation of merge_path: one diagonal search per MERGE_ITEMS rows.
+const MERGE_ITEMS: u32 = 8u;
+
+// Whether row i of a comes before row j of b (the two are disjoint: never equal).
+fn a_before_b(i: u32, j: u32) -> bool {
+    return compare_ab(i, j) < 0;
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn merge_count(
+fn merge_path(
     @builtin(global_invocation_id) global: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
-    for (var j = global.x; j < params.rows_b; j = j + stride) {
-        atomicAdd(&flag[lower_bound_in_a(j)], 1u);
+    let total = params.n;
+    let chunks = (total + MERGE_ITEMS - 1u) / MERGE_ITEMS;
+    for (var c = global.x; c < chunks; c = c + stride) {
+        let d = c * MERGE_ITEMS;
+        // The rows of a among the first d outputs: the first i in [max(0, d - rows_b),
+        // min(d, rows_a)] with row i of a after row d - i - 1 of b.
+        var lo = 0u;
+        if d > params.rows_b {
+            lo = d - params.rows_b;
+        }
+        var hi = min(d, params.rows_a);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2u;
+            if a_before_b(mid, d - mid - 1u) {
+                lo = mid + 1u;
+            } else {
+                hi = mid;
+            }
+        }
+        var i = lo;
+        var j = d - lo;
+        let end = min(d + MERGE_ITEMS, total);
+        for (var k = d; k < end; k = k + 1u) {
+            let take_a = j >= params.rows_b || (i < params.rows_a && a_before_b(i, j));
+            if take_a {
+                for (var w = 0u; w < params.words; w = w + 1u) {
+                    out[w * total + k] = a[w * params.rows_a + i];
+                }
+                atomicStore(&flag[k], i);
+                i = i + 1u;
+            } else {
+                for (var w = 0u; w < params.words; w = w + 1u) {
+                    out[w * total + k] = b[w * params.rows_b + j];
+                }
+                atomicStore(&flag[k], params.rows_a + j);
+                j = j + 1u;
+            }
+        }
     }
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn merge_position_a(
+fn gather_merged(
     @builtin(global_invocation_id) global: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
-    for (var i = global.x; i < params.n; i = i + stride) {
-        out[i] = i + idx[i + 1u];
-    }
-}
-
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn merge_position_b(
-    @builtin(global_invocation_id) global: vec3<u32>,
-    @builtin(num_workgroups) workgroups: vec3<u32>,
-) {
-    let stride = workgroups.x * WORKGROUP_SIZE;
-    for (var j = global.x; j < params.rows_b; j = j + stride) {
-        out[j] = j + lower_bound_in_a(j);
+    for (var k = global.x; k < params.n; k = k + stride) {
+        let source = idx[k];
+        if source < params.rows_a {
+            out[2u * k] = a[2u * source];
+            out[2u * k + 1u] = a[2u * source + 1u];
+        } else {
+            let j = source - params.rows_a;
+            out[2u * k] = b[2u * j];
+            out[2u * k + 1u] = b[2u * j + 1u];
+        }
     }
 }
 
@@ -372,18 +400,5 @@ fn gather_pairs(
         let source = 2u * idx[j];
         out[2u * j] = a[source];
         out[2u * j + 1u] = a[source + 1u];
-    }
-}
-
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn scatter_pairs(
-    @builtin(global_invocation_id) global: vec3<u32>,
-    @builtin(num_workgroups) workgroups: vec3<u32>,
-) {
-    let stride = workgroups.x * WORKGROUP_SIZE;
-    for (var i = global.x; i < params.n; i = i + stride) {
-        let destination = 2u * idx[i];
-        out[destination] = a[2u * i];
-        out[destination + 1u] = a[2u * i + 1u];
     }
 }

@@ -1005,6 +1005,21 @@ fn time_report(
     if let Some(peak) = device.and_then(|d| d.peak_memory()) {
         report += &format!("  peak device memory {peak} bytes (after each GPU step)\n");
     }
+    if let Some(device) = device {
+        // Counts, not times, are what a software driver says about a discrete GPU.
+        let costs = device.host_costs();
+        let pool = device.pool_counts();
+        report += &format!(
+            "  device operations: {} dispatches, {} submissions, {} host waits ({}), \
+             {} buffers created, {} reused from the pool\n",
+            costs.encodes.0,
+            costs.submits.0,
+            costs.waits.0,
+            ms(costs.waits.1).trim(),
+            pool.created,
+            pool.reused
+        );
+    }
     report += &format!("bytes uploaded: {}\n", traffic.uploaded);
     report += &format!("bytes downloaded: {}\n", traffic.downloaded);
     report

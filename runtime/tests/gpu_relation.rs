@@ -256,6 +256,78 @@ fn relations_on_the_device_chain_from_kernel_to_kernel() {
     );
 }
 
+/// The semi-naive step `full = @tuple_merge(full, @tuple_diff(new, full))` on the GPU,
+/// chained (each merge's key matrix feeds the next diff and merge, and a delta known
+/// disjoint from `full` is merged without dropping common rows), against the CPU's
+/// `@tuple_merge(full, new)`; with a workgroup cap so the merge path's invocations loop.
+#[test]
+fn semi_naive_steps_chain_diff_and_merge_like_the_cpu() {
+    // A device of its own: the workgroup cap is per device.
+    let Some(own_device) = require_gpu_or_skip() else {
+        return;
+    };
+    let device = &own_device;
+    let call = |builtin: B, args: &[Value]| -> Value {
+        let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
+        run_library(device, builtin, &refs).expect("runs on the GPU")
+    };
+    let mut rng = Rng(2024);
+    for cap in [None, Some(3)] {
+        device.set_workgroup_cap(cap);
+        for (start, step, arity, range) in [
+            (0, 40, 2, 6),
+            (1, 500, 2, 30),
+            (700, 1, 2, 30),
+            (2000, 300, 3, 9),
+            (300, 2000, 1, 5000),
+            (1500, 1500, 2, 1 << 35),
+        ] {
+            let mut host_full = sorted(rng.relation(start, arity, range));
+            let mut full = call(B::TupleUnique, std::slice::from_ref(&host_full));
+            for round in 0..4 {
+                // Round 3: every new tuple is already in full (all duplicates).
+                let new_host = if round == 3 {
+                    host_full.clone()
+                } else {
+                    sorted(rng.relation(step, arity, range))
+                };
+                let new = call(B::TupleUnique, std::slice::from_ref(&new_host));
+                let delta = call(B::TupleDiff, &[new.clone(), full.clone()]);
+                let host_delta = cpu(B::TupleDiff, &[new_host.clone(), host_full.clone()]);
+                assert_eq!(on_host(device, &delta), host_delta, "delta, round {round}");
+                full = call(B::TupleMerge, &[full.clone(), delta]);
+                host_full = cpu(B::TupleMerge, &[host_full.clone(), new_host]);
+                assert_eq!(
+                    on_host(device, &full),
+                    host_full,
+                    "full after round {round} ({start} + {step} rows, cap {cap:?})"
+                );
+            }
+        }
+    }
+    device.set_workgroup_cap(None);
+}
+
+/// Merges whose second relation overlaps the first (not a diff's result): the common rows
+/// are dropped first; all-duplicate and empty sides included.
+#[test]
+fn merges_of_overlapping_relations_match_the_cpu() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(77);
+    for (rows_a, rows_b, range) in [(1, 1, 1), (100, 3000, 12), (3000, 100, 12), (900, 900, 3)] {
+        let a = sorted(rng.relation(rows_a, 2, range));
+        let b = sorted(rng.relation(rows_b, 2, range));
+        assert_same(device, B::TupleMerge, &[a.clone(), b.clone()]);
+        assert_same(device, B::TupleMerge, &[b.clone(), a.clone()]);
+        let empty = sorted(vec![Vec::new(), Vec::new()]);
+        assert_same(device, B::TupleMerge, &[a.clone(), empty.clone()]);
+        assert_same(device, B::TupleMerge, &[empty.clone(), b.clone()]);
+        assert_same(device, B::TupleDiff, &[empty, b]);
+    }
+}
+
 fn cpu(b: B, args: &[Value]) -> Value {
     let refs: Vec<ArgValue<'_>> = args.iter().map(ArgValue::Value).collect();
     call_builtin(b, &refs, &mut NoEnv).expect("runs on the CPU")

@@ -176,6 +176,18 @@ impl Device {
         Ok(buffer.retyped(len))
     }
 
+    /// A storage buffer of `len` elements whose contents are undefined (a pooled buffer
+    /// keeps its last owner's data): for outputs a kernel writes in full, which a clear
+    /// would only cost a pass over (the relation kernels' merged `full`, gathered rows).
+    pub(crate) fn scratch<T: bytemuck::Pod>(
+        &self,
+        label: &str,
+        len: usize,
+    ) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, len)?;
+        Ok(self.storage_buffer(label, bytes)?.retyped(len))
+    }
+
     /// A storage buffer of at least `bytes` bytes (its size class), contents undefined.
     fn storage_buffer(&self, label: &str, bytes: u64) -> Result<GpuBuffer<u8>> {
         self.storage_buffer_reused(label, bytes).map(|(b, _)| b)

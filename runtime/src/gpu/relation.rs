@@ -11,31 +11,43 @@
 //! each), so a lexicographic tuple comparison is a comparison of words.
 //! - `@tuple_unique`: the radix-sort permutation of the rows (`order.rs`), a flag per
 //!   sorted row that differs from its predecessor, compaction (`compact.rs`), gather.
-//! - `@tuple_diff`: per row of `a` a binary search in `b`, compaction, gather.
-//! - `@tuple_merge`: the rows of `b` not in `a` (as for `@tuple_diff`), then a merge by
-//!   ranks: each row's output position is its index plus its lower bound in the other
-//!   relation, and every column is scattered there.
+//! - `@tuple_diff`: per row of `a` a binary search in `b` (no pass over `b`), compaction,
+//!   gather.
+//! - `@tuple_merge`: a merge path (each run of eight output rows finds its start in both
+//!   inputs by one binary search along its diagonal, then merges sequentially) writing the
+//!   merged key matrix and every output row's source, then each column gathered through the
+//!   sources, all in one submission: one read and one write of each row of `full`. Rows of `b` also in `a` are dropped first, unless `b` is known to have none
+//!   (it came from `@tuple_diff(_, a)`: `DISJOINT`), as a semi-naive delta is.
 //! - `@sorted_join`: the build side indexed as GDlog's HISA: an open-addressing hash table
 //!   (linear probing, load factor at most 0.8) from each distinct key to its first and
 //!   one-past-last row in the sorted array, built in two passes (run starts claim slots,
-//!   run ends record the end). Per probe row one lookup gives its count and first build row
-//!   (count), an exclusive scan (`scan.rs`) of the counts gives the output offsets, then one
-//!   invocation per output pair finds its probe row by binary search over the scan
-//!   (load-balanced write).
+//!   run ends record the end) and kept while the build relation lives (`HISA`: an index of
+//!   an earlier stratum is built once, not once per iteration). Per probe row one lookup
+//!   gives its count and first build row (count), an exclusive scan (`scan.rs`) of the
+//!   counts gives the output offsets, then one invocation per output pair finds its probe
+//!   row by binary search over the scan (load-balanced write).
 //!
 //! Preconditions (sorted, duplicate-free) are checked on the GPU (`check_sorted`) and fail
 //! with the CPU's message (`crate::relation::not_sorted`); the checks of one call share one
-//! status buffer, read back once. A relation these kernels returned is sorted and
-//! duplicate-free by construction: its column buffers are remembered (`SORTED`), and the
-//! check of such an argument (or of a prefix of its columns, for the join's non-strict check)
-//! is skipped, so a semi-naive iteration does not re-read `full` to check it. The key
-//! matrix last encoded is kept too (`KEYS`): `@tuple_diff(new, full)` and then
-//! `@tuple_merge(full, delta)` encode `full` once.
+//! status buffer, read back once, and only when some check ran. A relation these kernels
+//! returned is sorted and duplicate-free by construction: its column buffers are remembered
+//! (`SORTED`), and the check of such an argument (or of a prefix of its columns, for the
+//! join's non-strict check) is skipped, so a semi-naive iteration does not re-read `full` to
+//! check it. Key matrices are kept per live relation (`KEYS`), and the merge writes the
+//! merged relation's key matrix as it writes its columns: `full` is never re-encoded.
+//!
+//! What one semi-naive iteration reads back, per recursive relation: the join's number of
+//! pairs, `@tuple_unique`'s word ranges and distinct count, `@tuple_diff`'s kept count
+//! (the sizes the host must know to allocate); the merge reads nothing.
 //!
 //! Full relations are not grown in place (GDlog's eager buffer management): the value model
 //! is immutable, and a merge interleaves delta into full, so the previous `full` value (still
 //! bound to its variable while the merge runs) would be overwritten. Each merge writes a new
-//! buffer of |full| + |delta| rows and the old one is freed when its last value goes.
+//! buffer of |full| + |delta| rows, without clearing it first (`Device::scratch`), and the
+//! old one goes back to the buffer pool when its last value goes; the pool's size classes
+//! (eight per power of two) hand that buffer to the merge after next, so a loop ping-pongs
+//! between two buffers per column that grow geometrically instead of creating one per
+//! iteration.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -51,7 +63,7 @@ use super::keys::{
 };
 use super::order::order_permutation;
 use super::pipeline::{BindingKind, Commands, KernelSpec};
-use super::scan::exclusive_scan;
+use super::scan::{record_scan, SUM_VALUES};
 use super::template::{render, workgroup_size_text};
 use crate::relation::{not_sorted, RelationArgument, RelationColumn, TOO_MANY_PAIRS};
 
@@ -66,6 +78,9 @@ const BINDINGS: &[BindingKind] = &[
     BindingKind::StorageReadWrite,
     BindingKind::StorageReadWrite,
 ];
+
+/// Output rows per invocation of `merge_path` (`MERGE_ITEMS` in the shader).
+const MERGE_ITEMS: usize = 8;
 
 /// An empty slot of a HISA table (`EMPTY` in the shader).
 const EMPTY: u32 = u32::MAX;
@@ -103,8 +118,52 @@ thread_local! {
     /// Relations returned by the kernels here (sorted and duplicate-free); dead ones are
     /// dropped as new ones come.
     static SORTED: RefCell<Vec<Remembered>> = const { RefCell::new(Vec::new()) };
-    /// The relation whose key matrix was encoded last, and that matrix.
-    static KEYS: RefCell<Option<(Remembered, Rc<KeyMatrix>)>> = const { RefCell::new(None) };
+    /// Key matrices of live relations: encoded once per relation (`full` is read by the
+    /// diff and the merge of every iteration), or written by the merge that made the
+    /// relation, so `full` is never re-encoded. An entry goes when its columns do.
+    static KEYS: RefCell<Vec<(Remembered, Rc<KeyMatrix>)>> = const { RefCell::new(Vec::new()) };
+    /// `(d, b)` for every `d = @tuple_diff(_, b)`: `d` has no row of `b`, so
+    /// `@tuple_merge(b, d)` needs no pass to drop common rows and no read-back of a count.
+    static DISJOINT: RefCell<Vec<(Remembered, Remembered)>> = const { RefCell::new(Vec::new()) };
+    /// HISA tables of live build relations of `@sorted_join` (an index of an earlier
+    /// stratum is probed by every iteration's delta): the table and its number of slots.
+    static HISA: RefCell<Vec<(Remembered, HisaTable)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A HISA table (key to first and one-past-last row, `2 * slots` words) and its slots.
+type HisaTable = Rc<(GpuBuffer<u32>, usize)>;
+
+fn alive(remembered: &Remembered) -> bool {
+    remembered.0.iter().all(|w| w.strong_count() > 0)
+}
+
+/// The value cached for exactly these columns (all of them), dead entries dropped first.
+fn cached<T: Clone>(
+    cache: &'static std::thread::LocalKey<RefCell<Vec<(Remembered, T)>>>,
+    columns: &[Arc<GpuBuffer<u32>>],
+    rows: usize,
+) -> Option<T> {
+    cache.with(|entries| {
+        let mut entries = entries.borrow_mut();
+        entries.retain(|(r, _)| alive(r));
+        entries
+            .iter()
+            .find(|(r, _)| r.0.len() == columns.len() && same_columns(r, columns, rows))
+            .map(|(_, value)| value.clone())
+    })
+}
+
+fn cache_insert<T>(
+    cache: &'static std::thread::LocalKey<RefCell<Vec<(Remembered, T)>>>,
+    columns: &[Arc<GpuBuffer<u32>>],
+    rows: usize,
+    value: T,
+) {
+    cache.with(|entries| {
+        let mut entries = entries.borrow_mut();
+        entries.retain(|(r, _)| alive(r));
+        entries.push((remember(columns, rows), value));
+    });
 }
 
 fn remember(columns: &[Arc<GpuBuffer<u32>>], rows: usize) -> Remembered {
@@ -171,7 +230,7 @@ impl DeviceRelation {
     fn sorted(self) -> DeviceRelation {
         SORTED.with(|sorted| {
             let mut sorted = sorted.borrow_mut();
-            sorted.retain(|(columns, _)| columns.iter().all(|w| w.strong_count() > 0));
+            sorted.retain(alive);
             sorted.push(remember(&self.columns, self.rows));
         });
         self
@@ -191,18 +250,45 @@ impl DeviceRelation {
     /// The key matrix of the rows (every column a key column), encoded on the device; the
     /// last one encoded is reused.
     fn keys(&self, device: &Device, what: &str) -> Result<Rc<KeyMatrix>> {
-        let cached = KEYS.with(|keys| {
-            keys.borrow().as_ref().and_then(|(r, k)| {
-                (r.0.len() == self.columns.len() && same_columns(r, &self.columns, self.rows))
-                    .then(|| k.clone())
-            })
-        });
-        if let Some(keys) = cached {
+        if let Some(keys) = cached(&KEYS, &self.columns, self.rows) {
             return Ok(keys);
         }
         let keys = Rc::new(self.encode_keys(device, what)?);
-        KEYS.with(|k| *k.borrow_mut() = Some((remember(&self.columns, self.rows), keys.clone())));
+        cache_insert(&KEYS, &self.columns, self.rows, keys.clone());
         Ok(keys)
+    }
+
+    /// Records `keys` as the key matrix of the rows (a kernel wrote both).
+    fn with_keys(self, keys: KeyMatrix) -> DeviceRelation {
+        cache_insert(&KEYS, &self.columns, self.rows, Rc::new(keys));
+        self
+    }
+
+    /// Whether the relation came from `@tuple_diff(_, other)` (so has no row of `other`).
+    fn disjoint_from(&self, other: &DeviceRelation) -> bool {
+        DISJOINT.with(|pairs| {
+            let mut pairs = pairs.borrow_mut();
+            pairs.retain(|(d, b)| alive(d) && alive(b));
+            pairs.iter().any(|(d, b)| {
+                d.0.len() == self.columns.len()
+                    && same_columns(d, &self.columns, self.rows)
+                    && b.0.len() == other.columns.len()
+                    && same_columns(b, &other.columns, other.rows)
+            })
+        })
+    }
+
+    /// Records that the relation has no row of `other`.
+    fn without(self, other: &DeviceRelation) -> DeviceRelation {
+        DISJOINT.with(|pairs| {
+            let mut pairs = pairs.borrow_mut();
+            pairs.retain(|(d, b)| alive(d) && alive(b));
+            pairs.push((
+                remember(&self.columns, self.rows),
+                remember(&other.columns, other.rows),
+            ));
+        });
+        self
     }
 
     fn encode_keys(&self, device: &Device, what: &str) -> Result<KeyMatrix> {
@@ -222,11 +308,13 @@ impl DeviceRelation {
 
     /// The rows `rows` (u32 indexes on the device, `n` of them) of every column.
     fn gather(&self, device: &Device, rows: &GpuBuffer<u32>, n: usize) -> Result<DeviceRelation> {
+        let mut commands = Commands::new(device, "gather relation");
         let columns = self
             .columns
             .iter()
-            .map(|c| gather_column(device, c, rows, n).map(Arc::new))
+            .map(|c| record_gather_column(&mut commands, c, rows, n).map(Arc::new))
             .collect::<Result<Vec<_>>>()?;
+        commands.submit()?;
         Ok(DeviceRelation { columns, rows: n })
     }
 
@@ -265,25 +353,43 @@ fn run(device: &Device, d: Dispatch<'_>) -> Result<()> {
     if d.items == 0 {
         return Ok(());
     }
+    let mut commands = Commands::new(device, d.entry);
+    record(&mut commands, d)?;
+    commands.submit()
+}
+
+/// `shaders/relation.wgsl`, specialised (rendered once).
+fn relation_source() -> Result<&'static str> {
+    static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if let Some(source) = SOURCE.get() {
+        return Ok(source);
+    }
     let source = render(
         "relation.wgsl",
         RELATION_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
     )?;
+    Ok(SOURCE.get_or_init(|| source))
+}
+
+/// Records one dispatch into `commands` (dispatches of one call go in one submission).
+fn record(commands: &mut Commands<'_>, d: Dispatch<'_>) -> Result<()> {
+    if d.items == 0 {
+        return Ok(());
+    }
+    let device = commands.device();
     let pipeline = device.pipeline(&KernelSpec {
         label: &format!("relation.{}", d.entry),
-        source: &source,
+        source: relation_source()?,
         entry_point: d.entry,
         bindings: BINDINGS,
     })?;
     let uniform = device.uniform(d.entry, &d.params);
-    let mut commands = Commands::new(device, d.entry);
     commands.dispatch(
         &pipeline,
         &[&uniform, d.a, d.b, d.idx, d.out, d.flag],
         element_workgroups(d.items),
-    )?;
-    commands.submit()
+    )
 }
 
 /// Kernel parameters: items, rows of a and b, words per row, mode, status slot, table slots.
@@ -327,14 +433,34 @@ impl Params {
 /// Status words of one call, read back together: each check writes the smallest failing
 /// row in its slot (`u32::MAX`: none).
 struct Status {
-    words: GpuBuffer<u32>,
+    slots: usize,
+    /// Created by the first check (no check, no buffer and nothing to read back).
+    words: std::cell::OnceCell<GpuBuffer<u32>>,
 }
 
 impl Status {
-    fn new(device: &Device, slots: usize) -> Result<Status> {
-        Ok(Status {
-            words: filled(device, slots, u32::MAX)?,
-        })
+    fn new(slots: usize) -> Status {
+        Status {
+            slots,
+            words: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn words(&self, device: &Device) -> Result<&GpuBuffer<u32>> {
+        if let Some(words) = self.words.get() {
+            return Ok(words);
+        }
+        let words = filled(device, self.slots, u32::MAX)?;
+        Ok(self.words.get_or_init(|| words))
+    }
+
+    /// The first failed sortedness check of `checks` (see [`sorted_or_error`]), reading the
+    /// status words back only when some check ran.
+    fn sorted_or_error(&self, device: &Device, checks: &[(usize, usize, bool)]) -> Out<()> {
+        if self.words.get().is_none() {
+            return Ok(());
+        }
+        sorted_or_error(&self.read(device)?, checks)
     }
 
     /// Records the check that the rows of `relation` (keys `r`) are increasing (strictly: no
@@ -350,6 +476,7 @@ impl Status {
         if r.rows < 2 || relation.known_sorted(strictly) {
             return Ok(());
         }
+        let flag = self.words(device)?;
         let (b, idx, out) = (unused(device)?, unused(device)?, unused(device)?);
         run(
             device,
@@ -367,14 +494,14 @@ impl Status {
                 b: b.raw(),
                 idx: idx.raw(),
                 out: out.raw(),
-                flag: self.words.raw(),
+                flag: flag.raw(),
                 items: r.rows,
             },
         )
     }
 
     fn read(&self, device: &Device) -> Result<Vec<u32>> {
-        device.download(&self.words)
+        device.download(self.words(device)?)
     }
 }
 
@@ -425,17 +552,18 @@ fn per_row(
     Ok(out)
 }
 
-/// `column[rows[j]]` for each j, 64-bit elements.
-fn gather_column(
-    device: &Device,
+/// Records `column[rows[j]]` for each j (64-bit elements) into a new buffer.
+fn record_gather_column(
+    commands: &mut Commands<'_>,
     column: &GpuBuffer<u32>,
     rows: &GpuBuffer<u32>,
     n: usize,
 ) -> Result<GpuBuffer<u32>> {
-    let out = device.zeroed::<u32>("gathered column", 2 * n)?;
+    let device = commands.device();
+    let out = device.scratch::<u32>("gathered column", 2 * n)?;
     let (b, flag) = (unused(device)?, unused(device)?);
-    run(
-        device,
+    record(
+        commands,
         Dispatch {
             entry: "gather_pairs",
             params: Params::new(n).words()?,
@@ -492,122 +620,136 @@ pub(crate) fn sorted_unique_on_device(
     tuple_unique(device, &DeviceRelation::upload(device, columns)?)
 }
 
-/// `@tuple_diff` on the GPU: the rows of `a` not in `b`.
-pub fn tuple_diff(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Out<DeviceRelation> {
-    let ka = a.keys(device, "@tuple_diff")?;
-    let kb = b.keys(device, "@tuple_diff")?;
-    let status = Status::new(device, 2)?;
+/// The key matrices of `a` and `b` after checking that both are sorted and duplicate-free
+/// (arguments 1 and 2); relations these kernels made are not checked again.
+fn checked_pair(
+    device: &Device,
+    what: &str,
+    a: &DeviceRelation,
+    b: &DeviceRelation,
+) -> Out<(Rc<KeyMatrix>, Rc<KeyMatrix>)> {
+    let ka = a.keys(device, what)?;
+    let kb = b.keys(device, what)?;
+    let status = Status::new(2);
     status.check_sorted(device, a, &ka, 0, true)?;
     status.check_sorted(device, b, &kb, 1, true)?;
-    if a.rows >= 2 || b.rows >= 2 {
-        sorted_or_error(&status.read(device)?, &[(0, 0, true), (1, 1, true)])?;
-    }
+    status.sorted_or_error(device, &[(0, 0, true), (1, 1, true)])?;
+    Ok((ka, kb))
+}
+
+/// `@tuple_diff` on the GPU: the rows of `a` not in `b`, by a binary search of each row of
+/// `a` in `b` (no pass over `b`: in a semi-naive loop `a` is the new tuples, `b` all of
+/// `full`). One read-back: the number of rows kept.
+pub fn tuple_diff(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Out<DeviceRelation> {
+    let (ka, kb) = checked_pair(device, "@tuple_diff", a, b)?;
     if a.rows == 0 {
         return Ok(DeviceRelation::empty(device, a.arity())?);
     }
     if b.rows == 0 {
-        return Ok(a.clone().sorted());
+        return Ok(a.clone().sorted().without(b));
     }
     let missing = per_row(device, "not_in_b", &ka, &kb, a.rows)?;
     let kept = where_true(device, &missing)?;
-    Ok(a.gather(device, &kept, kept.len())?.sorted())
+    if kept.len() == a.rows {
+        return Ok(a.clone().sorted().without(b));
+    }
+    Ok(a.gather(device, &kept, kept.len())?.sorted().without(b))
 }
 
 /// `@tuple_merge` on the GPU: the sorted union of `a` and `b`.
+///
+/// A merge path: every run of eight output rows finds where it starts in `a` and `b` by one
+/// binary search along its diagonal, then merges sequentially, writing the merged key
+/// matrix and each output row's source; each column is then gathered through the sources.
+/// One pass over `a` (in a semi-naive loop `full`; `b` is the delta) that reads each row
+/// once and writes it once, and the merged key matrix is kept for the next iteration's
+/// diff and merge, so `full` is never encoded again. Rows of `b` also in `a` are dropped first (a search per
+/// row of `b` and a read-back of their number), unless `b` is known to have none: it came
+/// from `@tuple_diff(_, a)`, as a delta does; then the call reads nothing back.
 pub fn tuple_merge(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Out<DeviceRelation> {
-    let ka = a.keys(device, "@tuple_merge")?;
-    let kb = b.keys(device, "@tuple_merge")?;
-    let status = Status::new(device, 2)?;
-    status.check_sorted(device, a, &ka, 0, true)?;
-    status.check_sorted(device, b, &kb, 1, true)?;
-    if a.rows >= 2 || b.rows >= 2 {
-        sorted_or_error(&status.read(device)?, &[(0, 0, true), (1, 1, true)])?;
-    }
+    let (ka, kb) = checked_pair(device, "@tuple_merge", a, b)?;
     if b.rows == 0 {
         return Ok(a.clone().sorted());
     }
     if a.rows == 0 {
         return Ok(b.clone().sorted());
     }
-    // The rows of b that a lacks; the two are then disjoint.
-    let missing = per_row(device, "not_in_b", &kb, &ka, b.rows)?;
-    let fresh = where_true(device, &missing)?;
-    let (na, nb) = (a.rows, fresh.len());
-    if nb == 0 {
-        return Ok(a.clone().sorted());
-    }
+    let (fresh, fresh_keys) = if b.disjoint_from(a) {
+        (b.clone(), kb)
+    } else {
+        // The rows of b that a lacks; the two are then disjoint.
+        let missing = per_row(device, "not_in_b", &kb, &ka, b.rows)?;
+        let kept = where_true(device, &missing)?;
+        if kept.is_empty() {
+            return Ok(a.clone().sorted());
+        }
+        let keys = gather_rows(device, &kb, &kept)?;
+        (b.gather(device, &kept, kept.len())?, Rc::new(keys))
+    };
+    let (na, nb) = (a.rows, fresh.rows);
     let total = na + nb;
-    let fresh_keys = gather_rows(device, &kb, &fresh)?;
-    // Row i of a goes to i + (rows of fresh before it): a histogram of fresh's insertion
-    // points in a, scanned (a streaming pass over a, no search per row of a).
-    let before = device.zeroed::<u32>("merge histogram", na + 1)?;
-    let (unused_idx, unused_out) = (unused(device)?, unused(device)?);
-    run(
-        device,
+    let words = ka.num_words();
+    let mut commands = Commands::new(device, "@tuple_merge");
+    // The merged key matrix and each output row's source, by merge path; then each column
+    // gathered through the sources (reads of a's columns in order, mostly).
+    let merged_keys = device.scratch::<u32>("merged keys", words * total)?;
+    let sources = device.scratch::<u32>("merge sources", total)?;
+    let idx = unused(device)?;
+    record(
+        &mut commands,
         Dispatch {
-            entry: "merge_count",
+            entry: "merge_path",
             params: Params {
                 rows_a: na,
                 rows_b: nb,
-                words: ka.num_words(),
-                ..Params::new(nb)
+                words,
+                ..Params::new(total)
             }
             .words()?,
             a: ka.words.raw(),
             b: fresh_keys.words.raw(),
-            idx: unused_idx.raw(),
-            out: unused_out.raw(),
-            flag: before.raw(),
-            items: nb,
+            idx: idx.raw(),
+            out: merged_keys.raw(),
+            flag: sources.raw(),
+            items: total.div_ceil(MERGE_ITEMS),
         },
     )?;
-    let before = exclusive_scan(device, &before)?;
-    let positions_a = device.zeroed::<u32>("merge_position_a", na)?;
-    let (unused_a, unused_b, unused_flag) = (unused(device)?, unused(device)?, unused(device)?);
-    run(
-        device,
-        Dispatch {
-            entry: "merge_position_a",
-            params: Params::new(na).words()?,
-            a: unused_a.raw(),
-            b: unused_b.raw(),
-            idx: before.raw(),
-            out: positions_a.raw(),
-            flag: unused_flag.raw(),
-            items: na,
-        },
-    )?;
-    let positions_b = per_row(device, "merge_position_b", &ka, &fresh_keys, nb)?;
     let mut columns = Vec::with_capacity(a.arity());
-    for (column_a, column_b) in a.columns.iter().zip(&b.columns) {
-        let out = device.zeroed::<u32>("merged column", 2 * total)?;
-        let fresh_column = gather_column(device, column_b, &fresh, nb)?;
-        for (values, positions, n) in [
-            (column_a.as_ref(), &positions_a, na),
-            (&fresh_column, &positions_b, nb),
-        ] {
-            let (b, flag) = (unused(device)?, unused(device)?);
-            run(
-                device,
-                Dispatch {
-                    entry: "scatter_pairs",
-                    params: Params::new(n).words()?,
-                    a: values.raw(),
-                    b: b.raw(),
-                    idx: positions.raw(),
-                    out: out.raw(),
-                    flag: flag.raw(),
-                    items: n,
-                },
-            )?;
-        }
+    for (column_a, column_b) in a.columns.iter().zip(&fresh.columns) {
+        let out = device.scratch::<u32>("merged column", 2 * total)?;
+        let flag = unused(device)?;
+        record(
+            &mut commands,
+            Dispatch {
+                entry: "gather_merged",
+                params: Params {
+                    rows_a: na,
+                    rows_b: nb,
+                    ..Params::new(total)
+                }
+                .words()?,
+                a: column_a.raw(),
+                b: column_b.raw(),
+                idx: sources.raw(),
+                out: out.raw(),
+                flag: flag.raw(),
+                items: total,
+            },
+        )?;
         columns.push(Arc::new(out));
     }
+    commands.submit()?;
+    let keys = KeyMatrix {
+        words: merged_keys,
+        rows: total,
+        columns: ka.columns.clone(),
+    };
     Ok(DeviceRelation {
         columns,
         rows: total,
     }
-    .sorted())
+    .sorted()
+    .with_keys(keys))
 }
 
 /// The number of slots of the HISA table of `rows` build rows: a power of two with load
@@ -616,34 +758,22 @@ fn hisa_slots(rows: usize) -> usize {
     (rows + rows / 4 + 1).next_power_of_two().max(2)
 }
 
-/// `@sorted_join` on the GPU: `(probe rows, build rows)` of every matching pair, as a
-/// relation of two i64 columns left on the device (the layout of `@join_index`).
-pub fn sorted_join(
-    device: &Device,
-    probe: &DeviceRelation,
-    build: &DeviceRelation,
-) -> Out<DeviceRelation> {
-    let kb = build.keys(device, "@sorted_join")?;
-    let (rows, rows_b) = (probe.rows, build.rows);
-    if rows == 0 || rows_b == 0 {
-        let status = Status::new(device, 1)?;
-        status.check_sorted(device, build, &kb, 0, false)?;
-        if rows_b >= 2 {
-            sorted_or_error(&status.read(device)?, &[(0, 1, false)])?;
-        }
-        return Ok(DeviceRelation::empty(device, 2)?);
+/// The HISA table of `build` (keys `kb`): built on first use, then kept while the build
+/// relation lives, so a relation of an earlier stratum probed by every iteration of a loop
+/// is indexed once.
+fn hisa_table(device: &Device, build: &DeviceRelation, kb: &KeyMatrix) -> Result<HisaTable> {
+    if let Some(table) = cached(&HISA, &build.columns, build.rows) {
+        return Ok(table);
     }
-    let kp = probe.keys(device, "@sorted_join")?;
-    // Status: 0 the build side's order, 1 a wrapped scan, 2 the number of pairs.
-    let status = Status::new(device, 3)?;
-    status.check_sorted(device, build, &kb, 0, false)?;
+    let rows_b = build.rows;
     let slots = hisa_slots(rows_b);
     let table = filled(device, 2 * slots, EMPTY)?;
     let words = kb.num_words();
+    let mut commands = Commands::new(device, "HISA build");
     for entry in ["hisa_insert", "hisa_end"] {
         let (a, idx, out) = (unused(device)?, unused(device)?, unused(device)?);
-        run(
-            device,
+        record(
+            &mut commands,
             Dispatch {
                 entry,
                 params: Params {
@@ -662,10 +792,40 @@ pub fn sorted_join(
             },
         )?;
     }
-    let counts = device.zeroed::<u32>("join counts", rows)?;
-    let first = device.zeroed::<u32>("join first rows", rows)?;
-    run(
-        device,
+    commands.submit()?;
+    let table = Rc::new((table, slots));
+    cache_insert(&HISA, &build.columns, build.rows, table.clone());
+    Ok(table)
+}
+
+/// `@sorted_join` on the GPU: `(probe rows, build rows)` of every matching pair, as a
+/// relation of two i64 columns left on the device (the layout of `@join_index`).
+pub fn sorted_join(
+    device: &Device,
+    probe: &DeviceRelation,
+    build: &DeviceRelation,
+) -> Out<DeviceRelation> {
+    let kb = build.keys(device, "@sorted_join")?;
+    let (rows, rows_b) = (probe.rows, build.rows);
+    if rows == 0 || rows_b == 0 {
+        let status = Status::new(1);
+        status.check_sorted(device, build, &kb, 0, false)?;
+        status.sorted_or_error(device, &[(0, 1, false)])?;
+        return Ok(DeviceRelation::empty(device, 2)?);
+    }
+    let kp = probe.keys(device, "@sorted_join")?;
+    // Status: 0 the build side's order, 1 a wrapped scan, 2 the number of pairs.
+    let status = Status::new(3);
+    status.check_sorted(device, build, &kb, 0, false)?;
+    let status_words = status.words(device)?;
+    let hisa = hisa_table(device, build, &kb)?;
+    let (table, slots) = (&hisa.0, hisa.1);
+    let words = kb.num_words();
+    let mut commands = Commands::new(device, "@sorted_join");
+    let counts = device.scratch::<u32>("join counts", rows)?;
+    let first = device.scratch::<u32>("join first rows", rows)?;
+    record(
+        &mut commands,
         Dispatch {
             entry: "join_count",
             params: Params {
@@ -684,12 +844,12 @@ pub fn sorted_join(
             items: rows,
         },
     )?;
-    let offsets = exclusive_scan(device, &counts)?;
+    let offsets = record_scan(&mut commands, counts.raw(), rows, SUM_VALUES)?;
     // Counts are u32: a total past 2^32 wraps the scan, which is then not monotonic.
     for (entry, slot, items) in [("check_monotonic", 1, rows), ("store_total", 2, 1)] {
         let (a, b, out) = (unused(device)?, unused(device)?, unused(device)?);
-        run(
-            device,
+        record(
+            &mut commands,
             Dispatch {
                 entry,
                 params: Params {
@@ -701,11 +861,12 @@ pub fn sorted_join(
                 b: b.raw(),
                 idx: offsets.raw(),
                 out: out.raw(),
-                flag: status.words.raw(),
+                flag: status_words.raw(),
                 items,
             },
         )?;
     }
+    commands.submit()?;
     let words = status.read(device)?;
     sorted_or_error(&words, &[(0, 1, false)])?;
     if words.get(1) != Some(&u32::MAX) {
@@ -718,8 +879,8 @@ pub fn sorted_join(
     if total == 0 {
         return Ok(DeviceRelation::empty(device, 2)?);
     }
-    let probe_rows = device.zeroed::<u32>("join probe rows", 2 * total)?;
-    let build_rows = device.zeroed::<u32>("join build rows", 2 * total)?;
+    let probe_rows = device.scratch::<u32>("join probe rows", 2 * total)?;
+    let build_rows = device.scratch::<u32>("join build rows", 2 * total)?;
     let b = unused(device)?;
     run(
         device,
