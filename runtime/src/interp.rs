@@ -749,7 +749,6 @@ fn locate(mut error: RuntimeError, at: Option<Location>) -> RuntimeError {
     error
 }
 
-/// The truth of a condition: a length-1 bool (or integer, non-zero is true).
 /// What [`Interpreter::decide`] found.
 enum Decision {
     /// An `if` or `while` condition.
@@ -785,6 +784,7 @@ fn control_operand(step: &Step) -> Option<(&Operand, &'static str)> {
     }
 }
 
+/// The truth of a condition: a length-1 bool (or integer, non-zero is true).
 fn truth(value: &Value, what: &str) -> Result<bool> {
     match value {
         Value::Vector(v) if v.len() == 1 => match v {

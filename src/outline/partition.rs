@@ -266,17 +266,24 @@ impl<'p> Context<'p> {
         let Some(&(last, _)) = failing.last() else {
             return true;
         };
-        let earlier_may_fail = (0..last.0).map(StmtId).any(|id| {
-            !members.contains(id)
-                && (self.may_fail_in_the_kernel(id)
-                    || self.unproven_launch_check(id)
-                    || matches!(
-                        self.tree.stmt(id).map(|s| &s.kind),
-                        Some(
-                            StmtKind::If { .. } | StmtKind::While { .. } | StmtKind::Repeat { .. }
-                        )
-                    ))
-        });
+        // Whether a statement outside before the last failing one may fail: looked at only
+        // when an early reader is found (most merges have none).
+        let earlier_may_fail = || {
+            (0..last.0).map(StmtId).any(|id| {
+                !members.contains(id)
+                    && (self.may_fail_in_the_kernel(id)
+                        || self.unproven_launch_check(id)
+                        || matches!(
+                            self.tree.stmt(id).map(|s| &s.kind),
+                            Some(
+                                StmtKind::If { .. }
+                                    | StmtKind::While { .. }
+                                    | StmtKind::Repeat { .. }
+                            )
+                        ))
+            })
+        };
+        let mut early_reader = false;
         for id in members.statements() {
             let later: Vec<(StmtId, bool)> =
                 failing.iter().copied().filter(|&(f, _)| id < f).collect();
@@ -289,7 +296,7 @@ impl<'p> Context<'p> {
             if stopped_before_running && self.may_fail_in_the_kernel(id) {
                 return false;
             }
-            if !earlier_may_fail {
+            if early_reader {
                 continue;
             }
             let Some(stmt) = self.tree.stmt(id) else {
@@ -300,18 +307,14 @@ impl<'p> Context<'p> {
                     local,
                     site: DefSite::Stmt(id),
                 };
-                let Some(readers) = self.analysis.chains.def_uses.get(&definition) else {
-                    continue;
-                };
-                let early_reader = readers.iter().any(|&reader| {
-                    !members.contains(reader) && later.iter().any(|&(f, _)| reader < f)
-                });
-                if early_reader {
-                    return false;
+                if let Some(readers) = self.analysis.chains.def_uses.get(&definition) {
+                    early_reader |= readers.iter().any(|&reader| {
+                        !members.contains(reader) && later.iter().any(|&(f, _)| reader < f)
+                    });
                 }
             }
         }
-        true
+        !(early_reader && earlier_may_fail())
     }
 
     /// True for `@min`, `@max` and `@avg` (of what may be no elements: they fail then).

@@ -506,7 +506,16 @@ impl Accelerator for GpuEngine<'_> {
             self.pending
                 .push(status::PendingStatus::new(kernel, at, context, &logged));
         }
-        let outputs = launched?;
+        let outputs = match launched {
+            Ok(outputs) => outputs,
+            // A read the launch made (a count its checks need) brought an earlier launch's
+            // failure: taken as in `host_value`, so that the launch can run again.
+            Err(e) if e.message.contains(crate::gpu::deferred::KERNEL_FAILED) => {
+                self.pending.settle(self.device, true)?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(error) = earlier {
             return Err(error);
         }
