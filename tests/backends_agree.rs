@@ -229,3 +229,25 @@ fn generated_wgsl_that_does_not_validate_is_an_internal_compiler_error() {
         error.message
     );
 }
+
+#[test]
+fn f32_transcendental_functions_give_the_cpu_s_bits() {
+    // Exact text, not the usual tolerance: each function is the f64 one rounded to f32 on
+    // both backends, and f32 values print with every digit that tells them apart.
+    let Some(device) = gpu() else {
+        return;
+    };
+    let path = program("f32_functions_round_like_the_cpu");
+    let db = tpch(0.01);
+    let cpu = run_tsv(&path, &db).expect("the CPU answers");
+    let (gpu, cpu_steps) = run_gpu_tsv(&path, &db, device).expect("the GPU answers");
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    let differing: Vec<(&str, &str)> = gpu
+        .lines()
+        .zip(cpu.lines())
+        .filter(|(g, c)| g != c)
+        .take(5)
+        .collect();
+    assert!(differing.is_empty(), "GPU against CPU rows: {differing:?}");
+    assert_eq!(gpu.lines().count(), cpu.lines().count());
+}

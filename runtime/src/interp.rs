@@ -255,6 +255,7 @@ impl Interpreter<'_> {
                 Err(error) => {
                     let error = locate(error, step_location(step));
                     let path = self.failure_path_of(step, &error);
+                    let (error, path) = self.run_again_before((error, path), step, frame);
                     let (error, path) = self.first_failure_in_source_order(
                         (error, path),
                         step,
@@ -381,6 +382,35 @@ impl Interpreter<'_> {
         (first, first_path)
     }
 
+    /// The error of `step` when it failed with `error`, the failure of a statement after it in
+    /// the source (a kernel launched earlier failed, and the read-back this step needed
+    /// brought its status): the step has not run, and the CPU would have run it first. A
+    /// pure step runs again (the accelerator has taken the failure, so its reads succeed),
+    /// and its own error, if it fails, comes first.
+    fn run_again_before(
+        &mut self,
+        (error, path): (RuntimeError, SourcePath),
+        step: &Step,
+        frame: &mut Frame,
+    ) -> (RuntimeError, SourcePath) {
+        if !is_pure_statement(step) || vec![step_key(step)] >= path {
+            return (error, path);
+        }
+        match self.run_step_tracked(step, frame) {
+            // A read that still brings a failure names no statement of its own.
+            Err(again) if !again.message.contains(crate::gpu::deferred::KERNEL_FAILED) => {
+                let again = locate(again, step_location(step));
+                let again_path = self.failure_path_of(step, &again);
+                if again_path < path {
+                    (again, again_path)
+                } else {
+                    (error, path)
+                }
+            }
+            _ => (error, path),
+        }
+    }
+
     /// Checks the condition of an `if` or `while`, or the count of a `repeat`, as running
     /// the step would first; None when `step` has none or it reads an `unwritten` slot.
     fn check_condition(
@@ -389,23 +419,25 @@ impl Interpreter<'_> {
         frame: &Frame,
         unwritten: &HashSet<Slot>,
     ) -> Option<Result<()>> {
-        let (operand, what) = match step {
-            Step::If { cond, .. } => (cond, "if"),
-            Step::While { cond, .. } => (cond, "while"),
-            Step::Repeat { count, .. } => (count, "repeat"),
-            _ => return None,
-        };
+        let (operand, _) = control_operand(step)?;
         if matches!(operand, Operand::Slot(s) if unwritten.contains(s)) {
             return None;
         }
-        let checked = self.operand(operand, frame).cloned().and_then(|value| {
-            let value = self.host(&value, what)?;
-            match step {
-                Step::Repeat { .. } => count_of(&value).map(|_| ()),
-                _ => truth(&value, what).map(|_| ()),
-            }
-        });
-        Some(checked)
+        Some(self.decide(step, frame).map(|_| ()))
+    }
+
+    /// What a control step decides before its body runs (once per iteration for `while`):
+    /// the truth of an `if`/`while` condition, the count of a `repeat`, checked as the CPU
+    /// checks them. [`Decision::None`] for other steps.
+    fn decide(&mut self, step: &Step, frame: &Frame) -> Result<Decision> {
+        let Some((operand, what)) = control_operand(step) else {
+            return Ok(Decision::None);
+        };
+        let value = self.host(self.operand(operand, frame)?, what)?;
+        Ok(match step {
+            Step::Repeat { .. } => Decision::Count(count_of(&value)?),
+            _ => Decision::Truth(truth(&value, what)?),
+        })
     }
 
     /// Runs iteration `iteration` of loop `looping`'s body, in the loop's context; a failure
@@ -452,21 +484,19 @@ impl Interpreter<'_> {
                 Ok(Flow::Return(values))
             }
             Step::If {
-                cond,
                 then_body,
                 else_body,
                 ..
             } => {
-                let cond = self.host(self.operand(cond, frame)?, "if")?;
-                if truth(&cond, "if")? {
+                if self.decide(step, frame)?.taken() {
                     self.run_steps(then_body, frame)
                 } else {
                     self.run_steps(else_body, frame)
                 }
             }
-            Step::While { cond, body, .. } => {
+            Step::While { body, .. } => {
                 let mut iteration = 0;
-                while truth(&self.host(self.operand(cond, frame)?, "while")?, "while")? {
+                while self.decide(step, frame)?.taken() {
                     match self.run_iteration(step, iteration, body, frame)? {
                         Flow::Break => break,
                         Flow::Next | Flow::Continue => {}
@@ -476,8 +506,8 @@ impl Interpreter<'_> {
                 }
                 Ok(Flow::Next)
             }
-            Step::Repeat { count, body, .. } => {
-                let n = count_of(&self.host(self.operand(count, frame)?, "repeat")?)?;
+            Step::Repeat { body, .. } => {
+                let n = self.decide(step, frame)?.count();
                 for iteration in 0..n {
                     match self.run_iteration(step, iteration, body, frame)? {
                         Flow::Break => break,
@@ -717,6 +747,41 @@ fn locate(mut error: RuntimeError, at: Option<Location>) -> RuntimeError {
         error.location = at.map(|l| (l.line, l.column));
     }
     error
+}
+
+/// What [`Interpreter::decide`] found.
+enum Decision {
+    /// An `if` or `while` condition.
+    Truth(bool),
+    /// A `repeat` count.
+    Count(u64),
+    /// The step decides nothing.
+    None,
+}
+
+impl Decision {
+    /// Whether the branch is taken (the loop goes on).
+    fn taken(&self) -> bool {
+        matches!(self, Decision::Truth(true))
+    }
+
+    /// The iterations of a `repeat`.
+    fn count(&self) -> u64 {
+        match self {
+            Decision::Count(n) => *n,
+            _ => 0,
+        }
+    }
+}
+
+/// The operand a control step decides on and the step's keyword (for messages).
+fn control_operand(step: &Step) -> Option<(&Operand, &'static str)> {
+    match step {
+        Step::If { cond, .. } => Some((cond, "if")),
+        Step::While { cond, .. } => Some((cond, "while")),
+        Step::Repeat { count, .. } => Some((count, "repeat")),
+        _ => None,
+    }
 }
 
 /// The truth of a condition: a length-1 bool (or integer, non-zero is true).

@@ -241,6 +241,143 @@ impl<'p> Context<'p> {
         })
     }
 
+    /// True unless a statement of `members` that may fail as a whole kernel fails would hide
+    /// the error of a statement before it in the source. Two kinds fail so: a launch check
+    /// the shape analysis cannot prove to pass ([`Context::unproven_launch_check`]), which
+    /// stops the kernel before it runs, and an empty `@min`, `@max` or `@avg`, found after
+    /// it ran. Either way none of the kernel's outputs exist, while the CPU stops at the
+    /// first failing statement in the source. So a statement of `members` before such a
+    /// failing one
+    /// - may not fail in the kernel itself when the failing check is a launch check (its
+    ///   check would never run), and
+    /// - may not give a value that a statement outside reads before the failing one, when a
+    ///   statement outside before it may fail (a refusing builtin, an unproven launch
+    ///   check, a condition or count): that reader waits for the kernel and would never run.
+    ///
+    /// (Other checks made in a kernel, of indexes, are not counted as failing ones: gathers
+    /// of join and group positions, which never fail, would split TPC-H kernels for
+    /// nothing.)
+    fn failures_hide_no_earlier_error(&self, members: &Members) -> bool {
+        let failing: Vec<(StmtId, bool)> = members
+            .statements()
+            .filter_map(|id| {
+                let before_run = self.unproven_launch_check(id);
+                (before_run || self.reduces_maybe_nothing(id)).then_some((id, before_run))
+            })
+            .collect();
+        let Some(&(last, _)) = failing.last() else {
+            return true;
+        };
+        // Whether a statement outside before the last failing one may fail: looked at only
+        // when an early reader is found (most merges have none).
+        let earlier_may_fail = || {
+            (0..last.0).map(StmtId).any(|id| {
+                !members.contains(id)
+                    && (self.may_fail_in_the_kernel(id)
+                        || self.unproven_launch_check(id)
+                        || matches!(
+                            self.tree.stmt(id).map(|s| &s.kind),
+                            Some(
+                                StmtKind::If { .. }
+                                    | StmtKind::While { .. }
+                                    | StmtKind::Repeat { .. }
+                            )
+                        ))
+            })
+        };
+        let mut early_reader = false;
+        for id in members.statements() {
+            let later: Vec<(StmtId, bool)> =
+                failing.iter().copied().filter(|&(f, _)| id < f).collect();
+            if later.is_empty() {
+                continue;
+            }
+            let stopped_before_running = later.iter().any(|&(_, before_run)| before_run);
+            // (Launch checks of one kernel are all made before it runs, the first in the
+            // source leading.)
+            if stopped_before_running && self.may_fail_in_the_kernel(id) {
+                return false;
+            }
+            if early_reader {
+                continue;
+            }
+            let Some(stmt) = self.tree.stmt(id) else {
+                continue;
+            };
+            for local in definitions(stmt) {
+                let definition = Definition {
+                    local,
+                    site: DefSite::Stmt(id),
+                };
+                if let Some(readers) = self.analysis.chains.def_uses.get(&definition) {
+                    early_reader |= readers.iter().any(|&reader| {
+                        !members.contains(reader) && later.iter().any(|&(f, _)| reader < f)
+                    });
+                }
+            }
+        }
+        !(early_reader && earlier_may_fail())
+    }
+
+    /// True for `@min`, `@max` and `@avg` (of what may be no elements: they fail then).
+    fn reduces_maybe_nothing(&self, id: StmtId) -> bool {
+        use horsec_runtime::builtin::Builtin as B;
+        self.tree.stmt(id).is_some_and(|stmt| {
+            matches!(
+                crate::analysis::statements::statement_call(stmt),
+                Some((
+                    crate::sema::typed::Callee::Builtin(B::Min | B::Max | B::Avg),
+                    _
+                ))
+            )
+        })
+    }
+
+    /// True when the statement may fail in its kernel: a builtin that refuses some arguments
+    /// ([`Context::may_refuse`]), or `@min`, `@max`, `@avg` of what may be no elements.
+    fn may_fail_in_the_kernel(&self, id: StmtId) -> bool {
+        self.reduces_maybe_nothing(id) || self.may_refuse(id)
+    }
+
+    /// True when the statement's builtin makes a launch check (the engine's argument check
+    /// before the kernel runs, as the CPU builtin checks them) that the shape analysis does
+    /// not prove to pass: a `@compress` whose mask and data sizes are not the same size, an
+    /// element-wise call of two operands of different sizes, neither of them one element (a
+    /// table's rows against a group count), a `@vector` whose count is not a literal.
+    fn unproven_launch_check(&self, id: StmtId) -> bool {
+        use crate::sema::typed::{Arg, Callee, Operand};
+        use horsec_runtime::builtin::Builtin as B;
+        let Some(stmt) = self.tree.stmt(id) else {
+            return false;
+        };
+        let Some((Callee::Builtin(builtin), args)) =
+            crate::analysis::statements::statement_call(stmt)
+        else {
+            return false;
+        };
+        let size = |k: usize| match args.get(k) {
+            Some(Arg::Operand(operand)) => self
+                .analysis
+                .shapes
+                .operand_shape(self.program, id, operand)
+                .vector_size()
+                .cloned(),
+            _ => None,
+        };
+        match builtin {
+            B::Compress => match (size(0), size(1)) {
+                (Some(mask), Some(data)) => mask != data,
+                _ => true,
+            },
+            B::Vector => !matches!(args.first(), Some(Arg::Operand(Operand::Literal(_)))),
+            b if b.is_binary_elementwise() => match (size(0), size(1)) {
+                (Some(a), Some(b)) => a != b && !a.is_scalar() && !b.is_scalar(),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// True when the index argument (the second) of `@index`/`@index_a` is a kernel input.
     fn index_is_input(&self, args: &[crate::sema::typed::Arg], inputs: &[LocalId]) -> bool {
         matches!(
@@ -261,6 +398,26 @@ impl<'p> Context<'p> {
         })
     }
 
+    /// True when `@index(x, literal)` reads only positions the shape analysis proves inside
+    /// `x` (a constant size: `@index(pairs, 0:i64)` of a join's two index vectors).
+    fn index_in_range(&self, id: StmtId, args: &[crate::sema::typed::Arg]) -> bool {
+        use crate::analysis::shape::{Shape, Size};
+        use crate::sema::typed::{Arg, Operand};
+        use crate::syntax::ast::LiteralValue;
+        let [Arg::Operand(source), Arg::Operand(Operand::Literal(literal))] = args else {
+            return false;
+        };
+        let size = match self.analysis.shapes.operand_shape(self.program, id, source) {
+            Shape::Vector(Size::Constant(n)) | Shape::List(Size::Constant(n), _) => n,
+            _ => return false,
+        };
+        !literal.values.is_empty()
+            && literal
+                .values
+                .iter()
+                .all(|value| matches!(value, LiteralValue::Int(i) if *i >= 0 && (*i as u64) < size))
+    }
+
     /// True when the statement calls a builtin that refuses some well-typed arguments at
     /// run time: indexes out of range, a negative or unfillable count, an integer modulo by
     /// zero, a date shifted out of range, a bad substring range, a factorial beyond i64.
@@ -277,6 +434,9 @@ impl<'p> Context<'p> {
         else {
             return false;
         };
+        if builtin == B::Index && self.index_in_range(id, args) {
+            return false;
+        }
         matches!(builtin, B::Plus | B::Minus) && self.temporal_operand(args)
             || matches!(
                 builtin,
@@ -790,6 +950,7 @@ impl Partition {
         let members = Members::new(cx, &self.unit_statements(&[a, b]));
         (cx.masked_reads_are_inside(&members, &geometry)
             && cx.refusing_scalars_stay_scalar(&members, &geometry)
+            && cx.failures_hide_no_earlier_error(&members)
             && cx.storage_bindings(&members) <= MAX_STORAGE_BINDINGS)
             .then_some(geometry)
     }

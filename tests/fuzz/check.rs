@@ -267,11 +267,12 @@ pub fn check(
 pub const F64_TOLERANCE: f64 = 1e-9;
 
 /// Relative tolerance of floats in a program that computes in f32 anywhere: 256 ulp of f32
-/// (2^-23 · 256 ≈ 3.1e-5). WGSL lets an implementation compute f32 `exp` and `exp2` within
-/// 3 + 2·|x| ulp (up to about 180 ulp over the finite range of `exp`), `pow` through them,
-/// `log` within 3 ulp; the CPU rounds correctly (the generated code rounds division correctly
-/// and computes `sin`, `cos`, `tan` within an ulp, see `runtime/BUILTINS.md`). lavapipe's `exp(7)`
-/// is 2 ulp away (1096.6334 against 1096.6332). An f64 computed from an f32 (`@sum` of an f32
+/// (2^-23 · 256 ≈ 3.1e-5). The generated code computes `+ - * /`, `@sqrt`, `@exp`, `@log`,
+/// `@sin`, `@cos` and `@tan` in f32 as the CPU does, to the bit but in rare cases (see
+/// "Rounding" in `runtime/BUILTINS.md`), but other f32 results may differ by a few ulp: the
+/// GPU's own f32 instructions for the inverse and hyperbolic functions (WGSL allows a few
+/// ulp), `@pi` and `@recip` of an integer beyond 2^24 (rounded to f32 before the product or
+/// quotient, where the CPU rounds after). An f64 computed from an f32 (`@sum` of an f32
 /// vector) carries the same error, hence one tolerance for every float of such a program.
 /// An answer wrong in any other way (a row missing, a wrong element, a sign) is still far
 /// outside it.

@@ -40,9 +40,8 @@
 //! for both; an error of the GPU compiler's own stages is the GPU's outcome. The backends
 //! agree when both return values of the same types, equal to the static types the generator
 //! declared, with equal TSV text (numbers within a relative 1e-9; in a program that computes in
-//! f32 anywhere, within 256 f32 ulp, see [`check::F32_TOLERANCE`]: WGSL's accuracy of f32
-//! `exp`), or when
-//! both refuse with the same message text (locations may differ: a fused kernel reports its
+//! f32 anywhere, within 256 f32 ulp, see [`check::F32_TOLERANCE`]: the f32 functions the GPU
+//! still computes with its own instructions), or when both refuse with the same message text (locations may differ: a fused kernel reports its
 //! first statement). A panic on either side is always a disagreement.
 //!
 //! # Non-finite floats
@@ -54,6 +53,25 @@
 //! NaN is one value). `HORSEC_FUZZ_NONFINITE=lenient` lets a row where the CPU computed NaN or
 //! an infinity match any GPU value, to look past that class on a device that breaks it some
 //! other way.
+//!
+//! # Summation order
+//! A float `@sum` or `@avg` (and a group's, through `@each`) is added in another order on
+//! each backend: the CPU folds left to right, the GPU in a tree of threads (and a long
+//! group's cell in pieces), so the two results may differ in their last bits. Both are
+//! right; neither backend promises an order (making the GPU fold in the CPU's order would
+//! serialise every reduction, and an exactly rounded sum costs an accumulator of 2,100 bits
+//! per thread). Compared as numbers they agree within the tolerance, but a *discrete* decision
+//! on such a value amplifies an ulp into a different answer: `@mod(sum, key)` where
+//! `sum / key` is an integer (a group of equal values) gives about 0 on one backend and about
+//! `key` on the other, `@eq`/`@lt` of two sums flip, `@order`/`@unique`/`@member`/`@group`
+//! on group means tie differently. Exact comparison cannot judge those programs, so the
+//! generator does not write them: a float summed, and what is computed from it, is
+//! *reordered* ([`program::Var::reordered`]) and feeds only continuous element-wise builtins
+//! (`generate::CONTINUOUS`: `+ - *`, `@abs`, `@neg`, `@sqrt`, `@exp`) and the values
+//! returned, never a comparison, `@mod`, a rounding to an integer, a division (near zero), a
+//! key of `@member`/`@unique`/`@order`/`@group`/`@join_index`/`@index_of`, or a user function
+//! (whose body may compare). `corpus/open/mod_of_a_quotient_near_an_integer.hir` is such a
+//! program, kept as the example.
 //!
 //! # Shrinking
 //! A failing program is shrunk by delta debugging ([`shrink`]): drop a statement of `main`

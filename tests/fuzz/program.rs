@@ -37,6 +37,11 @@ pub struct Var {
     /// The static type, as the type rules (`horsec::sema::rules`) give it.
     pub ty: Type,
     pub shape: Shape,
+    /// A float whose value depends on the order of a summation (a float `@sum` or `@avg`,
+    /// grouped or not, and what is computed from it): the backends add in different orders,
+    /// so its last bits may differ, and it never feeds a discrete decision (see "Summation
+    /// order" in `tests/fuzz/mod.rs`).
+    pub reordered: bool,
 }
 
 /// One statement of `main` (or a compound one: a group-by, a join, a loop), kept or dropped

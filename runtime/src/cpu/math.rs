@@ -44,25 +44,38 @@ fn map_float(v: &Vector, f32_op: fn(f32) -> f32, f64_op: fn(f64) -> f64) -> Resu
 /// The f32 and f64 versions of one floating function.
 type FloatFns = (fn(f32) -> f32, fn(f64) -> f64);
 
+/// An f32 function computed in f64 and rounded to f32: the f64 libm functions are within an
+/// f64 ulp or so of the exact value, so the f32 result is the correctly rounded one but where
+/// the exact value lies within about 2^-28 f32 ulp of a rounding midpoint. The GPU computes
+/// the same (`codegen::wgsl::Helper::ExpLogF32` and `TrigF32`): libm's own f32 functions
+/// round differently in about one case in a few hundred, and a value that decides something
+/// discrete (a comparison, `@cos` of a huge `@exp`) must be the same on both backends.
+macro_rules! through_f64 {
+    ($f:path) => {
+        |x: f32| $f(f64::from(x)) as f32
+    };
+}
+
 fn float_fn(b: Builtin) -> Option<FloatFns> {
     Some(match b {
-        Builtin::Log => (f32::ln, f64::ln),
-        Builtin::Exp => (f32::exp, f64::exp),
-        Builtin::Log2 => (f32::log2, f64::log2),
-        Builtin::Log10 => (f32::log10, f64::log10),
+        Builtin::Log => (through_f64!(f64::ln), f64::ln),
+        Builtin::Exp => (through_f64!(f64::exp), f64::exp),
+        Builtin::Log2 => (through_f64!(f64::log2), f64::log2),
+        Builtin::Log10 => (through_f64!(f64::log10), f64::log10),
+        // Correctly rounded either way.
         Builtin::Sqrt => (f32::sqrt, f64::sqrt),
-        Builtin::Cos => (f32::cos, f64::cos),
-        Builtin::Sin => (f32::sin, f64::sin),
-        Builtin::Tan => (f32::tan, f64::tan),
-        Builtin::Acos => (f32::acos, f64::acos),
-        Builtin::Asin => (f32::asin, f64::asin),
-        Builtin::Atan => (f32::atan, f64::atan),
-        Builtin::Cosh => (f32::cosh, f64::cosh),
-        Builtin::Sinh => (f32::sinh, f64::sinh),
-        Builtin::Tanh => (f32::tanh, f64::tanh),
-        Builtin::Acosh => (f32::acosh, f64::acosh),
-        Builtin::Asinh => (f32::asinh, f64::asinh),
-        Builtin::Atanh => (f32::atanh, f64::atanh),
+        Builtin::Cos => (through_f64!(f64::cos), f64::cos),
+        Builtin::Sin => (through_f64!(f64::sin), f64::sin),
+        Builtin::Tan => (through_f64!(f64::tan), f64::tan),
+        Builtin::Acos => (through_f64!(f64::acos), f64::acos),
+        Builtin::Asin => (through_f64!(f64::asin), f64::asin),
+        Builtin::Atan => (through_f64!(f64::atan), f64::atan),
+        Builtin::Cosh => (through_f64!(f64::cosh), f64::cosh),
+        Builtin::Sinh => (through_f64!(f64::sinh), f64::sinh),
+        Builtin::Tanh => (through_f64!(f64::tanh), f64::tanh),
+        Builtin::Acosh => (through_f64!(f64::acosh), f64::acosh),
+        Builtin::Asinh => (through_f64!(f64::asinh), f64::asinh),
+        Builtin::Atanh => (through_f64!(f64::atanh), f64::atanh),
         Builtin::Recip => (|x| 1.0 / x, |x| 1.0 / x),
         Builtin::Pi => (|x| x * std::f32::consts::PI, |x| x * std::f64::consts::PI),
         _ => return None,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
 use super::location::{self, Location};
 use crate::error::{Result, RuntimeError};
+use crate::gpu::deferred::KERNEL_FAILED;
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
@@ -21,7 +22,7 @@ use crate::kernel::{
 };
 use crate::plan::Slot;
 use crate::types::Type;
-use crate::value::{DeviceList, DeviceVector, List, StrDict, Value};
+use crate::value::{DeviceList, DeviceVector, List, StrDict, Value, Vector};
 
 /// What one launch cost, for the profile.
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,6 +45,7 @@ pub(crate) fn launch(
     inputs: &HashMap<Slot, Value>,
     cost: &mut LaunchCost,
     logged: &mut Vec<(ScratchId, u32)>,
+    settle_earlier: &mut dyn FnMut(),
 ) -> Result<Vec<(Slot, Value)>> {
     let gpu_error = |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
     if kernel.features.int64 && !device.features().contains(wgpu::Features::SHADER_INT64) {
@@ -271,9 +273,20 @@ pub(crate) fn launch(
             let word = match status_words.get(&check.status) {
                 Some(w) => *w,
                 None => {
-                    let w = device
-                        .download_range(run.scratch_buffer(check.status)?, 0, 1)
-                        .map_err(gpu_error)?[0];
+                    let status = run.scratch_buffer(check.status)?;
+                    let w = match device.download_range(status, 0, 1) {
+                        Ok(words) => words[0],
+                        // The read brought the status words of earlier launches, and one
+                        // shows an error. The CPU reports whichever failing statement comes
+                        // first in the source, which may be this kernel's: the engine takes
+                        // the earlier failure (and keeps it, to report if it comes first),
+                        // and this kernel's own word is read again.
+                        Err(e) if e.to_string().contains(KERNEL_FAILED) => {
+                            settle_earlier();
+                            device.download_range(status, 0, 1).map_err(gpu_error)?[0]
+                        }
+                        Err(e) => return Err(gpu_error(e)),
+                    };
                     status_words.insert(check.status, w);
                     w
                 }
@@ -601,12 +614,24 @@ fn index_message(
     let length = static_length(kernel, &report.length, &hosted)?;
     let first = match &report.index {
         IndexSource::Input(slot) => {
-            let Value::Vector(index) = input(&hosted, *slot, kernel)? else {
-                return Ok(None);
+            let out_of_range = |index: &Vector, positions: std::ops::Range<usize>| {
+                positions
+                    .filter_map(|k| index.integer_at(k))
+                    .find(|&i| i < 0 || i as u64 >= length)
             };
-            (0..index.len())
-                .filter_map(|k| index.integer_at(k))
-                .find(|&i| i < 0 || i as u64 >= length)
+            match input(&hosted, *slot, kernel)? {
+                Value::Vector(index) => out_of_range(index, 0..index.len()),
+                // The positions of a list kernel's cells, in cell order (as the CPU's
+                // `@each_right(@index, x, cells)` meets them).
+                Value::List(List::Flat { values, offsets }) => offsets
+                    .windows(2)
+                    .find_map(|cell| out_of_range(values, cell[0]..cell[1])),
+                Value::List(List::Mixed(cells)) => cells.iter().find_map(|cell| match cell {
+                    Value::Vector(index) => out_of_range(index, 0..index.len()),
+                    _ => None,
+                }),
+                _ => return Ok(None),
+            }
         }
         IndexSource::Device {
             first,

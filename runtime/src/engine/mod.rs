@@ -97,7 +97,18 @@ impl<'d> GpuEngine<'d> {
     /// `value` on the host, read back when it is on the device; the read is recorded under
     /// `step`, the host step that needs it.
     fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
-        let (host, moved) = location::host(self.device, value)?;
+        let (host, moved) = match location::host(self.device, value) {
+            Ok(read) => read,
+            Err(e) if e.message.contains(crate::gpu::deferred::KERNEL_FAILED) => {
+                // A kernel launched earlier failed: the run fails with its own message (and
+                // the engine keeps it for `first_error`), and the status log starts afresh,
+                // so that a step before the failing statement in the source, which the
+                // interpreter may run again, reads its values (see `Interpreter::run_steps`).
+                self.pending.settle(self.device, true)?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         // The read brought the status words logged before it: check them.
         self.pending.settle(self.device, false)?;
         if moved.bytes > 0 {
@@ -480,19 +491,44 @@ impl Accelerator for GpuEngine<'_> {
         let mut cost = LaunchCost::default();
         let before = self.device.traffic();
         let mut logged = Vec::new();
-        let launched = launch::launch(
-            self.device,
-            &mut self.location,
-            kernel,
-            inputs,
-            &mut cost,
-            &mut logged,
-        );
+        // A failure of an earlier launch that this launch's own check had to take first (see
+        // `launch`): reported unless this launch fails itself (then the run's error is the
+        // one first in the source, see `status::PendingChecks::first_error`).
+        let mut earlier = None;
+        let launched = {
+            let (device, pending) = (self.device, &mut self.pending);
+            let mut settle_earlier = || {
+                if let Err(e) = pending.settle(device, true) {
+                    earlier.get_or_insert(e);
+                }
+            };
+            launch::launch(
+                self.device,
+                &mut self.location,
+                kernel,
+                inputs,
+                &mut cost,
+                &mut logged,
+                &mut settle_earlier,
+            )
+        };
         if !logged.is_empty() {
             self.pending
                 .push(status::PendingStatus::new(kernel, at, context, &logged));
         }
-        let outputs = launched?;
+        let outputs = match launched {
+            Ok(outputs) => outputs,
+            // A read the launch made (a count its checks need) brought an earlier launch's
+            // failure: taken as in `host_value`, so that the launch can run again.
+            Err(e) if e.message.contains(crate::gpu::deferred::KERNEL_FAILED) => {
+                self.pending.settle(self.device, true)?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(error) = earlier {
+            return Err(error);
+        }
         // Status words a read inside the launch brought back are checked now.
         self.pending.settle(self.device, false)?;
         self.uploaded_bytes += cost.upload_bytes;

@@ -13,6 +13,20 @@ impl Generator<'_> {
         index: &Val,
         index_input: Option<LocalId>,
     ) -> Result<(Val, Vec<String>), CodegenError> {
+        self.gather_named(builtin, builtin, source, index, index_input)
+    }
+
+    /// [`Generator::gather`] for `builtin`, whose index errors the CPU reports under the name
+    /// `reported` (`@each_right: index 3 out of range for length 3` for a gather of
+    /// `@each_right(@index, x, cells)`). `index_input` may be a list (of a list kernel).
+    pub(super) fn gather_named(
+        &mut self,
+        builtin: Builtin,
+        reported: Builtin,
+        source: &Operand,
+        index: &Val,
+        index_input: Option<LocalId>,
+    ) -> Result<(Val, Vec<String>), CodegenError> {
         let Operand::Local(local, _) = source else {
             return Err(self.error(Some(builtin), "gathering from a literal"));
         };
@@ -44,8 +58,9 @@ impl Generator<'_> {
         };
         // The engine names the first index out of range as the CPU does: from the host's
         // copy of an index input, or from what the kernel recorded of an index it computed
-        // (or a literal). Elsewhere (a list kernel, a compressed index) the message names
-        // the vector read.
+        // (or a literal); an index input may be a list (`@each_right(@index, x, cells)`).
+        // Elsewhere (an index computed in a list kernel, a compressed index) the message
+        // names the vector read.
         let mut recorded = None;
         let kernel_length = match &self.layout {
             Layout::Vector { length, .. } => Some(length.clone()),
@@ -53,7 +68,7 @@ impl Generator<'_> {
         };
         let report = match (index_input, kernel_length) {
             (Some(index), _) => Some(CheckReport::Index(IndexReport {
-                builtin: builtin.name().to_string(),
+                builtin: reported.name().to_string(),
                 index: IndexSource::Input(Self::slot(index)),
                 length: source_length,
             })),
@@ -87,7 +102,7 @@ impl Generator<'_> {
                 );
                 recorded = Some((first_name, values_name));
                 Some(CheckReport::Index(IndexReport {
-                    builtin: builtin.name().to_string(),
+                    builtin: reported.name().to_string(),
                     index: IndexSource::Device {
                         first,
                         values,

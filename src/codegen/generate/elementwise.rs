@@ -104,19 +104,35 @@ impl Generator<'_> {
                 } else {
                     "1.0lf"
                 };
-                match b {
-                    // f32 through f64: WGSL allows sqrt 2.5 ulp (NVIDIA approximates); the f64
-                    // root rounded to f32 is the correctly rounded f32 root (53 >= 2 * 24 + 2).
-                    B::Sqrt if *result == Type::F32 => {
-                        self.use_type("f64");
-                        Ok(format!("f32(sqrt(f64({cx})))"))
+                // An f32 result is the f64 function of the argument, exact in f64 (an f32 or
+                // a narrower integer), rounded to f32, as the CPU computes it.
+                let wide = |g: &mut Self| -> Result<String, CodegenError> {
+                    g.use_type("f64");
+                    if x.ty == Type::F32 {
+                        g.helper(Helper::WidenF32);
+                        Ok(format!("widen_f32({})", x.expr))
+                    } else {
+                        g.conv(&x, &Type::F64)
                     }
+                };
+                match b {
+                    // WGSL allows sqrt 2.5 ulp (NVIDIA approximates); the f64 root rounded to
+                    // f32 is the correctly rounded f32 root (53 >= 2 * 24 + 2).
+                    B::Sqrt if *result == Type::F32 => Ok(format!("f32(sqrt({}))", wide(self)?)),
                     B::Sqrt => Ok(format!("sqrt({cx})")),
                     B::Recip => self.float_division(one, &cx, result),
                     B::Sin | B::Cos | B::Tan if *result == Type::F32 => {
-                        self.use_type("f64");
+                        let w = wide(self)?;
+                        self.use_type("i64");
                         self.helper(Helper::TrigF32);
-                        Ok(format!("{b}_f32({cx})"))
+                        Ok(format!("{b}_f32({w})"))
+                    }
+                    // WGSL allows f32 exp 3 + 2|x| ulp, and GPUs take it.
+                    B::Exp | B::Log | B::Log2 | B::Log10 if *result == Type::F32 => {
+                        let w = wide(self)?;
+                        self.use_type("i64");
+                        self.helper(Helper::ExpLogF32);
+                        Ok(format!("{b}_f32({w})"))
                     }
                     B::Pi => Ok(format!(
                         "({cx} * {})",

@@ -153,6 +153,12 @@ impl Generator<'_> {
                 self.reduction(target, f, list, &cell_ty)
             }
             (Builtin::EachRight, Builtin::Index, [source, list]) => {
+                // A list input of positions: the engine names the first one out of range
+                // (in cell order, as the CPU meets them) from the host's copy.
+                let list_input = match list {
+                    Operand::Local(local, _) if !self.values.contains_key(local) => Some(*local),
+                    _ => None,
+                };
                 let list = self.operand(list)?;
                 if !list.list || list.level != Level::Element {
                     return Err(self.error(
@@ -160,7 +166,9 @@ impl Generator<'_> {
                         "@each_right(@index, x, l) with l not a list of cells",
                     ));
                 }
-                let (mut val, prelude) = self.gather(f, source, &list, None)?;
+                let list_input = list_input.filter(|_| list.active.is_empty());
+                let (mut val, prelude) =
+                    self.gather_named(f, builtin, source, &list, list_input)?;
                 val.list = true;
                 self.define_with(target, val, Vec::new(), prelude)
             }

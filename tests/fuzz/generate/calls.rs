@@ -63,6 +63,12 @@ impl Gen<'_> {
                     (builtin, vec![a, b])
                 }
             };
+            let reordered = args
+                .iter()
+                .any(|o| o.uses.iter().any(|&u| self.p.vars[u].reordered));
+            if reordered && !CONTINUOUS.contains(&builtin) {
+                continue;
+            }
             let arg_types: Vec<ArgType> = args.iter().map(|o| value(&o.ty)).collect();
             let Some(ty) = result_type(builtin, &arg_types) else {
                 continue;

@@ -65,6 +65,7 @@ impl Gen<'_> {
             }
         };
         let x = self.new_var("x", init.ty.clone(), init.shape);
+        self.p.vars[x].reordered = init.uses.iter().any(|&u| self.p.vars[u].reordered);
         let mut lines = vec![format!("{}:{} = {};", self.name(x), init.ty, init.text)];
         let mut uses = init.uses.clone();
         uses.extend(cond.uses.iter().copied());
@@ -96,6 +97,7 @@ impl Gen<'_> {
             return;
         };
         let x = self.new_var("x", init.ty.clone(), init.shape);
+        self.p.vars[x].reordered = init.uses.iter().any(|&u| self.p.vars[u].reordered);
         let (i, c) = (format!("{}_i", self.name(x)), format!("{}_c", self.name(x)));
         let k = self.rng.range(0, 3);
         let mut lines = vec![
@@ -128,6 +130,7 @@ impl Gen<'_> {
             return;
         };
         let x = self.new_var("x", init.ty.clone(), init.shape);
+        self.p.vars[x].reordered = init.uses.iter().any(|&u| self.p.vars[u].reordered);
         let k = if self.deliberate() {
             -1
         } else {

@@ -47,6 +47,13 @@ impl Gen<'_> {
     /// element-wise calls, and returns the call of it on `args`. With `want`, the function
     /// returns exactly that type.
     pub(super) fn new_function(&mut self, args: Vec<Operand>, want: Option<&Type>) -> Option<Expr> {
+        // The body may decide something on its parameters.
+        if args
+            .iter()
+            .any(|a| a.uses.iter().any(|&u| self.p.vars[u].reordered))
+        {
+            return None;
+        }
         let index = self.p.functions.len();
         let fvar = self.new_var("f", Type::Func, Shape::Scalar);
         let fname = self.name(fvar);
@@ -112,6 +119,7 @@ impl Gen<'_> {
             if let Some(x) = last.filter(|&x| self.p.vars[x].ty.is_real()) {
                 let ty = result_type(B::Sum, &[value(&self.p.vars[x].ty)])?;
                 let v = self.new_var("fv", ty.clone(), Shape::Scalar);
+                self.p.vars[v].reordered = sums_floats(B::Sum, &self.p.vars[x].ty);
                 body.push(Stmt {
                     lines: vec![format!("{}:{ty} = @sum({});", self.name(v), self.name(x))],
                     defs: vec![v],
@@ -161,13 +169,16 @@ impl Gen<'_> {
         for (ty, scalar) in &sig.params {
             let arg = if *scalar {
                 let pool = self.pool.clone();
-                match self.pick_var(&pool, |v| v.shape == Shape::Scalar && v.ty == *ty) {
+                match self.pick_var(&pool, |v| {
+                    v.shape == Shape::Scalar && v.ty == *ty && !v.reordered
+                }) {
                     Some(v) if self.rng.chance(0.4) => self.var_operand(v),
                     _ => self.scalar_literal(ty),
                 }
             } else {
-                let v = self
-                    .rows_var(|v| v.ty == *ty && class.is_none_or(|c| v.shape == Shape::Rows(c)))?;
+                let v = self.rows_var(|v| {
+                    v.ty == *ty && !v.reordered && class.is_none_or(|c| v.shape == Shape::Rows(c))
+                })?;
                 class = Some(self.class_of(v));
                 self.var_operand(v)
             };

@@ -204,6 +204,22 @@ fn result_type(b: B, args: &[ArgType]) -> Option<Type> {
     }
 }
 
+fn is_float(t: &Type) -> bool {
+    matches!(t, Type::F32 | Type::F64)
+}
+
+/// Element-wise builtins whose result moves little when an operand moves by a rounding
+/// error, and decides nothing: the only ones a reordered value feeds (see [`Var::reordered`]).
+/// Comparisons, `@mod`, rounding to integers, `@signum` jump; `@div`, `@recip`, `@log` and
+/// `@power` blow up near zero; `@cos` of a large value is anything.
+const CONTINUOUS: &[B] = &[B::Plus, B::Minus, B::Mul, B::Abs, B::Neg, B::Sqrt, B::Exp];
+
+/// True when `reduction` of values of type `ty` adds them in an order the backends choose
+/// differently (a float sum or mean).
+fn sums_floats(reduction: B, ty: &Type) -> bool {
+    matches!(reduction, B::Sum | B::Avg) && is_float(ty)
+}
+
 fn is_text(t: &Type) -> bool {
     matches!(t, Type::Sym | Type::Str)
 }
@@ -295,6 +311,7 @@ impl<'s> Gen<'s> {
             prefix: prefix.to_string(),
             ty,
             shape,
+            reordered: false,
         });
         id
     }
@@ -325,6 +342,20 @@ impl<'s> Gen<'s> {
     }
 
     fn push(&mut self, stmt: Stmt, pooled: &[VarId]) {
+        // A float computed from a reordered value, or returned by a function that computes
+        // one, is reordered.
+        let reordered = stmt.uses.iter().any(|&u| self.p.vars[u].reordered)
+            || stmt
+                .calls
+                .iter()
+                .any(|&f| self.p.vars[self.p.functions[f].result].reordered);
+        if reordered {
+            for &v in &stmt.defs {
+                if is_float(&self.p.vars[v].ty) {
+                    self.p.vars[v].reordered = true;
+                }
+            }
+        }
         self.pool.extend_from_slice(pooled);
         self.p.stmts.push(stmt);
     }

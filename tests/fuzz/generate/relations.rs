@@ -4,12 +4,15 @@ use super::*;
 
 impl Gen<'_> {
     pub(super) fn group(&mut self) {
-        let Some(k) = self.rows_var(|v| v.ty.is_basic()) else {
+        let Some(k) = self.rows_var(|v| v.ty.is_basic() && !v.reordered) else {
             return;
         };
         let class = self.class_of(k);
         let k2 = self.rows_var(|v| {
-            v.shape == Shape::Rows(class) && v.ty.is_basic() && v.ty != Type::Complex
+            v.shape == Shape::Rows(class)
+                && v.ty.is_basic()
+                && v.ty != Type::Complex
+                && !v.reordered
         });
         let Some(x) = self.rows_var(|v| v.shape == Shape::Rows(class)) else {
             return;
@@ -67,6 +70,7 @@ impl Gen<'_> {
         ));
         lines.push(format!("{}:{agg_ty} = @raze({g}_aggs);", self.name(agg)));
         self.index_vars.insert(first, class);
+        self.p.vars[agg].reordered |= sums_floats(reducer, &x_ty);
         self.push(
             Stmt {
                 lines,
@@ -79,13 +83,15 @@ impl Gen<'_> {
     }
 
     pub(super) fn join(&mut self) {
-        let Some(a) = self.rows_var(|v| v.ty.is_basic()) else {
+        let Some(a) = self.rows_var(|v| v.ty.is_basic() && !v.reordered) else {
             return;
         };
         let a_ty = self.p.vars[a].ty.clone();
         let a_len = self.max_len(self.p.vars[a].shape);
         let b = self.rows_var(|v| {
-            v.ty.is_basic() && result_type(B::Eq, &[value(&a_ty), value(&v.ty)]).is_some()
+            v.ty.is_basic()
+                && !v.reordered
+                && result_type(B::Eq, &[value(&a_ty), value(&v.ty)]).is_some()
         });
         let Some(b) = b else {
             return;

@@ -130,12 +130,14 @@ impl Gen<'_> {
 
     /// `@index_of(x, y)`: for each element of `y`, its first position in `x` (or `len(x)`).
     pub(super) fn index_of(&mut self) {
-        let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
+        let Some(x) = self.rows_var(|v| v.ty.is_basic() && !v.reordered) else {
             return;
         };
         let x_ty = self.p.vars[x].ty.clone();
         let Some(y) = self.rows_var(|v| {
-            v.ty.is_basic() && result_type(B::IndexOf, &[value(&x_ty), value(&v.ty)]).is_some()
+            v.ty.is_basic()
+                && !v.reordered
+                && result_type(B::IndexOf, &[value(&x_ty), value(&v.ty)]).is_some()
         }) else {
             return;
         };
@@ -160,15 +162,18 @@ impl Gen<'_> {
             return;
         };
         let x = self.var_operand(x);
-        self.simple_call(b, &[x], Shape::Scalar, "r");
+        let sums = sums_floats(b, &x.ty);
+        if let Some(r) = self.simple_call(b, &[x], Shape::Scalar, "r") {
+            self.p.vars[r].reordered |= sums;
+        }
     }
 
     pub(super) fn member(&mut self) {
-        let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
+        let Some(x) = self.rows_var(|v| v.ty.is_basic() && !v.reordered) else {
             return;
         };
         let x = self.var_operand(x);
-        let y = match self.rows_var(|v| v.ty == x.ty) {
+        let y = match self.rows_var(|v| v.ty == x.ty && !v.reordered) {
             Some(y) if self.rng.chance(0.5) => self.var_operand(y),
             _ => {
                 let ty = self.related_type(&x.ty);
@@ -187,7 +192,7 @@ impl Gen<'_> {
     }
 
     pub(super) fn unique(&mut self) {
-        let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
+        let Some(x) = self.rows_var(|v| v.ty.is_basic() && !v.reordered) else {
             return;
         };
         let class_of_x = self.class_of(x);
@@ -204,12 +209,14 @@ impl Gen<'_> {
     }
 
     pub(super) fn order(&mut self) {
-        let Some(x) = self.rows_var(|v| v.ty.is_basic() && v.ty != Type::Complex) else {
+        let Some(x) = self.rows_var(|v| v.ty.is_basic() && v.ty != Type::Complex && !v.reordered)
+        else {
             return;
         };
         let class = self.class_of(x);
         let xo = self.var_operand(x);
-        let second = self.rows_var(|v| v.shape == Shape::Rows(class) && v.ty.is_basic());
+        let second =
+            self.rows_var(|v| v.shape == Shape::Rows(class) && v.ty.is_basic() && !v.reordered);
         let o = self.new_var("o", Type::I64, Shape::Rows(class));
         let mut lines = Vec::new();
         let mut uses = xo.uses.clone();
