@@ -658,7 +658,7 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
             0,
             0,
         ],
-    );
+    )?;
     let mut commands = Commands::new(device, "index_a");
     commands.copy(&x_words, out.raw());
     for entry in ["claim", "write"] {
@@ -801,7 +801,7 @@ fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
             0,
             0,
         ],
-    );
+    )?;
     let mut commands = Commands::new(device, "like");
     commands.dispatch(
         &pipeline,

@@ -266,7 +266,7 @@ fn trie_kernel(
         entry_point: entry,
         bindings: TRIE_BINDINGS,
     })?;
-    let uniform = device.uniform(entry, &params);
+    let uniform = device.uniform(entry, &params)?;
     let mut commands = Commands::new(device, entry);
     commands.dispatch(
         &pipeline,
@@ -419,7 +419,7 @@ impl Join<'_> {
             entry_point: entry,
             bindings: JOIN_BINDINGS,
         })?;
-        let uniform = self.device.uniform(entry, &params);
+        let uniform = self.device.uniform(entry, &params)?;
         let mut commands = Commands::new(self.device, entry);
         commands.dispatch(
             &pipeline,

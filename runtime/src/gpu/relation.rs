@@ -276,7 +276,7 @@ fn run(device: &Device, d: Dispatch<'_>) -> Result<()> {
         entry_point: d.entry,
         bindings: BINDINGS,
     })?;
-    let uniform = device.uniform(d.entry, &d.params);
+    let uniform = device.uniform(d.entry, &d.params)?;
     let mut commands = Commands::new(device, d.entry);
     commands.dispatch(
         &pipeline,
