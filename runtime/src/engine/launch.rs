@@ -819,7 +819,9 @@ impl<'a> Run<'a> {
         let gpu_error =
             |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
         // Pooled; counted as uploaded by the device.
-        let uniform = device.uniform_bytes(&kernel.name, bytemuck::cast_slice(params));
+        let uniform = device
+            .uniform_bytes(&kernel.name, bytemuck::cast_slice(params))
+            .map_err(gpu_error)?;
         let pipeline = device
             .pipeline(&KernelSpec {
                 label: &kernel.name,

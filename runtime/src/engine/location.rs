@@ -101,6 +101,60 @@ impl Location {
     pub(crate) fn uploaded_bytes(&self) -> u64 {
         self.uploaded_bytes
     }
+
+    /// Drops the device copies of host values nothing but this map holds any more (a run
+    /// is over): a value computed on the host in one run is never asked for again, and its
+    /// copy would otherwise hold a device buffer for the engine's life and make every run
+    /// take a new one. Table columns are held by their table, and their copies stay.
+    pub(crate) fn sweep(&mut self) {
+        let mut freed = 0;
+        self.uploaded.retain(|(_, part, _), (buffer, value)| {
+            let held = held_elsewhere(value, *part);
+            if !held {
+                freed += buffer.byte_len();
+            }
+            held
+        });
+        self.uploaded_bytes = self.uploaded_bytes.saturating_sub(freed);
+    }
+}
+
+/// Whether the data of `part` of `value` (a clone kept with its device copy) has another
+/// owner than that clone.
+fn held_elsewhere(value: &Value, part: ValuePart) -> bool {
+    match (value, part) {
+        (Value::Vector(v), _) => vector_owners(v) > 1,
+        (Value::List(List::Flat { values, .. }), ValuePart::ListValues) => {
+            vector_owners(values) > 1
+        }
+        (Value::List(List::Flat { offsets, .. }), ValuePart::ListOffsets) => {
+            Arc::strong_count(offsets) > 1
+        }
+        (Value::Enum(e), ValuePart::EnumKeys) => vector_owners(&e.domain) > 1,
+        (Value::Enum(e), ValuePart::EnumIndex) => Arc::strong_count(&e.index) > 1,
+        _ => true,
+    }
+}
+
+/// Owners of a host vector's elements.
+pub(super) fn vector_owners(v: &Vector) -> usize {
+    match v {
+        Vector::Bool(x) => Arc::strong_count(x),
+        Vector::Char(x) => Arc::strong_count(x),
+        Vector::I8(x) => Arc::strong_count(x),
+        Vector::I16(x) => Arc::strong_count(x),
+        Vector::I32(x)
+        | Vector::Month(x)
+        | Vector::Date(x)
+        | Vector::Minute(x)
+        | Vector::Second(x)
+        | Vector::Time(x) => Arc::strong_count(x),
+        Vector::I64(x) | Vector::Dt(x) => Arc::strong_count(x),
+        Vector::F32(x) => Arc::strong_count(x),
+        Vector::F64(x) => Arc::strong_count(x),
+        Vector::Complex(x) => Arc::strong_count(x),
+        Vector::Sym(s) | Vector::Str(s) => Arc::strong_count(&s.codes),
+    }
 }
 
 /// `value` with its elements on the host: itself, or a device vector's host copy

@@ -40,6 +40,12 @@ use std::sync::Arc;
 pub use launch::LaunchCost;
 pub use placement::GpuCallSites;
 
+/// Lists of host columns an engine keeps for later runs (see `GpuEngine::listed`).
+const MAX_LISTED: usize = 64;
+
+/// A host column in a list of `listed_columns`: the address of its elements, and its kind.
+type ColumnKey = (usize, std::mem::Discriminant<Vector>);
+
 /// Status words the device's log must have room for before a launch (a launch logs one per
 /// status scratch, a handful at most); with less, the log is read first.
 const MIN_STATUS_ROOM: usize = 1024;
@@ -63,8 +69,11 @@ pub struct GpuEngine<'d> {
     fetched: HashMap<(usize, usize), (Value, Value)>,
     /// Flat lists `@list` made of host key columns in this run, by the address of their
     /// values, with the list (so the address stays its own) and the columns (see
-    /// `listed_columns`); cleared when the run finishes.
+    /// `listed_columns`). Kept across runs: a table's columns are the same vectors every
+    /// run, so a warm run finds its list here instead of concatenating the columns again.
     listed: HashMap<usize, (Value, Vec<Value>)>,
+    /// The address of each list of `listed` by the columns it was made of.
+    listed_by_columns: HashMap<Vec<ColumnKey>, usize>,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -80,6 +89,7 @@ impl<'d> GpuEngine<'d> {
             pending: status::PendingChecks::default(),
             fetched: HashMap::new(),
             listed: HashMap::new(),
+            listed_by_columns: HashMap::new(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -174,10 +184,66 @@ impl GpuEngine<'_> {
                     None
                 }
                 ArgValue::Value(v) if keys(i) => self.resident_key(v, step, profile)?,
+                // `@like` and `@sub_string` gather per-entry results by the codes of a
+                // string column: the column's resident codes, not an upload per run (q9's
+                // p_name: 8 MB per run at SF 10).
+                ArgValue::Value(v @ Value::Vector(x))
+                    if i == 0 && matches!(b, Builtin::Like | Builtin::SubString) =>
+                {
+                    match x.as_strings() {
+                        Some(strings) => {
+                            let dict = strings.dict.clone();
+                            self.resident_codes(v, dict, step, profile)?
+                        }
+                        None => None,
+                    }
+                }
                 _ => None,
             });
         }
         Ok(resident)
+    }
+
+    /// A host string vector as a device vector of its codes (the engine's device copy,
+    /// uploaded once per column, see `location`), with its dictionary.
+    fn resident_codes(
+        &mut self,
+        value: &Value,
+        dict: Arc<crate::value::StrDict>,
+        step: &str,
+        profile: &mut Profile,
+    ) -> Result<Option<Value>> {
+        let (buffer, moved) = self.location.buffer(
+            self.device,
+            value,
+            crate::kernel::ValuePart::Elements,
+            crate::kernel::GpuElement::U32,
+        )?;
+        self.record_upload(moved, step, profile);
+        let ty = value.ty();
+        let len = match value {
+            Value::Vector(v) => v.len(),
+            _ => return Ok(None),
+        };
+        Ok(Some(Value::Device(crate::value::DeviceVector::new(
+            ty,
+            len,
+            Some(dict),
+            buffer,
+        ))))
+    }
+
+    /// Counts an upload the engine made for `step` (a host column's device copy).
+    fn record_upload(&mut self, moved: location::Moved, step: &str, profile: &mut Profile) {
+        if moved.bytes > 0 {
+            self.uploaded_bytes += moved.bytes;
+            profile.uploaded_bytes += moved.bytes;
+            profile.record(
+                Placement::Transfer,
+                &format!("upload for {step}"),
+                moved.time,
+            );
+        }
     }
 
     /// `value` (a host vector, or a list of them) with its eligible vectors as device
@@ -199,15 +265,7 @@ impl GpuEngine<'_> {
                     crate::kernel::ValuePart::Elements,
                     element,
                 )?;
-                if moved.bytes > 0 {
-                    self.uploaded_bytes += moved.bytes;
-                    profile.uploaded_bytes += moved.bytes;
-                    profile.record(
-                        Placement::Transfer,
-                        &format!("upload for {step}"),
-                        moved.time,
-                    );
-                }
+                self.record_upload(moved, step, profile);
                 Ok(Some(Value::Device(crate::value::DeviceVector::new(
                     v.ty(),
                     v.len(),
@@ -250,7 +308,9 @@ impl GpuEngine<'_> {
     /// its columns remembered (see `listed`), so that a key builtin taking the list binds
     /// each column's resident device copy instead of uploading the concatenation again on
     /// every run (TPC-H q9 joins on a list of four lineitem columns: 96 MB per run at SF 1).
-    /// None for any other `@list` (the CPU's own).
+    /// A list of the same columns made in an earlier run is that run's list: concatenating
+    /// the columns is per-row host work (the conformance q9 lists four lineitem columns:
+    /// 960 MB copied per run at SF 10). None for any other `@list` (the CPU's own).
     fn listed_columns(&mut self, args: &[ArgValue<'_>]) -> Option<Value> {
         let cells: Vec<Value> = args
             .iter()
@@ -261,14 +321,55 @@ impl GpuEngine<'_> {
                 _ => None,
             })
             .collect::<Option<_>>()?;
+        let columns: Vec<ColumnKey> = cells
+            .iter()
+            .filter_map(|c| match c {
+                Value::Vector(v) => Some((location::vector_address(v), std::mem::discriminant(v))),
+                _ => None,
+            })
+            .collect();
+        if let Some((list, _)) = self
+            .listed_by_columns
+            .get(&columns)
+            .and_then(|address| self.listed.get(address))
+        {
+            return Some(list.clone());
+        }
         let list = List::from_cells(cells.clone());
         let List::Flat { values, .. } = &list else {
             return None;
         };
+        let address = location::vector_address(values);
         let list = Value::List(list.clone());
-        self.listed
-            .insert(location::vector_address(values), (list.clone(), cells));
+        if self.listed.len() >= MAX_LISTED {
+            // Lists of per-run vectors (never asked for again) must not pile up.
+            self.listed.clear();
+            self.listed_by_columns.clear();
+        }
+        self.listed.insert(address, (list.clone(), cells));
+        self.listed_by_columns.insert(columns, address);
         Some(list)
+    }
+
+    /// Drops what the engine keeps of host values that no one else holds any more (the run
+    /// is over): device copies (`location`), `@fetch` results and lists of columns made from
+    /// a run's own vectors, which no later run can ask for again. What tables hold stays.
+    fn forget_run_values(&mut self) {
+        self.fetched.retain(|_, (value, _)| match value {
+            Value::Enum(e) => Arc::strong_count(&e.index) > 1,
+            _ => false,
+        });
+        self.listed.retain(|_, (_, cells)| {
+            cells.iter().all(|c| match c {
+                Value::Vector(v) => location::vector_owners(v) > 1,
+                _ => false,
+            })
+        });
+        let listed = &self.listed;
+        self.listed_by_columns
+            .retain(|_, address| listed.contains_key(address));
+        // Last: the entries dropped above may have held the only other clones.
+        self.location.sweep();
     }
 
     /// The columns a flat list of [`GpuEngine::listed_columns`] was made of.
@@ -552,7 +653,7 @@ impl Accelerator for GpuEngine<'_> {
         failure: &[u64],
         profile: &mut Profile,
     ) -> Result<Vec<Value>> {
-        self.listed.clear();
+        self.forget_run_values();
         // Every status word still on the device is read (one read-back) and checked: a
         // kernel that failed fails the run with its own message, whatever came after it.
         let outcome = match outcome {

@@ -212,45 +212,60 @@ impl Device {
         if let Some(buffer) = self.pool.take(size, STORAGE_USAGE) {
             return Ok((wrap(buffer), true));
         }
-        let make_error = |label, message| GpuError::Command { label, message };
-        let _timer = self.costs.buffers.timer();
-        self.pool.make_room(size);
-        let buffer = self.capture_errors(label, make_error, || {
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage: STORAGE_USAGE,
-                mapped_at_creation: false,
-            })
-        })?;
+        let buffer = self.create_pooled(label, size, STORAGE_USAGE)?;
         Ok((wrap(buffer), false))
     }
 
+    /// A new buffer for the pool (none of its class was free). When the device is out of
+    /// memory, the pool's free buffers are destroyed and the creation tried once more: the
+    /// pool keeps free buffers across runs only while the memory is not needed.
+    fn create_pooled(
+        &self,
+        label: &str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer> {
+        let make_error = |label, message| GpuError::Command { label, message };
+        let _timer = self.costs.buffers.timer();
+        let create = || {
+            self.capture_errors(label, make_error, || {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage,
+                    mapped_at_creation: false,
+                })
+            })
+        };
+        let buffer = match create() {
+            Ok(buffer) => buffer,
+            Err(_) if self.pool.evict_all() => create()?,
+            Err(e) => return Err(e),
+        };
+        self.pool.created(size);
+        Ok(buffer)
+    }
+
     /// A small uniform buffer holding `value` (kernel parameters), from the pool.
-    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> Uniform {
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> Result<Uniform> {
         self.uniform_bytes(label, bytemuck::bytes_of(value))
     }
 
     /// A uniform buffer holding `bytes` (a multiple of 4), from the pool.
-    pub(crate) fn uniform_bytes(&self, label: &str, bytes: &[u8]) -> Uniform {
+    pub(crate) fn uniform_bytes(&self, label: &str, bytes: &[u8]) -> Result<Uniform> {
         self.count_upload(bytes.len() as u64);
         let size = class_bytes((bytes.len() as u64).next_multiple_of(16), u64::MAX);
-        let buffer = self.pool.take(size, UNIFORM_USAGE).unwrap_or_else(|| {
-            let _timer = self.costs.buffers.timer();
-            self.pool.make_room(size);
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage: UNIFORM_USAGE,
-                mapped_at_creation: false,
-            })
-        });
-        self.submit_pending_clears();
+        let buffer = match self.pool.take(size, UNIFORM_USAGE) {
+            Some(buffer) => buffer,
+            None => self.create_pooled(label, size, UNIFORM_USAGE)?,
+        };
+        // No pending clear can be for this buffer (only storage buffers are cleared), so
+        // the write need not wait for them: one submission less per dispatch.
         self.queue.write_buffer(&buffer, 0, bytes);
-        Uniform {
+        Ok(Uniform {
             buffer,
             pool: self.pool.clone(),
-        }
+        })
     }
 
     /// Copies the buffer back to the host, waiting for all work submitted before.

@@ -28,7 +28,7 @@ pub fn where_true(device: &Device, flags: &GpuBuffer<u32>) -> Result<GpuBuffer<u
             BindingKind::StorageReadWrite,
         ],
     })?;
-    let params = element_params(device, n);
+    let params = element_params(device, n)?;
     let mut commands = Commands::new(device, "where");
     commands.dispatch(
         &kernel,
@@ -77,7 +77,7 @@ pub fn compress<T: GpuScalar>(
             BindingKind::StorageReadWrite,
         ],
     })?;
-    let params = element_params(device, n);
+    let params = element_params(device, n)?;
     let mut commands = Commands::new(device, "compress");
     commands.dispatch(
         &kernel,
@@ -106,7 +106,7 @@ fn scan_flags(device: &Device, flags: &GpuBuffer<u32>) -> Result<(GpuBuffer<u32>
     Ok((offsets, count))
 }
 
-fn element_params(device: &Device, n: usize) -> crate::gpu::Uniform {
+fn element_params(device: &Device, n: usize) -> Result<crate::gpu::Uniform> {
     device.uniform(
         "compaction params",
         &TileParams {

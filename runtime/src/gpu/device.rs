@@ -286,8 +286,6 @@ impl Device {
     /// backend's allocator (Vulkan, DX12; None elsewhere); also raises the peak
     /// [`Device::peak_memory`] reports. Called at step boundaries.
     pub fn sample_memory(&self) -> Option<u64> {
-        // A step boundary: the pool keeps no more than live values needed at one (`pool`).
-        self.pool.trim();
         let bytes = self
             .device
             .generate_allocator_report()?

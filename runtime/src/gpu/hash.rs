@@ -110,7 +110,7 @@ fn record_hash(
             0,
             0,
         ],
-    );
+    )?;
     commands.dispatch(
         &pipeline,
         &[

@@ -170,7 +170,7 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         })
     };
     let join_params = |sort_runs: bool| -> Result<crate::gpu::Uniform> {
-        Ok(params(
+        params(
             device,
             "join params",
             [
@@ -183,7 +183,7 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
                 0,
                 0,
             ],
-        ))
+        )
     };
     let uniform = join_params(false)?;
     let counts = device.zeroed::<u32>("join counts", rows_a)?;

@@ -61,7 +61,11 @@ pub fn min_max_source() -> Result<String> {
 }
 
 /// Eight u32 kernel parameters (every library kernel's `Params` uniform fits in them).
-pub(crate) fn params(device: &Device, label: &str, values: [u32; 8]) -> crate::gpu::Uniform {
+pub(crate) fn params(
+    device: &Device,
+    label: &str,
+    values: [u32; 8],
+) -> Result<crate::gpu::Uniform> {
     device.uniform(label, &values)
 }
 
@@ -93,7 +97,7 @@ pub(crate) fn record_keys(
 ) -> Result<()> {
     let device = commands.device();
     let pipeline = keys_pipeline(device, entry)?;
-    let uniform = params(device, entry, values);
+    let uniform = params(device, entry, values)?;
     commands.dispatch(
         &pipeline,
         &[&uniform, src, aux, dst],
@@ -332,7 +336,7 @@ pub fn word_min_max(device: &Device, keys: &KeyMatrix) -> Result<Vec<(u32, u32)>
                 0,
                 0,
             ],
-        );
+        )?;
         commands.dispatch(
             &pipeline,
             &[&uniform, keys.words.raw(), result.raw()],

@@ -698,7 +698,7 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
             0,
             0,
         ],
-    );
+    )?;
     let mut commands = Commands::new(device, "index_a");
     commands.copy(&x_words, out.raw());
     for entry in ["claim", "write"] {
@@ -841,7 +841,7 @@ fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
             0,
             0,
         ],
-    );
+    )?;
     let mut commands = Commands::new(device, "like");
     commands.dispatch(
         &pipeline,

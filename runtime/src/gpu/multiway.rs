@@ -560,7 +560,7 @@ fn trie_kernel(
         bindings: TRIE_BINDINGS,
     })?;
     let [a, b, c, d, e] = params;
-    let uniform = device.uniform(entry, &[a, b, c, d, e, 0, 0, 0]);
+    let uniform = device.uniform(entry, &[a, b, c, d, e, 0, 0, 0])?;
     let mut commands = Commands::new(device, entry);
     commands.dispatch(
         &pipeline,
@@ -711,7 +711,7 @@ impl Join<'_> {
             entry_point: entry,
             bindings: JOIN_BINDINGS,
         })?;
-        let uniform = self.device.uniform(entry, &params);
+        let uniform = self.device.uniform(entry, &params)?;
         commands.dispatch(
             &pipeline,
             &[

@@ -33,7 +33,7 @@ pub fn bitwise_or(device: &Device, input: &GpuBuffer<u32>) -> Result<u32> {
             extra_0: 0,
             extra_1: 0,
         },
-    );
+    )?;
     let result = device.zeroed::<u32>("or result", 1)?;
     let mut commands = Commands::new(device, "bitwise_or");
     commands.dispatch(

@@ -384,7 +384,7 @@ fn record(commands: &mut Commands<'_>, d: Dispatch<'_>) -> Result<()> {
         entry_point: d.entry,
         bindings: BINDINGS,
     })?;
-    let uniform = device.uniform(d.entry, &d.params);
+    let uniform = device.uniform(d.entry, &d.params)?;
     commands.dispatch(
         &pipeline,
         &[&uniform, d.a, d.b, d.idx, d.out, d.flag],
@@ -609,15 +609,6 @@ pub fn tuple_unique(device: &Device, r: &DeviceRelation) -> Result<DeviceRelatio
     let kept = where_true(device, &flags)?;
     let rows = gather(device, &permutation, &kept)?;
     Ok(r.gather(device, &rows, kept.len())?.sorted())
-}
-
-/// The distinct rows of host `columns`, sorted, on the device (the trie indexes of
-/// `gpu/multiway.rs` start here).
-pub(crate) fn sorted_unique_on_device(
-    device: &Device,
-    columns: &[&[i64]],
-) -> Result<DeviceRelation> {
-    tuple_unique(device, &DeviceRelation::upload(device, columns)?)
 }
 
 /// The key matrices of `a` and `b` after checking that both are sorted and duplicate-free

@@ -77,7 +77,7 @@ pub(crate) fn record_scan(
             extra_0: 0,
             extra_1: 0,
         },
-    );
+    )?;
     let tile_offsets = if num_tiles == 1 {
         device.zeroed::<u32>("scan tile offsets", 1)?
     } else {

@@ -97,7 +97,7 @@ pub fn radix_sort_u32_below(
                 extra_0: pass * RADIX_BITS,
                 extra_1: u32::from(pass == 0),
             },
-        );
+        )?;
         let (keys_out, payload_out) = &sets[(pass % 2) as usize];
         let (keys_in, payload_in) = if pass == 0 {
             // The payload is the index on the first pass; the binding is only a stand-in.
