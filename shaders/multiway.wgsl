@@ -15,7 +15,8 @@
 //
 // A round (entry points; bindings: params, plan, trie, nodes, vals, index_in, side_in, out_a,
 // out_b, counter):
-//   count    per binding: the children range of each atom; the smallest is the driver,
+//   count    per binding (params.bindings of them, or counter[2] when params.kept != 0): the
+//            children range of each atom; the smallest is the driver,
 //            narrowed by the comparisons' bounds (binary search). out_a[i] = its size,
 //            out_b[2i] = the driver (position in the record), out_b[2i + 1] = its first child.
 //   (host)   exclusive scan of the counts (index_in below), recorded with count
@@ -27,8 +28,12 @@
 //            children (binary search); comparisons checked. out_a[t] = 1 if all hold,
 //            out_b[t * params.stride ..] = (binding, position of the value in each atom's
 //            level, in record order). side_in = the drivers (out_b of count).
-//   (host)   compaction of the flags (index_in below: the kept slots, params.kept of them)
-//   gather   per kept slot j: the new binding j: each atom's node (the slot's position for
+//   (host)   exclusive scan of the flags (index_in below)
+//   compact  the kept slots in order: out_a[index_in[t]] = t where the flag side_in[t] is
+//            set; their number to counter[2] (read by the host only when it must be: the
+//            next round's count kernel and gather take it from there)
+//   gather   per kept slot j (counter[2] of them; params.kept the new bindings' stride): the
+//            new binding j: each atom's node (the slot's position for
 //            the atoms of the round, the parent's otherwise) in out_a, the parent's values
 //            and the new value in out_b. side_in = the slots (out_b of expand).
 //   take     bindings params.start .. params.start + params.kept copied (out_a nodes, out_b
@@ -137,7 +142,13 @@ fn count(
     let stride = workgroups.x * WORKGROUP_SIZE;
     let atoms = plan[params.step];
     let checks = plan[params.step + 1u];
-    for (var i = global.x; i < params.bindings; i = i + stride) {
+    // params.kept != 0: the bindings are counted on the device (counter[2], left by compact),
+    // params.bindings is their stride.
+    var live = params.bindings;
+    if params.kept != 0u {
+        live = atomicLoad(&counter[2]);
+    }
+    for (var i = global.x; i < live; i = i + stride) {
         var driver = 0u;
         var range = children(0u, i);
         for (var k = 1u; k < atoms; k = k + 1u) {
@@ -184,8 +195,10 @@ fn gather(
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
     let atoms = plan[params.step];
+    // params.kept is the new bindings' stride; counter[2] how many there are.
     let kept = params.kept;
-    for (var j = global.x; j < kept; j = j + stride) {
+    let live = atomicLoad(&counter[2]);
+    for (var j = global.x; j < live; j = j + stride) {
         let slot = index_in[j] * params.stride;
         let parent = side_in[slot];
         for (var a = 0u; a < params.atoms; a = a + 1u) {
@@ -207,6 +220,22 @@ fn gather(
         let to = 2u * (params.variable * kept + j);
         out_b[to] = x.x;
         out_b[to + 1u] = x.y;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn compact(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    if global.x == 0u {
+        atomicStore(&counter[2], index_in[params.window]);
+    }
+    for (var t = global.x; t < params.window; t = t + stride) {
+        if side_in[t] != 0u {
+            out_a[index_in[t]] = t;
+        }
     }
 }
 

@@ -16,8 +16,10 @@
 //!   of every atom containing the variable; the smallest drives (count), an exclusive scan of
 //!   the counts and its total (recorded in the same submission, read back once), one
 //!   invocation per candidate finds its binding by load-balancing search and the candidate in
-//!   every other atom by binary search, then checks the comparisons (expand); compaction of
-//!   the survivors (`where_true`) and a gather of the new bindings. The result is the last
+//!   every other atom by binary search, then checks the comparisons (expand); a scan and
+//!   compaction of the survivors and a gather of the new bindings, recorded with expand in
+//!   one submission: the number kept stays on the device for the next round's kernels, so a
+//!   round waits for the device once (its total), not twice. The result is the last
 //!   round's bindings, in order: each round expands bindings in order and candidates in
 //!   increasing order, so rows come out sorted and distinct.
 //! - Counting (`@multiway_count`): the last round expands nothing; each candidate is tested
@@ -357,18 +359,19 @@ fn join_inner(
         variables: n,
         batch: batches.slots.max(1),
         split_above: batches.bindings.max(1),
-        counter: device.zeroed::<u32>("multiway count", 2)?,
+        counter: device.zeroed::<u32>("multiway count", 3)?,
         counting: rows.is_none(),
     };
     let start = Bindings {
         nodes: device.zeroed::<u32>("multiway nodes", spec.atoms.len())?,
         values: device.zeroed::<u32>("multiway values", 2)?,
         count: 1,
+        live: Some(1),
     };
     let mut produced = 0u64;
     join.round(0, &start, &mut rows, &mut produced)?;
     if join.counting {
-        let words = device.download(&join.counter)?;
+        let words = device.download_range(&join.counter, 0, 2)?;
         produced = u64::from(words[0]) | (u64::from(words[1]) << 32);
     }
     Ok(produced)
@@ -654,7 +657,12 @@ fn batch_slots(device: &Device, spec: &Spec) -> usize {
 struct Bindings {
     nodes: GpuBuffer<u32>,
     values: GpuBuffer<u32>,
+    /// The layout's stride: room for this many bindings.
     count: usize,
+    /// How many there are, when the host knows; None: the compaction that made them left
+    /// their number on the device (the join's counter word 2), where the next round's
+    /// kernels read it, so that a round needs no read of its own to start.
+    live: Option<usize>,
 }
 
 struct Join<'a> {
@@ -669,7 +677,8 @@ struct Join<'a> {
     batch: usize,
     /// Rounds of more bindings are split in halves before they count.
     split_above: usize,
-    /// The count of a counting join (two words, low first), bound to every dispatch.
+    /// The count of a counting join (two words, low first), then the number of bindings
+    /// the last compaction kept; bound to every dispatch.
     counter: GpuBuffer<u32>,
     /// The last round counts its candidates instead of binding them.
     counting: bool,
@@ -757,19 +766,28 @@ impl Join<'_> {
         rows: &mut Rows<'_>,
         produced: &mut u64,
     ) -> Result<()> {
-        let m = bindings.count;
-        if v < self.variables && m > self.split_above {
-            return self.split(v, bindings, rows, produced);
+        let stride_m = bindings.count;
+        // The number of bindings is read only where the host needs it: to split them, or
+        // to take the rows.
+        let mut live = bindings.live;
+        if live.is_none() && (v == self.variables || stride_m > self.split_above) {
+            live = Some(self.device.download_range(&self.counter, 2, 1)?[0] as usize);
+        }
+        if let Some(m) = live {
+            if v < self.variables && m > self.split_above {
+                return self.split(v, bindings, m, rows, produced);
+            }
         }
         if v == self.variables {
+            let m = live.unwrap_or(0);
             // The values of every variable in one read (variable-major, two words each).
-            let words = self
-                .device
-                .download_range(&bindings.values, 0, 2 * self.variables * m)?;
+            let words =
+                self.device
+                    .download_range(&bindings.values, 0, 2 * self.variables * stride_m)?;
             let values: Vec<i64> = bytemuck::pod_collect_to_vec::<u32, i64>(&words);
             if let Some(rows) = rows.as_deref_mut() {
                 for (u, column) in rows.iter_mut().enumerate() {
-                    column.extend_from_slice(&values[u * m..(u + 1) * m]);
+                    column.extend_from_slice(&values[u * stride_m..u * stride_m + m]);
                 }
             }
             *produced += m as u64;
@@ -778,10 +796,23 @@ impl Join<'_> {
         count_stat(|s| s.rounds += 1);
         let step = self.steps[v];
         let stride = 1 + self.round_atoms[v];
-        let base = [self.len(m)?, 0, 0, v as u32, step, self.atoms as u32, 0, 0];
+        let base = [
+            self.len(stride_m)?,
+            0,
+            0,
+            v as u32,
+            step,
+            self.atoms as u32,
+            // Bindings a compaction left are counted by the kernels from its word (the
+            // host may have read it, but the stride is still the window's).
+            u32::from(bindings.live.is_none()),
+            0,
+        ];
         // Count, scan and the scan's total in one submission; one read.
-        let counts = self.device.zeroed::<u32>("multiway counts", m)?;
-        let drivers = self.device.zeroed::<u32>("multiway drivers", 2 * m)?;
+        let counts = self.device.zeroed::<u32>("multiway counts", stride_m)?;
+        let drivers = self
+            .device
+            .zeroed::<u32>("multiway drivers", 2 * stride_m)?;
         let total_words = self.device.zeroed::<u32>("multiway round total", 2)?;
         let (spare_a, spare_b) = (unused(self.device)?, unused(self.device)?);
         let mut commands = Commands::new(self.device, "multiway round");
@@ -797,9 +828,9 @@ impl Join<'_> {
                 out_a: &counts,
                 out_b: &drivers,
             },
-            m,
+            stride_m,
         )?;
-        let scan = record_scan(&mut commands, counts.raw(), m, SUM_VALUES)?;
+        let scan = record_scan(&mut commands, counts.raw(), stride_m, SUM_VALUES)?;
         self.record(
             &mut commands,
             "scan_total",
@@ -812,14 +843,20 @@ impl Join<'_> {
                 out_a: &total_words,
                 out_b: &spare_b,
             },
-            m,
+            stride_m,
         )?;
         commands.submit()?;
         drop(counts);
         let read = self.device.download(&total_words)?;
-        if read[0] != 0 && m > 1 {
+        if read[0] != 0 {
             // The scan passed 2^32 (one binding's children never do).
-            return self.split(v, bindings, rows, produced);
+            let m = match live {
+                Some(m) => m,
+                None => self.device.download_range(&self.counter, 2, 1)?[0] as usize,
+            };
+            if m > 1 {
+                return self.split(v, bindings, m, rows, produced);
+            }
         }
         let total = read[1] as usize;
         if self.counting && v + 1 == self.variables {
@@ -854,15 +891,27 @@ impl Join<'_> {
         while window_start < total {
             let window = self.batch.min(total - window_start);
             count_stat(|s| s.windows += 1);
+            // Expand, scan the flags, compact and gather in one submission: the number
+            // kept stays on the device (counter word 2) and the new bindings get room for
+            // the whole window.
             let flags = self.device.zeroed::<u32>("multiway flags", window)?;
             let slots = self
                 .device
                 .zeroed::<u32>("multiway slots", window * stride)?;
+            let kept = self.device.zeroed::<u32>("multiway kept", window)?;
+            let nodes = self
+                .device
+                .zeroed::<u32>("multiway nodes", self.atoms * window)?;
+            let values = self
+                .device
+                .zeroed::<u32>("multiway values", 2 * (v + 1) * window)?;
             let mut params = base;
             params[1] = self.len(window_start)?;
             params[2] = self.len(window)?;
             params[7] = stride as u32;
-            self.dispatch(
+            let mut commands = Commands::new(self.device, "multiway window");
+            self.record(
+                &mut commands,
                 "expand",
                 params,
                 JoinArgs {
@@ -875,53 +924,59 @@ impl Join<'_> {
                 },
                 window,
             )?;
-            let kept = where_true(self.device, &flags)?;
-            drop(flags);
-            let next = kept.len();
-            if next > 0 {
-                let nodes = self
-                    .device
-                    .zeroed::<u32>("multiway nodes", self.atoms * next)?;
-                let values = self
-                    .device
-                    .zeroed::<u32>("multiway values", 2 * (v + 1) * next)?;
-                params[6] = self.len(next)?;
-                self.dispatch(
-                    "gather",
-                    params,
-                    JoinArgs {
-                        nodes: &bindings.nodes,
-                        values: &bindings.values,
-                        index_in: &kept,
-                        side_in: &slots,
-                        out_a: &nodes,
-                        out_b: &values,
-                    },
-                    next,
-                )?;
-                drop(slots);
-                drop(kept);
-                let extended = Bindings {
-                    nodes,
-                    values,
-                    count: next,
-                };
-                self.round(v + 1, &extended, rows, produced)?;
-            }
+            let offsets = record_scan(&mut commands, flags.raw(), window, SUM_VALUES)?;
+            self.record(
+                &mut commands,
+                "compact",
+                params,
+                JoinArgs {
+                    nodes: &bindings.nodes,
+                    values: &bindings.values,
+                    index_in: &offsets,
+                    side_in: &flags,
+                    out_a: &kept,
+                    out_b: &spare_b,
+                },
+                window,
+            )?;
+            params[6] = self.len(window)?;
+            self.record(
+                &mut commands,
+                "gather",
+                params,
+                JoinArgs {
+                    nodes: &bindings.nodes,
+                    values: &bindings.values,
+                    index_in: &kept,
+                    side_in: &slots,
+                    out_a: &nodes,
+                    out_b: &values,
+                },
+                window,
+            )?;
+            commands.submit()?;
+            drop((flags, slots, kept, offsets));
+            let extended = Bindings {
+                nodes,
+                values,
+                count: window,
+                live: None,
+            };
+            self.round(v + 1, &extended, rows, produced)?;
             window_start += window;
         }
         Ok(())
     }
 
-    /// Round `v` on each half of the bindings by itself, in order.
+    /// Round `v` on each half of the `m` bindings by itself, in order.
     fn split(
         &self,
         v: usize,
         bindings: &Bindings,
+        m: usize,
         rows: &mut Rows<'_>,
         produced: &mut u64,
     ) -> Result<()> {
-        let m = bindings.count;
         let half = m / 2;
         for (start, count) in [(0, half), (half, m - half)] {
             let part = self.take(v, bindings, start, count)?;
@@ -966,6 +1021,7 @@ impl Join<'_> {
             nodes,
             values,
             count,
+            live: Some(count),
         })
     }
 }
