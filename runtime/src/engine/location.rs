@@ -30,7 +30,7 @@ type Key = (usize, ValuePart, GpuElement);
 #[derive(Default)]
 pub(crate) struct Location {
     /// Device copies of host values.
-    uploaded: HashMap<Key, (Arc<GpuBuffer<u32>>, Value)>,
+    uploaded: HashMap<Key, (Arc<GpuBuffer<u32>>, Kept)>,
     /// Bytes of those copies.
     uploaded_bytes: u64,
 }
@@ -89,9 +89,9 @@ impl Location {
                 .map_err(|e| RuntimeError::new(format!("uploading an input: {e}")))?,
         );
         let bytes = (words.len() * 4) as u64;
-        if let Some(k) = key {
+        if let (Some(k), Some(kept)) = (key, kept_part(value, part)) {
             self.uploaded_bytes += bytes;
-            self.uploaded.insert(k, (buffer.clone(), value.clone()));
+            self.uploaded.insert(k, (buffer.clone(), kept));
         }
         let time = start.elapsed();
         Ok((buffer, Moved { bytes, time }))
@@ -102,14 +102,23 @@ impl Location {
         self.uploaded_bytes
     }
 
+    /// Adds one to `counts` at the address of each part's data this map keeps.
+    pub(crate) fn count_kept(&self, counts: &mut HashMap<usize, usize>) {
+        for (_, kept) in self.uploaded.values() {
+            *counts.entry(kept.address()).or_default() += 1;
+        }
+    }
+
     /// Drops the device copies of host values nothing but this map holds any more (a run
     /// is over): a value computed on the host in one run is never asked for again, and its
     /// copy would otherwise hold a device buffer for the engine's life and make every run
     /// take a new one. Table columns are held by their table, and their copies stay.
     pub(crate) fn sweep(&mut self) {
         let mut freed = 0;
-        self.uploaded.retain(|(_, part, _), (buffer, value)| {
-            let held = held_elsewhere(value, *part);
+        let mut own = HashMap::new();
+        self.count_kept(&mut own);
+        self.uploaded.retain(|_, (buffer, kept)| {
+            let held = kept.owners() > own.get(&kept.address()).copied().unwrap_or(0);
             if !held {
                 freed += buffer.byte_len();
             }
@@ -119,21 +128,48 @@ impl Location {
     }
 }
 
-/// Whether the data of `part` of `value` (a clone kept with its device copy) has another
-/// owner than that clone.
-fn held_elsewhere(value: &Value, part: ValuePart) -> bool {
-    match (value, part) {
-        (Value::Vector(v), _) => vector_owners(v) > 1,
+/// The data of one part of a host value, kept with its device copy so that its address
+/// stays its own (each part on its own: an entry holding the whole value would keep the
+/// data of the value's other parts owned, and no entry could ever be found unused).
+enum Kept {
+    Vector(Vector),
+    Offsets(Arc<Vec<usize>>),
+    Index(Arc<Vec<i64>>),
+}
+
+impl Kept {
+    /// Owners of the data, this entry included.
+    fn owners(&self) -> usize {
+        match self {
+            Kept::Vector(v) => vector_owners(v),
+            Kept::Offsets(o) => Arc::strong_count(o),
+            Kept::Index(i) => Arc::strong_count(i),
+        }
+    }
+
+    fn address(&self) -> usize {
+        match self {
+            Kept::Vector(v) => vector_address(v),
+            Kept::Offsets(o) => Arc::as_ptr(o) as usize,
+            Kept::Index(i) => Arc::as_ptr(i) as usize,
+        }
+    }
+}
+
+/// The data of `part` of `value` that its key names (see `key_of`).
+fn kept_part(value: &Value, part: ValuePart) -> Option<Kept> {
+    Some(match (value, part) {
+        (Value::Vector(v), ValuePart::Elements) => Kept::Vector(v.clone()),
         (Value::List(List::Flat { values, .. }), ValuePart::ListValues) => {
-            vector_owners(values) > 1
+            Kept::Vector(values.clone())
         }
         (Value::List(List::Flat { offsets, .. }), ValuePart::ListOffsets) => {
-            Arc::strong_count(offsets) > 1
+            Kept::Offsets(offsets.clone())
         }
-        (Value::Enum(e), ValuePart::EnumKeys) => vector_owners(&e.domain) > 1,
-        (Value::Enum(e), ValuePart::EnumIndex) => Arc::strong_count(&e.index) > 1,
-        _ => true,
-    }
+        (Value::Enum(e), ValuePart::EnumKeys) => Kept::Vector(e.domain.clone()),
+        (Value::Enum(e), ValuePart::EnumIndex) => Kept::Index(e.index.clone()),
+        _ => return None,
+    })
 }
 
 /// Owners of a host vector's elements.

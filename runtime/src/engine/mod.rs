@@ -352,23 +352,50 @@ impl GpuEngine<'_> {
     }
 
     /// Drops what the engine keeps of host values that no one else holds any more (the run
-    /// is over): device copies (`location`), `@fetch` results and lists of columns made from
-    /// a run's own vectors, which no later run can ask for again. What tables hold stays.
+    /// is over): `@fetch` results and lists of columns made from a run's own vectors, and
+    /// device copies (`location`), which no later run can ask for again; they held host
+    /// memory and device buffers for the engine's life. What tables hold stays. The
+    /// engine's own clones (these maps hold each other's data) are not owners.
     fn forget_run_values(&mut self) {
+        let mut own: HashMap<usize, usize> = HashMap::new();
+        self.location.count_kept(&mut own);
+        let mut count = |address: usize| *own.entry(address).or_default() += 1;
+        for (value, fetched) in self.fetched.values() {
+            if let (Value::Enum(e), Value::Vector(v)) = (value, fetched) {
+                count(Arc::as_ptr(&e.index) as usize);
+                count(location::vector_address(v));
+            }
+        }
+        for (_, cells) in self.listed.values() {
+            for cell in cells {
+                if let Value::Vector(v) = cell {
+                    count(location::vector_address(v));
+                }
+            }
+        }
+        let elsewhere = |v: &Vector| {
+            location::vector_owners(v) > own.get(&location::vector_address(v)).copied().unwrap_or(0)
+        };
         self.fetched.retain(|_, (value, _)| match value {
-            Value::Enum(e) => Arc::strong_count(&e.index) > 1,
+            Value::Enum(e) => {
+                Arc::strong_count(&e.index)
+                    > own
+                        .get(&(Arc::as_ptr(&e.index) as usize))
+                        .copied()
+                        .unwrap_or(0)
+            }
             _ => false,
         });
         self.listed.retain(|_, (_, cells)| {
             cells.iter().all(|c| match c {
-                Value::Vector(v) => location::vector_owners(v) > 1,
+                Value::Vector(v) => elsewhere(v),
                 _ => false,
             })
         });
         let listed = &self.listed;
         self.listed_by_columns
             .retain(|_, address| listed.contains_key(address));
-        // Last: the entries dropped above may have held the only other clones.
+        // Last: the entries dropped above held clones of what `location` keeps.
         self.location.sweep();
     }
 
