@@ -279,6 +279,23 @@ impl Generator<'_> {
                 }
             }
             let (cx, cy) = (self.conv_raw(x, &common)?, self.conv_raw(y, &common)?);
+            if common == Type::I64 && op != "==" && op != "!=" {
+                // An ordering of two i64 values is taken on their 32-bit words (the high words
+                // signed, the low words unsigned when the high words are equal): lavapipe
+                // (Mesa 22.3) miscompiles an i64 compared with a widened u32 (`@where`
+                // positions are `i64(i)`), as in `checked_gather`.
+                let high = |v: &str| format!("i32(({v}) >> 32u)");
+                let low = |v: &str| format!("u32({v})");
+                return Ok(format!(
+                    "select({} {op} {}, {} {op} {}, {} == {})",
+                    high(&cx),
+                    high(&cy),
+                    low(&cx),
+                    low(&cy),
+                    high(&cx),
+                    high(&cy)
+                ));
+            }
             if let Some(suffix) = self.ieee_float(&common) {
                 // A NaN operand makes every comparison false and `!=` true, whatever the
                 // compiler assumes (`x == x` folds to true).
