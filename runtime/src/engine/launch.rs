@@ -76,27 +76,45 @@ pub(crate) fn launch(
         return Err(error);
     }
 
-    // Requirements first: they may replace input values (re-coded strings).
+    // Requirements first: they may replace input values (re-coded strings). The slots
+    // compared by code form groups (a slot compared with two others links all three), and
+    // each group is re-coded into one merged dictionary: merging pair by pair would re-code
+    // a slot for one comparison and leave its partner in another with the old codes.
     let mut values: HashMap<Slot, Value> = inputs.clone();
-    for requirement in &kernel.requirements {
-        match requirement {
-            LaunchRequirement::SameDictionary(a, b) => {
-                let (va, vb) = (input(&values, *a, kernel)?, input(&values, *b, kernel)?);
-                if let (Some(da), Some(db)) = (dictionary_of(va), dictionary_of(vb)) {
-                    if !Arc::ptr_eq(&da, &db) && da != db {
-                        let merge = StrDict::merge(&[&da, &db]);
-                        // Re-coding is per row: on the host (a device vector is read back,
-                        // which `--time` counts).
-                        let (va, moved_a) = location::host(device, va)?;
-                        let (vb, moved_b) = location::host(device, vb)?;
-                        cost.download_bytes += moved_a.bytes + moved_b.bytes;
-                        cost.download_time += moved_a.time + moved_b.time;
-                        let (ra, rb) = (recode(&va, &merge, 0)?, recode(&vb, &merge, 1)?);
-                        values.insert(*a, ra);
-                        values.insert(*b, rb);
-                    }
+    for group in same_dictionary_groups(&kernel.requirements) {
+        let mut dictionaries: Vec<Arc<StrDict>> = Vec::new();
+        for slot in &group {
+            if let Some(dictionary) = dictionary_of(input(&values, *slot, kernel)?) {
+                if !dictionaries
+                    .iter()
+                    .any(|d| Arc::ptr_eq(d, &dictionary) || **d == *dictionary)
+                {
+                    dictionaries.push(dictionary);
                 }
             }
+        }
+        if dictionaries.len() < 2 {
+            continue;
+        }
+        let merge = StrDict::merge(&dictionaries.iter().collect::<Vec<_>>());
+        for slot in &group {
+            let value = input(&values, *slot, kernel)?;
+            let Some(dictionary) = dictionary_of(value) else {
+                continue;
+            };
+            let Some(k) = dictionaries
+                .iter()
+                .position(|d| Arc::ptr_eq(d, &dictionary) || **d == *dictionary)
+            else {
+                continue;
+            };
+            // Re-coding is per row: on the host (a device vector is read back, which
+            // `--time` counts).
+            let (value, moved) = location::host(device, value)?;
+            cost.download_bytes += moved.bytes;
+            cost.download_time += moved.time;
+            let recoded = recode(&value, &merge, k)?;
+            values.insert(*slot, recoded);
         }
     }
 
@@ -989,4 +1007,32 @@ fn rank(value: &Value, text: &str, inclusive: bool, kernel: &KernelLaunch) -> Re
         }
     });
     Ok(n as u32)
+}
+
+/// The slots that [`LaunchRequirement::SameDictionary`] links, directly or through other
+/// slots, in groups of two or more, each in first-mention order.
+fn same_dictionary_groups(requirements: &[LaunchRequirement]) -> Vec<Vec<Slot>> {
+    let mut groups: Vec<Vec<Slot>> = Vec::new();
+    for requirement in requirements {
+        let LaunchRequirement::SameDictionary(a, b) = requirement;
+        let found: Vec<usize> = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.contains(a) || g.contains(b))
+            .map(|(k, _)| k)
+            .collect();
+        let mut merged: Vec<Slot> = Vec::new();
+        for &k in found.iter().rev() {
+            let mut group = groups.remove(k);
+            group.append(&mut merged);
+            merged = group;
+        }
+        for slot in [*a, *b] {
+            if !merged.contains(&slot) {
+                merged.push(slot);
+            }
+        }
+        groups.push(merged);
+    }
+    groups
 }
