@@ -885,13 +885,13 @@ impl Partition {
         self.pipeline(cx);
         loop {
             loop {
-                let merged_siblings = self.merge_siblings(cx);
-                let merged_parent = self.merge_parents(cx);
+                let merged_siblings = self.merge_while(cx, Partition::sibling_merge);
+                let merged_parent = self.merge_while(cx, Partition::parent_merge);
                 if !merged_siblings && !merged_parent {
                     break;
                 }
             }
-            if !self.merge_independent(cx) {
+            if !self.merge_while(cx, Partition::independent_merge) {
                 break;
             }
         }
@@ -995,18 +995,24 @@ impl Partition {
         }
     }
 
-    /// Step 2: kernels of equal geometry that read the output of one group merge when no
-    /// path joins them. Returns whether anything merged.
-    fn merge_siblings(&mut self, cx: &Context<'_>) -> bool {
+    /// Makes the merges `find` names, one at a time, until it names none (each merge changes
+    /// the graph the next is looked for in). `find` gives `(into, from, geometry)`. Returns
+    /// whether anything merged.
+    fn merge_while(
+        &mut self,
+        cx: &Context<'_>,
+        find: fn(&Partition, &Context<'_>) -> Option<(usize, usize, Geometry)>,
+    ) -> bool {
         let mut merged_any = false;
-        while let Some((first, second, geometry)) = self.sibling_merge(cx) {
-            self.merge(first, second, geometry);
+        while let Some((into, from, geometry)) = find(self, cx) {
+            self.merge(into, from, geometry);
             merged_any = true;
         }
         merged_any
     }
 
-    /// The first pair of sibling kernels that step 2 merges, in group order.
+    /// Step 2: kernels of equal geometry that read the output of one group merge when no
+    /// path joins them: the first such pair, in group order.
     fn sibling_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
         let graph = &self.graph;
         for parent in 0..self.groups.len() {
@@ -1028,18 +1034,8 @@ impl Partition {
     }
 
     /// Step 3, in program order of the parents: a kernel merges into the successor kernel it
-    /// passes the most values to, which may run masked over a compressed geometry. Returns
-    /// whether anything merged.
-    fn merge_parents(&mut self, cx: &Context<'_>) -> bool {
-        let mut merged_any = false;
-        while let Some((child, parent, geometry)) = self.parent_merge(cx) {
-            self.merge(child, parent, geometry);
-            merged_any = true;
-        }
-        merged_any
-    }
-
-    /// The first parent kernel that step 3 merges, with the child it merges into.
+    /// passes the most values to, which may run masked over a compressed geometry: the
+    /// first such parent, with the child it merges into.
     fn parent_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
         let graph = &self.graph;
         for parent in self.order(graph) {
@@ -1064,18 +1060,8 @@ impl Partition {
     }
 
     /// Beyond rNdN, once steps 2 and 3 are done: two kernels of equal geometry that no path
-    /// joins merge even when they share no input, saving a launch. Returns whether anything
-    /// merged.
-    fn merge_independent(&mut self, cx: &Context<'_>) -> bool {
-        let mut merged_any = false;
-        while let Some((first, second, geometry)) = self.independent_merge(cx) {
-            self.merge(first, second, geometry);
-            merged_any = true;
-        }
-        merged_any
-    }
-
-    /// The first pair of kernels, in launch order, that may merge without sharing an input.
+    /// joins merge even when they share no input, saving a launch: the first such pair, in
+    /// launch order.
     fn independent_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
         let graph = &self.graph;
         let kernels: Vec<usize> = self

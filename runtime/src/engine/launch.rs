@@ -81,14 +81,12 @@ pub(crate) fn launch(
     // each group is re-coded into one merged dictionary: merging pair by pair would re-code
     // a slot for one comparison and leave its partner in another with the old codes.
     let mut values: HashMap<Slot, Value> = inputs.clone();
+    let same = |a: &Arc<StrDict>, b: &Arc<StrDict>| Arc::ptr_eq(a, b) || **a == **b;
     for group in same_dictionary_groups(&kernel.requirements) {
         let mut dictionaries: Vec<Arc<StrDict>> = Vec::new();
         for slot in &group {
             if let Some(dictionary) = dictionary_of(input(&values, *slot, kernel)?) {
-                if !dictionaries
-                    .iter()
-                    .any(|d| Arc::ptr_eq(d, &dictionary) || **d == *dictionary)
-                {
+                if !dictionaries.iter().any(|d| same(d, &dictionary)) {
                     dictionaries.push(dictionary);
                 }
             }
@@ -102,10 +100,7 @@ pub(crate) fn launch(
             let Some(dictionary) = dictionary_of(value) else {
                 continue;
             };
-            let Some(k) = dictionaries
-                .iter()
-                .position(|d| Arc::ptr_eq(d, &dictionary) || **d == *dictionary)
-            else {
+            let Some(k) = dictionaries.iter().position(|d| same(d, &dictionary)) else {
                 continue;
             };
             // Re-coding is per row: on the host (a device vector is read back, which
