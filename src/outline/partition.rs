@@ -724,6 +724,9 @@ fn refusal_key(a: usize, version_a: u32, b: usize, version_b: u32, fusion: Fusio
         | fusion
 }
 
+/// A merge a step chose: `(into, from, geometry of the merged kernel)`.
+type Merge = (usize, usize, Geometry);
+
 /// One group of the final partition, in launch order.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Placed {
@@ -1001,7 +1004,7 @@ impl Partition {
     fn merge_while(
         &mut self,
         cx: &Context<'_>,
-        find: fn(&Partition, &Context<'_>) -> Option<(usize, usize, Geometry)>,
+        find: fn(&Partition, &Context<'_>) -> Option<Merge>,
     ) -> bool {
         let mut merged_any = false;
         while let Some((into, from, geometry)) = find(self, cx) {
@@ -1013,7 +1016,7 @@ impl Partition {
 
     /// Step 2: kernels of equal geometry that read the output of one group merge when no
     /// path joins them: the first such pair, in group order.
-    fn sibling_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
+    fn sibling_merge(&self, cx: &Context<'_>) -> Option<Merge> {
         let graph = &self.graph;
         for parent in 0..self.groups.len() {
             let children: Vec<usize> = graph.successors[parent]
@@ -1036,7 +1039,7 @@ impl Partition {
     /// Step 3, in program order of the parents: a kernel merges into the successor kernel it
     /// passes the most values to, which may run masked over a compressed geometry: the
     /// first such parent, with the child it merges into.
-    fn parent_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
+    fn parent_merge(&self, cx: &Context<'_>) -> Option<Merge> {
         let graph = &self.graph;
         for parent in self.order(graph) {
             if self.kernel_geometry(parent).is_none() {
@@ -1062,7 +1065,7 @@ impl Partition {
     /// Beyond rNdN, once steps 2 and 3 are done: two kernels of equal geometry that no path
     /// joins merge even when they share no input, saving a launch: the first such pair, in
     /// launch order.
-    fn independent_merge(&self, cx: &Context<'_>) -> Option<(usize, usize, Geometry)> {
+    fn independent_merge(&self, cx: &Context<'_>) -> Option<Merge> {
         let graph = &self.graph;
         let kernels: Vec<usize> = self
             .order(graph)
