@@ -272,12 +272,6 @@ pub(crate) fn launch(
     }
     run.flush()?;
     cost.device_time += run.device_time;
-    if immediate {
-        // Wait here, so the kernel's own time is not counted as the download's.
-        device
-            .wait_idle()
-            .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
-    }
 
     // Errors the kernel detected, when their message needs what the kernel recorded.
     if immediate {

@@ -131,6 +131,8 @@ impl<'d> GpuEngine<'d> {
 
 impl Drop for GpuEngine<'_> {
     fn drop(&mut self) {
+        // Nothing this engine recorded stays held (see `gpu::Device::hold`).
+        let _ = self.device.flush();
         // The logs of this thread are this engine's (see `gpu::deferred`).
         self.device.forget_thread_logs();
     }
@@ -693,6 +695,13 @@ impl Accelerator for GpuEngine<'_> {
             // (kept for `first_error`) would be reported as the next failing run's error.
             self.device.reset_status_log();
             self.pending = status::PendingChecks::default();
+        }
+        // The run's last held work goes to the queue (the timestamps' read below would
+        // send it too, but a run with nothing to read must not leave it behind).
+        if let Err(e) = self.device.flush() {
+            if outcome.is_ok() {
+                return Err(RuntimeError::new(format!("submitting: {e}")));
+            }
         }
         // GPU time by timestamps, logged by every timed submission of the run.
         match self.device.drain_gpu_time() {

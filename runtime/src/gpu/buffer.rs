@@ -147,10 +147,11 @@ impl Device {
         let bytes = checked_bytes::<T>(self, label, data.len())?;
         self.count_upload(std::mem::size_of_val(data) as u64);
         let buffer = self.storage_buffer(label, bytes)?;
-        self.submit_pending_clears();
+        self.submit_clears_of(buffer.raw());
         {
             // Queue-ordered: lands before the next submission's commands, after all work
-            // submitted before (a pooled buffer's earlier uses are all submitted, see `pool`).
+            // submitted before. No command held for that submission uses the buffer: a
+            // pooled buffer's earlier uses are all submitted (see `pool`).
             let raw: &[u8] = bytemuck::cast_slice(data);
             if raw.len().is_multiple_of(4) {
                 self.queue.write_buffer(buffer.raw(), 0, raw);
@@ -367,7 +368,8 @@ impl Device {
                 }
             }
             let status = self.status_copy(&mut encoder, &staging, bytes);
-            self.costs.submits.time(|| self.submit(encoder.finish()));
+            // With the held work before it (see `Device::hold`), in one submission.
+            self.submit(encoder.finish());
             (staging, status)
         })?;
         let status = status?;

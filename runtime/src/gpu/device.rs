@@ -72,6 +72,44 @@ pub struct Device {
     pub(crate) profiling: std::sync::atomic::AtomicBool,
     /// Storage and uniform buffers for reuse (see `pool`).
     pub(crate) pool: Arc<super::pool::BufferPool>,
+    /// Command buffers recorded and not yet submitted (see [`Device::hold`]), from every
+    /// thread: a read on one thread must see what another recorded before handing it a
+    /// value, and the order within each thread is kept.
+    held: Mutex<HeldCommands>,
+    /// Held work that binds or copies this many bytes goes to the queue (see
+    /// [`Device::hold`]).
+    submit_bytes: AtomicU64,
+}
+
+/// Command buffers waiting for the next submission, with their pool encoders.
+#[derive(Default)]
+struct HeldCommands {
+    commands: Vec<wgpu::CommandBuffer>,
+    encoders: Vec<u64>,
+    /// The sum of their `work_bytes` (see [`Device::hold`]).
+    work_bytes: u64,
+}
+
+/// Environment variable that sets [`Device::submit_bytes`] (a byte count; 0 submits every
+/// command buffer at once).
+pub const SUBMIT_BYTES_ENV: &str = "HORSEC_SUBMIT_BYTES";
+
+/// Default [`Device::submit_bytes`] on a GPU: a queue submission costs the host some tens
+/// of microseconds, the time a GPU with 1–3 TB/s of memory bandwidth takes over 64 MiB.
+const SUBMIT_BYTES_GPU: u64 = 64 << 20;
+/// On a software driver (lavapipe), whose "device" shares the host's cores and memory
+/// bandwidth of some 10 GB/s.
+const SUBMIT_BYTES_CPU: u64 = 1 << 20;
+
+/// Held command buffers beyond which they are submitted anyway: the buffers given back
+/// meanwhile cannot be reused until then.
+const MAX_HELD_COMMANDS: usize = 256;
+
+fn poisoned_queue() -> GpuError {
+    GpuError::Command {
+        label: "submit".to_string(),
+        message: "the held command buffers' lock was poisoned by a panic".to_string(),
+    }
 }
 
 /// Bytes moved between host and device, as counted by [`Device::traffic`].
@@ -141,6 +179,14 @@ impl Device {
                         GPU_ITEMS_PER_THREAD
                     };
                     let pipeline_cache = super::pipeline_cache::open(&device, &info, features);
+                    let submit_bytes = std::env::var(SUBMIT_BYTES_ENV)
+                        .ok()
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .unwrap_or(if info.device_type == wgpu::DeviceType::Cpu {
+                            SUBMIT_BYTES_CPU
+                        } else {
+                            SUBMIT_BYTES_GPU
+                        });
                     let pool = Arc::new(super::pool::BufferPool::new(
                         info.device_type == wgpu::DeviceType::Cpu,
                     ));
@@ -168,6 +214,8 @@ impl Device {
                         costs: Default::default(),
                         profiling: Default::default(),
                         pool,
+                        held: Mutex::new(HeldCommands::default()),
+                        submit_bytes: AtomicU64::new(submit_bytes),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -311,29 +359,138 @@ impl Device {
         self.pool.free_bytes()
     }
 
-    /// Submits `commands` after the pool's pending clears (see `pool`): every submission
-    /// of work that may use a pooled buffer goes through here.
+    /// Holds `commands` (recorded in the pool's encoder `encoder`) to go to the queue with
+    /// the next submission that cannot wait: a read-back, a wait, a host write into a buffer
+    /// work may already use ([`Device::write_after_queued`]), or [`Device::flush`]. One queue
+    /// submission per run of steps with no host decision costs the host far less than one
+    /// per step (each `queue.submit` takes tens of microseconds on a discrete GPU).
+    ///
+    /// Holding is safe because everything the host does to device memory meanwhile is
+    /// ordered after the held work or cannot touch it: a host write (`queue.write_buffer`)
+    /// lands before the next submission's commands, but it only goes into buffers no held
+    /// command uses (a buffer given back while held commands may use it stays out of the
+    /// pool until they are submitted, see `pool`) or comes after a flush; the pool's pending
+    /// clears are only for such buffers too, so they may run ahead of the held work.
+    ///
+    /// Held work goes to the queue early once the buffers it binds or copies (`work_bytes`,
+    /// a bound on the memory it touches) reach [`Device::submit_bytes`]: then the device
+    /// has enough to do to make up for a submission, and runs it while the host records
+    /// what follows instead of after.
+    pub(crate) fn hold(
+        &self,
+        commands: wgpu::CommandBuffer,
+        encoder: u64,
+        work_bytes: u64,
+    ) -> Result<()> {
+        let full = {
+            let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+            held.commands.push(commands);
+            held.encoders.push(encoder);
+            held.work_bytes = held.work_bytes.saturating_add(work_bytes);
+            held.commands.len() >= MAX_HELD_COMMANDS
+                || held.work_bytes >= self.submit_bytes.load(Ordering::Relaxed)
+        };
+        if full {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Sends every held command buffer (see [`Device::hold`]) to the queue now, after the
+    /// pool's pending clears. Work submitted runs asynchronously.
+    pub fn flush(&self) -> Result<()> {
+        self.submit_with_held(None).map(|_| ())
+    }
+
+    /// Submits `commands` now, after the held command buffers and the pool's pending
+    /// clears, in one queue submission: for work the host waits on next (read-backs).
     pub(crate) fn submit(&self, commands: wgpu::CommandBuffer) {
         self.submit_indexed(commands);
     }
 
     /// [`Device::submit`], returning the submission's index (for a wait on it alone).
     pub(crate) fn submit_indexed(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
-        // Taking the clears and submitting them is one step for all threads: a clear taken
-        // by one thread but submitted after another thread's work would wipe that work.
-        let _order = self.pool.submit_order();
-        match self.pool.take_clears() {
-            Some(clears) => self.queue.submit([clears, commands]),
-            None => self.queue.submit([commands]),
+        match self.submit_with_held(Some(commands)) {
+            Ok(Some(index)) => index,
+            // Not reached: there was a command buffer to submit, and the held list's lock
+            // is poisoned only by a panic elsewhere.
+            Ok(None) | Err(_) => self.queue.submit([]),
         }
     }
 
-    /// Submits the pool's pending clears now, if any. A write from the host
-    /// (`queue.write_buffer`) lands before the commands of the next submission, so a clear
-    /// still pending for the buffer (a zeroed buffer dropped unused and handed out again
-    /// for an upload) would wipe what was written: every host write comes after this.
-    pub(crate) fn submit_pending_clears(&self) {
-        let _order = self.pool.submit_order();
+    /// One queue submission of the pending clears, the held command buffers and `last`;
+    /// None when there was nothing to submit.
+    fn submit_with_held(
+        &self,
+        last: Option<wgpu::CommandBuffer>,
+    ) -> Result<Option<wgpu::SubmissionIndex>> {
+        // Taking the clears and the held buffers and submitting them is one step for all
+        // threads: a clear taken by one thread but submitted after another thread's work
+        // would wipe that work.
+        let (index, encoders) = {
+            let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+            let clears = self.pool.take_clears();
+            if clears.is_none() && held.commands.is_empty() && last.is_none() {
+                return Ok(None);
+            }
+            let buffers = clears
+                .into_iter()
+                .chain(held.commands.drain(..))
+                .chain(last);
+            let index = self.costs.submits.time(|| self.queue.submit(buffers));
+            held.work_bytes = 0;
+            (index, std::mem::take(&mut held.encoders))
+        };
+        // Submitted: buffers given back while these were open may be reused now.
+        self.pool.close_encoders(&encoders);
+        Ok(Some(index))
+    }
+
+    /// Bytes of work (buffers bound or copied) held command buffers reach before they go
+    /// to the queue without waiting for a read-back (see [`Device::hold`]).
+    pub fn submit_bytes(&self) -> u64 {
+        self.submit_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Sets [`Device::submit_bytes`] for later work (0: every command buffer goes to the
+    /// queue at once, as tests of the unbatched order want).
+    pub fn set_submit_bytes(&self, bytes: u64) {
+        self.submit_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Command buffers held for the next submission.
+    pub fn held_commands(&self) -> usize {
+        self.held.lock().map(|h| h.commands.len()).unwrap_or(0)
+    }
+
+    /// Writes `bytes` into `buffer` at `offset` from the host, after every command already
+    /// recorded: the held command buffers go to the queue first, since a host write lands
+    /// before the commands of the next submission (for a buffer rewritten in place, such as
+    /// parameters between batches).
+    pub(crate) fn write_after_queued(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<()> {
+        self.flush()?;
+        self.queue.write_buffer(buffer, offset, bytes);
+        Ok(())
+    }
+
+    /// Submits the pool's pending clears now when one is for `buffer`. A write from the
+    /// host (`queue.write_buffer`) lands before the commands of the next submission, so a
+    /// clear still pending for the buffer (a zeroed buffer dropped unused and handed out
+    /// again for an upload) would wipe what was written: a host write into a buffer from
+    /// the pool comes after this.
+    pub(crate) fn submit_clears_of(&self, buffer: &wgpu::Buffer) {
+        if !self.pool.clear_pending(buffer) {
+            return;
+        }
+        let Ok(_held) = self.held.lock() else {
+            return;
+        };
+        // The clears may run ahead of the held work: they are for buffers it does not use.
         if let Some(clears) = self.pool.take_clears() {
             self.costs.submits.time(|| self.queue.submit([clears]));
         }
@@ -349,8 +506,10 @@ impl Device {
         self.downloaded.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// Blocks until all submitted work has finished (counted as a host wait).
+    /// Submits the held work and blocks until all submitted work has finished (counted as
+    /// a host wait).
     pub fn wait_idle(&self) -> Result<()> {
+        self.flush()?;
         let start = std::time::Instant::now();
         let waited = self
             .device

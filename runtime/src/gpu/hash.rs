@@ -546,17 +546,14 @@ fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
     let starts = where_true(device, &flags)?;
     let groups = starts.len();
     let group_keys = gather(device, &permutation, &starts)?;
+    // The starts, then the row count (copied in order with the starts: a host write
+    // would land before held work, see `Device::hold`).
     let offsets = device.zeroed::<u32>("group offsets", groups + 1)?;
+    let total = device.upload("group row count", &[check_len("@group", n)?])?;
     let mut commands = Commands::new(device, "group offsets");
     commands.copy(&starts, offsets.raw());
+    commands.copy_bytes(total.raw(), 0, offsets.raw(), (groups * 4) as u64, 4);
     commands.submit()?;
-    device.count_upload(4);
-    device.submit_pending_clears();
-    device.queue.write_buffer(
-        offsets.raw(),
-        (groups * 4) as u64,
-        bytemuck::bytes_of(&check_len("@group", n)?),
-    );
     Ok(Groups {
         keys: group_keys,
         rows: permutation,

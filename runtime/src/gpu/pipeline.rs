@@ -183,21 +183,38 @@ pub struct Commands<'d> {
     timestamps: Option<Timestamps>,
     /// Keeps buffers given back while this is open from being reused (see `pool`).
     open: OpenEncoder<'d>,
+    /// Bytes of the buffers the recorded work binds or copies: a bound on the memory it
+    /// touches, which says how long the device will take over it (see `Device::hold`).
+    work_bytes: u64,
 }
 
-/// Counts an encoder as open in the buffer pool until it is submitted or dropped.
-struct OpenEncoder<'d>(&'d Device);
+/// Counts an encoder as open in the buffer pool until it is dropped unsubmitted or its
+/// commands are handed to the device ([`OpenEncoder::into_held`]), which closes it once
+/// they reach the queue.
+struct OpenEncoder<'d> {
+    device: &'d Device,
+    number: Option<u64>,
+}
 
 impl<'d> OpenEncoder<'d> {
     fn new(device: &'d Device) -> OpenEncoder<'d> {
-        device.pool.open_encoder();
-        OpenEncoder(device)
+        OpenEncoder {
+            device,
+            number: Some(device.pool.open_encoder()),
+        }
+    }
+
+    /// The pool's number of this encoder, now the device's to close.
+    fn into_held(mut self) -> u64 {
+        self.number.take().unwrap_or(u64::MAX)
     }
 }
 
 impl Drop for OpenEncoder<'_> {
     fn drop(&mut self) {
-        self.0.pool.close_encoder();
+        if let Some(number) = self.number.take() {
+            self.device.pool.close_encoders(&[number]);
+        }
     }
 }
 
@@ -237,6 +254,7 @@ impl<'d> Commands<'d> {
             encoder,
             timestamps,
             open: OpenEncoder::new(device),
+            work_bytes: 0,
         }
     }
 
@@ -296,6 +314,7 @@ impl<'d> Commands<'d> {
         if workgroups == 0 {
             return Ok(());
         }
+        self.work_bytes += args.iter().map(|b| b.size()).sum::<u64>();
         let _timer = self.device.costs.encodes.timer();
         let clamped = workgroups.min(u64::from(self.device.max_workgroups_per_dispatch())) as u32;
         let make_error = |label, message| GpuError::Command { label, message };
@@ -342,6 +361,7 @@ impl<'d> Commands<'d> {
     pub fn copy<T: bytemuck::Pod>(&mut self, source: &GpuBuffer<T>, destination: &wgpu::Buffer) {
         let bytes = source.byte_len();
         if bytes > 0 {
+            self.work_bytes += 2 * bytes;
             self.encoder
                 .copy_buffer_to_buffer(source.raw(), 0, destination, 0, bytes);
         }
@@ -358,6 +378,7 @@ impl<'d> Commands<'d> {
         bytes: u64,
     ) {
         if bytes > 0 {
+            self.work_bytes += 2 * bytes;
             self.encoder
                 .copy_buffer_to_buffer(source, from, destination, to, bytes);
         }
@@ -372,13 +393,16 @@ impl<'d> Commands<'d> {
     ) {
         let bytes = source.byte_len();
         if bytes > 0 {
+            self.work_bytes += 2 * bytes;
             self.encoder
                 .copy_buffer_to_buffer(source.raw(), 0, destination, offset, bytes);
         }
     }
 
-    /// Sends the recorded work to the queue. It runs asynchronously; a later download (or
-    /// [`Device::wait_idle`]) waits for it. Timestamps go to the device's timestamp log.
+    /// Hands the recorded work to the device, which sends it to the queue with the next
+    /// submission the host needs ([`Device::hold`]: a read-back, a wait, a flush). It runs
+    /// asynchronously; a later download (or [`Device::wait_idle`]) waits for it.
+    /// Timestamps go to the device's timestamp log.
     pub fn submit(self) -> Result<()> {
         let Commands {
             device,
@@ -386,20 +410,14 @@ impl<'d> Commands<'d> {
             mut encoder,
             timestamps,
             open,
+            work_bytes,
         } = self;
         if let Some(t) = timestamps.filter(|t| t.used > 0) {
             device.log_timestamps(&mut encoder, &t.set, t.used, t.work);
         }
         let make_error = |label, message| GpuError::Command { label, message };
-        let submitted = device.capture_errors(&label, make_error, || {
-            device
-                .costs
-                .submits
-                .time(|| device.submit(encoder.finish()));
-        });
-        // Submitted: buffers given back meanwhile may be reused now.
-        drop(open);
-        submitted
+        let commands = device.capture_errors(&label, make_error, || encoder.finish())?;
+        device.hold(commands, open.into_held(), work_bytes)
     }
 
     /// Submits without waiting: the timestamps are resolved into the device's log and read

@@ -7,8 +7,11 @@
 //! slot after the value's last use, see `plan::liveness`). It can be handed out again only
 //! once no command encoder that might have recorded work on it is still open: work recorded
 //! before the drop but submitted after a new owner's first write would see the new
-//! contents. So a buffer given back while encoders are open waits ("retired") until the
-//! last of them is submitted or dropped.
+//! contents. An encoder stays open until its commands reach the queue, which may be well
+//! after it finished recording (the device holds command buffers until a read-back or a
+//! wait, see `Device::hold`). So a buffer given back while encoders are open waits
+//! ("retired") until every encoder opened before its return is submitted or dropped;
+//! encoders opened later cannot have used it.
 //!
 //! Free buffers stay in the pool across steps and runs, so that a warm run of a query, which
 //! asks for the same sizes as the run before, finds every buffer it needs free and creates
@@ -28,7 +31,7 @@
 //! [`GpuBuffer`]: super::GpuBuffer
 //! [`Device::zeroed`]: super::Device::zeroed
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Free buffers the pool keeps, in bytes, beyond which the oldest are destroyed. On a GPU,
@@ -46,8 +49,6 @@ type Class = (u64, u32);
 #[derive(Debug)]
 pub(crate) struct BufferPool {
     state: Mutex<State>,
-    /// Held from taking the pending clears until they are submitted (see `Device::submit`).
-    submitting: Mutex<()>,
     max_free_bytes: u64,
 }
 
@@ -59,11 +60,16 @@ struct State {
     returns: u64,
     /// Bytes of pooled buffers handed out and not given back.
     live_bytes: u64,
-    /// Given back while encoders were open; free once none is.
-    retired: Vec<(Class, wgpu::Buffer)>,
-    open_encoders: usize,
+    /// Given back while encoders were open, with the number of the next encoder to open
+    /// at the time: free once no encoder numbered below it is open.
+    retired: Vec<(Class, wgpu::Buffer, u64)>,
+    /// Numbers of the encoders open (recording, or finished and held unsubmitted).
+    open_encoders: BTreeSet<u64>,
+    next_encoder: u64,
     /// `clear_buffer`s of reused buffers that must run before the next submission's work.
     clears: Option<wgpu::CommandEncoder>,
+    /// The buffers `clears` clears.
+    cleared: HashSet<wgpu::Buffer>,
     counts: PoolCounts,
 }
 
@@ -122,7 +128,6 @@ impl BufferPool {
     pub(crate) fn new(software: bool) -> BufferPool {
         BufferPool {
             state: Mutex::new(State::default()),
-            submitting: Mutex::new(()),
             max_free_bytes: if software {
                 MAX_FREE_BYTES_CPU
             } else {
@@ -169,8 +174,9 @@ impl BufferPool {
         };
         let class = (buffer.size(), buffer.usage().bits());
         state.live_bytes = state.live_bytes.saturating_sub(class.0);
-        if state.open_encoders > 0 {
-            state.retired.push((class, buffer));
+        if !state.open_encoders.is_empty() {
+            let stamp = state.next_encoder;
+            state.retired.push((class, buffer, stamp));
         } else {
             self.keep(&mut state, class, buffer);
         }
@@ -190,23 +196,41 @@ impl BufferPool {
         state.free.entry(class).or_default().push((seq, buffer));
     }
 
-    /// An encoder that may record work on pool buffers was created.
-    pub(crate) fn open_encoder(&self) {
-        if let Ok(mut state) = self.state.lock() {
-            state.open_encoders += 1;
-        }
+    /// An encoder that may record work on pool buffers was created: its number, for
+    /// [`BufferPool::close_encoders`].
+    pub(crate) fn open_encoder(&self) -> u64 {
+        let Ok(mut state) = self.state.lock() else {
+            return u64::MAX;
+        };
+        let number = state.next_encoder;
+        state.next_encoder += 1;
+        state.open_encoders.insert(number);
+        number
     }
 
-    /// An encoder from [`BufferPool::open_encoder`] was submitted or dropped.
-    pub(crate) fn close_encoder(&self) {
+    /// Encoders from [`BufferPool::open_encoder`] were submitted or dropped: the buffers
+    /// no open encoder may have used are free again.
+    pub(crate) fn close_encoders(&self, numbers: &[u64]) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        state.open_encoders = state.open_encoders.saturating_sub(1);
-        if state.open_encoders == 0 {
-            for (class, buffer) in std::mem::take(&mut state.retired) {
-                self.keep(&mut state, class, buffer);
-            }
+        for number in numbers {
+            state.open_encoders.remove(number);
+        }
+        let oldest_open = state.open_encoders.first().copied().unwrap_or(u64::MAX);
+        if state
+            .retired
+            .iter()
+            .all(|(_, _, stamp)| *stamp > oldest_open)
+        {
+            return;
+        }
+        let (free, still): (Vec<_>, Vec<_>) = std::mem::take(&mut state.retired)
+            .into_iter()
+            .partition(|(_, _, stamp)| *stamp <= oldest_open);
+        state.retired = still;
+        for (class, buffer, _) in free {
+            self.keep(&mut state, class, buffer);
         }
     }
 
@@ -223,17 +247,21 @@ impl BufferPool {
                 })
             })
             .clear_buffer(buffer, 0, None);
+        state.cleared.insert(buffer.clone());
     }
 
-    /// Orders submissions that take the pending clears (held until the clears are
-    /// submitted).
-    pub(crate) fn submit_order(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
-        self.submitting.lock().ok()
+    /// Whether a clear of `buffer` is pending.
+    pub(crate) fn clear_pending(&self, buffer: &wgpu::Buffer) -> bool {
+        self.state
+            .lock()
+            .map(|s| s.cleared.contains(buffer))
+            .unwrap_or(true)
     }
 
     /// The pending clears as a command buffer to submit ahead of the next work, if any.
     pub(crate) fn take_clears(&self) -> Option<wgpu::CommandBuffer> {
         let mut state = self.state.lock().ok()?;
+        state.cleared.clear();
         state.clears.take().map(wgpu::CommandEncoder::finish)
     }
 

@@ -663,8 +663,8 @@ impl<'d> GpuGraph<'d> {
             // Queue-ordered: runs after the work already submitted for the previous batch.
             device.count_upload(std::mem::size_of_val(&params) as u64);
             device
-                .queue
-                .write_buffer(&buffers.scratch.params, 0, bytemuck::bytes_of(&params));
+                .write_after_queued(&buffers.scratch.params, 0, bytemuck::bytes_of(&params))
+                .map_err(gpu_error)?;
             let control = self.run_batch(&buffers, &groups, &args_group, &params, check_every)?;
             stats.levels += u64::from(control.words[LEVEL]);
             stats.bottom_up_levels += u64::from(control.words[BOTTOM_UP_LEVELS]);

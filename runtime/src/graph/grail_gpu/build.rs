@@ -9,7 +9,7 @@ use crate::graph::gpu::{scratch, storage, GpuGraph, PruningLabels};
 use crate::graph::grail::{label_seed, MAX_LABELS};
 
 use super::kernels::{
-    dispatch, query_module, read_words, record_scan, submit, u32s, uniform, workgroups,
+    dispatch, gpu_error, query_module, read_words, record_scan, submit, u32s, uniform, workgroups,
     GrailKernels,
 };
 use super::{BuildStats, GpuReachIndex};
@@ -79,11 +79,11 @@ impl Scc {
         )
     }
 
-    fn set_params(&self, device: &Device, words: [u32; 4]) {
-        // Queue-ordered: applies to the next submission.
+    fn set_params(&self, device: &Device, words: [u32; 4]) -> Result<()> {
+        // Queue-ordered: applies to the next submission, after the work recorded before.
         device
-            .queue
-            .write_buffer(&self.params, 0, bytemuck::cast_slice(&words));
+            .write_after_queued(&self.params, 0, bytemuck::cast_slice(&words))
+            .map_err(gpu_error)
     }
 
     /// Kahn's algorithm over the live vertices of the bound graph: queues them level by
@@ -96,7 +96,7 @@ impl Scc {
         n: usize,
     ) -> Result<Vec<usize>> {
         let scc = &kernels.scc;
-        self.set_params(device, [n as u32, 0, 0, 0]);
+        self.set_params(device, [n as u32, 0, 0, 0])?;
         submit(device, "grail kahn seed", |encoder| {
             encoder.clear_buffer(&self.degree, 0, None);
             encoder.clear_buffer(&self.state, 0, None);
@@ -127,7 +127,7 @@ impl Scc {
                 return Ok(starts);
             }
             let level = starts.len() - 2;
-            self.set_params(device, [n as u32, start as u32, end as u32, level as u32]);
+            self.set_params(device, [n as u32, start as u32, end as u32, level as u32])?;
             submit(device, "grail kahn level", |encoder| {
                 dispatch(
                     encoder,
@@ -155,7 +155,7 @@ impl Scc {
         n: usize,
         count: usize,
     ) -> Result<()> {
-        self.set_params(device, [n as u32, 0, count as u32, 0]);
+        self.set_params(device, [n as u32, 0, count as u32, 0])?;
         submit(device, "grail trim", |encoder| {
             dispatch(
                 encoder,
@@ -209,7 +209,7 @@ impl Scc {
         group: &wgpu::BindGroup,
         n: usize,
     ) -> Result<usize> {
-        self.set_params(device, [n as u32, 0, 0, 0]);
+        self.set_params(device, [n as u32, 0, 0, 0])?;
         // Each round completes at least the component of the largest live vertex.
         for round in 1..=n {
             submit(device, "grail color init", |encoder| {
