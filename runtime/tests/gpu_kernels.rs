@@ -175,6 +175,43 @@ fn upload_then_download_round_trips() {
     ));
 }
 
+/// Held command buffers (`Device::hold`) run after host writes made later: a buffer the
+/// held work reads and that is dropped before the work is submitted must not be handed to a
+/// later upload, whose write would land first.
+#[test]
+fn held_work_sees_its_inputs_when_their_buffers_are_dropped_before_it_is_submitted() {
+    let Some(device) = own_device() else { return };
+    device.set_submit_bytes(u64::MAX);
+    let wanted: Vec<u32> = (1..=1000).collect();
+    let mut outputs = Vec::new();
+    for round in 0..4u32 {
+        let input = device.upload("held input", &wanted).unwrap();
+        let output = device.zeroed::<u32>("held output", wanted.len()).unwrap();
+        let mut commands = horsec_runtime::gpu::Commands::new(&device, "held copy");
+        commands.copy(&input, output.raw());
+        commands.submit().unwrap();
+        drop(input);
+        // Same size: the pool's candidate for the buffer just dropped.
+        let other = device
+            .upload("later upload", &vec![round + 7_000_000; wanted.len()])
+            .unwrap();
+        outputs.push((output, other));
+    }
+    assert!(
+        device.held_commands() > 0,
+        "the copies were submitted at once"
+    );
+    for (output, other) in &outputs {
+        assert_eq!(device.download(output).unwrap(), wanted);
+        assert!(device.download(other).unwrap()[0] >= 7_000_000);
+    }
+    assert_eq!(
+        device.held_commands(),
+        0,
+        "a read-back submits the held work"
+    );
+}
+
 #[test]
 fn too_many_elements_is_an_error_not_a_truncation() {
     let Some(device) = shared_device() else {
