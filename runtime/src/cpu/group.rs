@@ -159,13 +159,14 @@ mod tests {
         let ops = syms(&["sum", "avg", "len", "sum"]);
         let x = f64s(&[1.0, 2.0, 4.0, 8.0, 16.0]);
         let y = i32s(&[1, 2, 3, 4, 5]);
-        let result = run(B::GroupAggregate, &[k, ops, x, y]).unwrap();
+        let result = run(B::GroupAggregate, &[k, ops, x.clone(), x, y]).unwrap();
         // (A,F) < (N,F) < (N,O) < (R,F)
         assert_eq!(
             cells(&result),
             vec![
                 i64s(&[3, 0, 2, 1]),
                 f64s(&[8.0, 1.0, 4.0, 18.0]),
+                f64s(&[8.0, 1.0, 4.0, 9.0]),
                 i64s(&[1, 1, 1, 2]),
                 i64s(&[4, 1, 3, 7]),
             ]
