@@ -56,6 +56,26 @@ impl Reduction {
     }
 }
 
+/// The types `@group_aggregate(k, ops, x…)` gives when its result list is spread over one
+/// target per cell (`first, r1, … = @group_aggregate(…)`, as the outliner writes it): i64
+/// first rows, then each reduction's type. `ops` are the reductions' names, `values` the
+/// value columns' types; `None` when the names or the column count do not fit (the call's
+/// own checks then report it when it runs).
+pub fn spread_result_types(ops: &[&str], values: &[Type]) -> Option<Vec<Type>> {
+    let mut types = vec![Type::I64];
+    let mut next = values.iter();
+    for name in ops {
+        let reduction = Reduction::from_name(name)?;
+        let value = if reduction.takes_value() {
+            Some(next.next()?)
+        } else {
+            None
+        };
+        types.push(reduction.result_type(value));
+    }
+    next.next().is_none().then_some(types)
+}
+
 /// One result of `@group_aggregate`: its reduction and the index (into the call's
 /// arguments) of its value column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
