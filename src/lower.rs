@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use horsec_runtime::builtin::Builtin;
 use horsec_runtime::plan::{
     self, Arg, Callee, Expr, FunctionId, Location, Operand, Plan, PlanFunction, Slot, SlotInfo,
     Step,
@@ -153,6 +154,39 @@ impl GpuLowering<'_> {
         Ok(match stmt {
             OutlinedStmt::Host(id) | OutlinedStmt::Library(id) => {
                 self.lowering.stmt(self.typed(*id)?)
+            }
+            OutlinedStmt::GroupAggregate(fused) => {
+                let ops: Vec<String> = fused
+                    .results
+                    .iter()
+                    .map(|r| r.reduction.name().to_string())
+                    .collect();
+                let mut args = vec![
+                    Arg::Operand(self.lowering.operand(&fused.key)),
+                    Arg::Operand(Operand::Const(Value::Vector(Vector::Sym(
+                        Strings::from_strs(&ops),
+                    )))),
+                ];
+                args.extend(
+                    fused
+                        .results
+                        .iter()
+                        .filter_map(|r| r.value.as_ref())
+                        .map(|v| Arg::Operand(self.lowering.operand(v))),
+                );
+                // The groups' first rows, then one result per reduction (the interpreter
+                // spreads the call's list over these targets).
+                let targets = std::iter::once(fused.first.map(|l| Slot(l.0)))
+                    .chain(fused.results.iter().map(|r| Some(Slot(r.target.0))))
+                    .collect();
+                Some(Step::Assign {
+                    targets,
+                    expr: Expr::Call {
+                        callee: Callee::Builtin(Builtin::GroupAggregate),
+                        args,
+                    },
+                    at: self.lowering.location(self.typed(fused.anchor)?.span),
+                })
             }
             OutlinedStmt::Launch(k) => {
                 let kernel = self

@@ -86,6 +86,9 @@ builtins! {
     TupleUnique => "tuple_unique", TupleDiff => "tuple_diff", TupleMerge => "tuple_merge",
     SortedJoin => "sorted_join", MultiwayJoin => "multiway_join",
     MultiwayCount => "multiway_count",
+    // fused grouping: `@group` and per-group reductions in one pass (the outliner's rewrite
+    // of `@raze(@each(@sum, @each_right(@index, x, @values(@group(k)))))` and kin)
+    GroupAggregate => "group_aggregate",
 }
 
 impl Builtin {

@@ -461,7 +461,7 @@ impl Interpreter<'_> {
     fn run_step(&mut self, step: &Step, frame: &mut Frame) -> Result<Flow> {
         match step {
             Step::Assign { targets, expr, .. } => {
-                let values = self.eval(expr, frame)?;
+                let values = spread_results(expr, targets.len(), self.eval(expr, frame)?)?;
                 if !targets.is_empty() && values.len() != targets.len() {
                     return Err(RuntimeError::new(format!(
                         "expected {} value(s), the expression produced {}",
@@ -872,5 +872,27 @@ mod tests {
             &Type::List(Box::new(Type::Wildcard))
         ));
         assert!(!type_matches(&Type::I32, &Type::I64));
+    }
+}
+
+/// The values a step assigns: a `@group_aggregate` call with several targets (the outliner's
+/// fused group aggregation) gives each target one cell of its result list — the groups'
+/// first rows, then one vector per reduction. Anything else as it is.
+fn spread_results(expr: &Expr, targets: usize, values: Vec<Value>) -> Result<Vec<Value>> {
+    let fused = matches!(
+        expr,
+        Expr::Call {
+            callee: Callee::Builtin(Builtin::GroupAggregate),
+            ..
+        }
+    );
+    if !fused || targets <= 1 {
+        return Ok(values);
+    }
+    match values.as_slice() {
+        [Value::List(crate::value::List::Mixed(cells))] => Ok(cells.to_vec()),
+        _ => Err(RuntimeError::new(
+            "@group_aggregate gave no list of results to spread over its targets",
+        )),
     }
 }

@@ -9,8 +9,11 @@ use horsec_runtime::builtin::Builtin as B;
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
 use horsec_runtime::engine::read_back;
 use horsec_runtime::error::Result;
+use horsec_runtime::gpu::group_aggregate::{AggregatePath, MAX_DIRECT_GROUPS};
 use horsec_runtime::gpu::hash::GroupStrategy;
-use horsec_runtime::gpu::library::{each_library, each_unique, run_group, run_library};
+use horsec_runtime::gpu::library::{
+    each_library, each_unique, run_group, run_group_aggregate, run_library,
+};
 use horsec_runtime::gpu::{require_gpu_or_skip, Device};
 use horsec_runtime::plan::Callee;
 use horsec_runtime::value::{List, Strings, Table, Value, Vector};
@@ -283,6 +286,94 @@ fn group_and_unique_match_the_cpu_with_both_strategies() {
             }
         }
     }
+}
+
+/// `@group_aggregate` against the CPU's, exactly: the float columns hold small integers, so
+/// every order of addition gives the same sums. Both GPU paths run (few groups: one pass
+/// with per-workgroup partials; many: rows bucketed by group), and rows span many
+/// workgroups of the one-pass kernel.
+#[test]
+fn group_aggregate_matches_the_cpu_on_both_paths() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(11);
+    // Many rows only with few groups: lavapipe runs a bucketed group per workgroup slowly.
+    let cases = SIZES
+        .iter()
+        .flat_map(|&n| [1u64, 3, 16, 50, 5000].map(|d| (n, d)))
+        .chain([(100_003, 4)]);
+    for (n, distinct) in cases {
+        {
+            let c = columns(&mut rng, n, distinct);
+            let keys = [
+                c[0].clone(),
+                list(vec![c[0].clone(), c[5].clone()]),
+                list(vec![c[1].clone(), c[2].clone()]),
+            ];
+            let small = f64s(
+                rng.i32s(n, -1000, 1000)
+                    .into_iter()
+                    .map(f64::from)
+                    .collect(),
+            );
+            let ints = i32s(rng.i32s(n, i32::MIN, i32::MAX));
+            let wide = i64s(rng.i64s(n, 40));
+            let flags = bools(rng.bools(n));
+            let ops = syms(
+                &[
+                    "sum", "avg", "len", "sum", "avg", "sum", "sum", "avg", "sum", "len",
+                ]
+                .map(String::from),
+            );
+            for k in keys {
+                let values = vec![
+                    k.clone(),
+                    ops.clone(),
+                    small.clone(),
+                    small.clone(),
+                    ints.clone(),
+                    ints.clone(),
+                    wide.clone(),
+                    flags.clone(),
+                    flags.clone(),
+                    small.clone(),
+                ];
+                let expected = ok(device, B::GroupAggregate, &[], &values);
+                let args = arg_list(&[], &values);
+                let (value, path) =
+                    run_group_aggregate(device, &args).expect("group_aggregate runs");
+                let got = read_back(device, &value).expect("read back");
+                assert_eq!(Some(got), expected, "{path:?}, {n} rows, key {k:?}");
+                let groups = expected.map_or(0, |v| match v {
+                    Value::List(l) => l.cells().first().map_or(0, Value::len),
+                    _ => 0,
+                });
+                let want = if groups <= MAX_DIRECT_GROUPS {
+                    AggregatePath::Direct
+                } else {
+                    AggregatePath::Bucketed
+                };
+                assert_eq!(path, want, "{groups} groups");
+            }
+        }
+    }
+    // Checks shared with the CPU: both fail.
+    let k = i32s(vec![1, 1, 2]);
+    let sum = syms(&["sum".to_string()]);
+    fails(device, B::GroupAggregate, &[], &[k.clone(), sum.clone()]);
+    fails(
+        device,
+        B::GroupAggregate,
+        &[],
+        &[k.clone(), sum.clone(), i32s(vec![1, 2])],
+    );
+    fails(
+        device,
+        B::GroupAggregate,
+        &[],
+        &[k, sum, syms(&["a".into(), "b".into(), "c".into()])],
+    );
 }
 
 #[test]

@@ -322,6 +322,8 @@ pub fn call_properties(
         | B::SortedJoin
         | B::MultiwayJoin
         | B::MultiwayCount => (Device::Library, none),
+        // The fused `@group` and reductions (`gpu/group_aggregate.rs`).
+        B::GroupAggregate => (Device::Library, none),
         B::Str
         | B::Rand
         | B::Seed

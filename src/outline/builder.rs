@@ -6,6 +6,7 @@ use crate::analysis::statements::nested_bodies;
 use crate::analysis::{AnalysisError, FunctionAnalysis, StmtId};
 use crate::sema::typed::{FunctionId, Stmt, StmtKind, TypedProgram};
 
+use super::group_aggregate;
 use super::kernel::{Kernel, KernelId};
 use super::partition::{Context, Members, Partition, Placed, Role};
 use super::{OutlineError, OutlinedFunction, OutlinedStmt};
@@ -101,7 +102,8 @@ impl Builder<'_, '_> {
     }
 
     fn outline_body(&mut self, stmts: &[StmtId]) -> Result<Vec<OutlinedStmt>, OutlineError> {
-        let mut partition = Partition::new(self.cx, stmts);
+        let fused = group_aggregate::find(self.cx, stmts);
+        let mut partition = Partition::new(self.cx, stmts, &fused);
         partition.outline(self.cx);
         let placed = partition
             .placed()
@@ -129,7 +131,15 @@ impl Builder<'_, '_> {
                 }
                 Placed::Single(unit) => {
                     let unit = &partition.units[unit];
-                    out.push(self.single(unit.stmt, &unit.role)?);
+                    out.push(match unit.role {
+                        Role::Fused(index) => {
+                            let group = fused
+                                .get(index)
+                                .ok_or_else(|| self.internal(format!("no fused group #{index}")))?;
+                            OutlinedStmt::GroupAggregate(Box::new(group.clone()))
+                        }
+                        _ => self.single(unit.stmt, &unit.role)?,
+                    });
                 }
             }
         }
@@ -139,6 +149,7 @@ impl Builder<'_, '_> {
     fn single(&mut self, stmt: StmtId, role: &Role) -> Result<OutlinedStmt, OutlineError> {
         match role {
             Role::Library => Ok(OutlinedStmt::Library(stmt)),
+            Role::Fused(_) => Err(self.internal(format!("fused group at {stmt} placed alone"))),
             Role::Host | Role::Gpu(_) => Ok(OutlinedStmt::Host(stmt)),
             Role::HostCompound => {
                 let s = self

@@ -9,6 +9,7 @@
 
 mod builder;
 mod compatibility;
+pub mod group_aggregate;
 pub mod kernel;
 mod partition;
 mod printer;
@@ -71,6 +72,9 @@ pub enum OutlinedStmt {
     Library(StmtId),
     /// Launch a generated kernel.
     Launch(KernelId),
+    /// A fused group aggregation: one `@group_aggregate` library call in place of a
+    /// `@group` and the reductions over its lists (see [`group_aggregate`]).
+    GroupAggregate(Box<group_aggregate::FusedGroup>),
     /// An `if` that stays on the host; its condition is the statement's.
     If {
         stmt: StmtId,

@@ -26,7 +26,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
@@ -39,6 +39,7 @@ use crate::analysis::{FunctionAnalysis, Geometry, StmtId};
 use crate::sema::typed::{Function, LocalId, StmtKind, TypedProgram};
 
 use super::compatibility::{merge_geometry, runs_masked, Fusion};
+use super::group_aggregate::FusedGroup;
 
 /// Storage buffers one kernel may bind. wgpu devices differ (lavapipe allows 32, NVIDIA far
 /// more), and the program is compiled before a device is chosen, so kernels are sized for the
@@ -636,6 +637,9 @@ pub(crate) enum Role {
     Host,
     /// A compound statement whose bodies are outlined separately.
     HostCompound,
+    /// A fused group aggregation (index into the body's fused groups): one library call in
+    /// place of its statements, which form this one unit.
+    Fused(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -812,15 +816,33 @@ impl GroupGraph {
 
 impl Partition {
     /// The units of a body (its top-level statements `stmts`) and the links between them.
-    pub fn new(cx: &Context<'_>, stmts: &[StmtId]) -> Partition {
+    /// The statements of each of `fused` form one unit at the place of its anchor.
+    pub fn new(cx: &Context<'_>, stmts: &[StmtId], fused: &[FusedGroup]) -> Partition {
+        let mut absorbed: HashMap<StmtId, usize> = HashMap::new();
+        for (index, group) in fused.iter().enumerate() {
+            for &stmt in &group.absorbed {
+                absorbed.insert(stmt, index);
+            }
+        }
         let units: Vec<Unit> = stmts
             .iter()
-            .map(|&stmt| Unit {
-                stmt,
-                role: unit_role(cx, stmt),
+            .filter_map(|&stmt| match absorbed.get(&stmt) {
+                Some(&index) if fused[index].anchor == stmt => Some(Unit {
+                    stmt,
+                    role: Role::Fused(index),
+                }),
+                Some(_) => None,
+                None => Some(Unit {
+                    stmt,
+                    role: unit_role(cx, stmt),
+                }),
             })
             .collect();
         let unit_of = |stmt: StmtId| -> Option<usize> {
+            if let Some(&index) = absorbed.get(&stmt) {
+                let anchor = fused[index].anchor;
+                return units.iter().position(|u| u.stmt == anchor);
+            }
             let index = units.partition_point(|u| u.stmt <= stmt).checked_sub(1)?;
             let unit = &units[index];
             (stmt.0 < cx.subtree_end(unit.stmt)).then_some(index)

@@ -223,6 +223,48 @@ impl HostPrinter<'_, '_> {
             match step {
                 OutlinedStmt::Host(id) => self.statement(*id, depth, ""),
                 OutlinedStmt::Library(id) => self.statement(*id, depth, "  // library"),
+                OutlinedStmt::GroupAggregate(fused) => {
+                    let targets: Vec<String> = fused
+                        .first
+                        .iter()
+                        .chain(fused.results.iter().map(|r| &r.target))
+                        .map(|&l| {
+                            if self.declared.insert(l) {
+                                typed_name(self.function, l)
+                            } else {
+                                local_name(self.function, l).to_string()
+                            }
+                        })
+                        .collect();
+                    let targets = match fused.first {
+                        Some(_) => targets.join(", "),
+                        None => format!("_, {}", targets.join(", ")),
+                    };
+                    let ops: Vec<String> = fused
+                        .results
+                        .iter()
+                        .map(|r| format!("`{}", r.reduction.name()))
+                        .collect();
+                    let mut args = vec![
+                        print_operand(self.program, self.function, &fused.key),
+                        format!("({}):sym", ops.join(", ")),
+                    ];
+                    args.extend(
+                        fused
+                            .results
+                            .iter()
+                            .filter_map(|r| r.value.as_ref())
+                            .map(|v| print_operand(self.program, self.function, v)),
+                    );
+                    self.line(
+                        depth,
+                        &format!(
+                            "{targets} = @group_aggregate({});  // library, fused from {} statements",
+                            args.join(", "),
+                            fused.absorbed.len()
+                        ),
+                    );
+                }
                 OutlinedStmt::Launch(kernel) => {
                     let Some(kernel) = self.outlined.kernel(*kernel) else {
                         continue;

@@ -584,6 +584,27 @@ impl Body<'_, '_> {
                     expr.span,
                     format!("{described} declares no result to assign"),
                 ));
+            } else if let Some(spread) = analyzed
+                .expr
+                .as_ref()
+                .filter(|_| targets.len() > 1)
+                .and_then(|e| spread_group_aggregate(e, |op| self.operand_type(op)))
+            {
+                // `first, r1, … = @group_aggregate(k, ops, x…)`: one target per cell of the
+                // result list (the outliner's fused group aggregation prints so).
+                if spread.len() == targets.len() {
+                    value_types = spread.into_iter().map(Some).collect();
+                } else {
+                    self.diags.push(Diagnostic::error(
+                        expr.span,
+                        format!(
+                            "{} targets but {} gives {} values",
+                            targets.len(),
+                            described,
+                            spread.len()
+                        ),
+                    ));
+                }
             } else if produced.len() != targets.len() {
                 self.diags.push(Diagnostic::error(
                     expr.span,
@@ -782,6 +803,22 @@ impl Body<'_, '_> {
         }
     }
 
+    /// The type of an operand already checked.
+    fn operand_type(&self, operand: &typed::Operand) -> Type {
+        match operand {
+            typed::Operand::Literal(literal) => literal.ty.ty.clone(),
+            typed::Operand::Local(id, _) => self
+                .locals
+                .get(id.0)
+                .map_or(Type::Wildcard, |l| l.ty.clone()),
+            typed::Operand::Global(id, _) => self
+                .analyzer
+                .globals
+                .get(id.0)
+                .map_or(Type::Wildcard, |g| g.ty.clone()),
+        }
+    }
+
     fn describe_expr(&self, expr: &typed::Expr) -> String {
         match &expr.kind {
             typed::ExprKind::Call { callee, .. } => {
@@ -977,4 +1014,39 @@ fn refresh_expr_types(function: &mut typed::Function) {
     }
     let locals = function.locals.clone();
     stmts(&mut function.body, &locals);
+}
+
+/// The result types of a `@group_aggregate` call whose reductions are a sym literal, spread
+/// one per target (see `horsec_runtime::args::group::spread_result_types`).
+fn spread_group_aggregate(
+    expr: &typed::Expr,
+    type_of: impl Fn(&typed::Operand) -> Type,
+) -> Option<Vec<Type>> {
+    let typed::ExprKind::Call {
+        callee: typed::Callee::Builtin(Builtin::GroupAggregate),
+        args,
+    } = &expr.kind
+    else {
+        return None;
+    };
+    let Some(typed::Arg::Operand(typed::Operand::Literal(ops))) = args.get(1) else {
+        return None;
+    };
+    let names: Vec<&str> = ops
+        .values
+        .iter()
+        .map(|v| match v {
+            crate::syntax::ast::LiteralValue::Text(s) => Some(s.as_str()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let values: Vec<Type> = args
+        .iter()
+        .skip(2)
+        .map(|a| match a {
+            typed::Arg::Operand(op) => Some(type_of(op)),
+            typed::Arg::Function(..) => None,
+        })
+        .collect::<Option<_>>()?;
+    horsec_runtime::args::group::spread_result_types(&names, &values)
 }

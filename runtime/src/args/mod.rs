@@ -10,6 +10,7 @@ use crate::plan::Callee;
 use crate::value::{Value, Vector};
 
 pub(crate) mod graph;
+pub mod group;
 pub(crate) mod join;
 
 /// An argument of a builtin call: a value, or a function literal (`@sum` in `@each(@sum, x)`).

@@ -9,7 +9,11 @@
 use std::sync::Arc;
 
 use super::keys::{column_keys, common_rows, compare_rows, dense_ids, key_columns};
+use super::reduce::reduce_segments;
+use crate::args::group::{check_value_lengths, group_aggregate_ops, Reduction};
+use crate::args::Args;
 use crate::bail;
+use crate::builtin::Builtin;
 use crate::error::Result;
 use crate::value::{Dict, List, Value, Vector};
 
@@ -66,6 +70,46 @@ pub(crate) fn group(k: &Value) -> Result<Value> {
     }))
 }
 
+/// Evaluates `@group_aggregate(k, ops, x1, …, xn)` the unfused way: `@group(k)`, then each
+/// reduction over each group's rows (ascending), so its sums add in the order the CPU's
+/// `@each(@sum, @each_right(@index, x, rows))` adds them.
+pub(crate) fn group_aggregate(args: &Args<'_, '_>) -> Result<Value> {
+    let aggregates = group_aggregate_ops(args)?;
+    let Value::Dict(groups) = group(args.value(0)?)? else {
+        bail!("@group gave no dictionary");
+    };
+    let Value::List(List::Flat {
+        values: Vector::I64(positions),
+        offsets,
+    }) = &*groups.values
+    else {
+        bail!("@group gave no flat list of rows");
+    };
+    check_value_lengths(args, &aggregates, positions.len())?;
+    let mut cells = Vec::with_capacity(aggregates.len() + 1);
+    cells.push((*groups.keys).clone());
+    for aggregate in &aggregates {
+        let result = match aggregate.value {
+            None => reduce_segments(
+                Builtin::Count,
+                &Vector::from_i64s(positions.to_vec()),
+                offsets,
+            )?,
+            Some(i) => {
+                let gathered = args.vector(i)?.gather(positions)?;
+                let b = match aggregate.reduction {
+                    Reduction::Sum => Builtin::Sum,
+                    Reduction::Avg => Builtin::Avg,
+                    Reduction::Len => Builtin::Count,
+                };
+                reduce_segments(b, &gathered, offsets)?
+            }
+        };
+        cells.push(Value::Vector(result));
+    }
+    Ok(Value::List(List::Mixed(Arc::new(cells))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
@@ -107,5 +151,36 @@ mod tests {
         let (keys, groups) = parts(&run(B::Group, &[i64s(&[])]).unwrap());
         assert_eq!((keys, groups.len()), (i64s(&[]), 0));
         assert!(run(B::Group, &[list(vec![i64s(&[1]), i64s(&[1, 2])])]).is_err());
+    }
+
+    #[test]
+    fn group_aggregate_equals_the_unfused_reductions() {
+        let k = list(vec![chars("NRNAR"), chars("FFOFF")]);
+        let ops = syms(&["sum", "avg", "len", "sum"]);
+        let x = f64s(&[1.0, 2.0, 4.0, 8.0, 16.0]);
+        let y = i32s(&[1, 2, 3, 4, 5]);
+        let result = run(B::GroupAggregate, &[k, ops, x.clone(), x, y]).unwrap();
+        // (A,F) < (N,F) < (N,O) < (R,F)
+        assert_eq!(
+            cells(&result),
+            vec![
+                i64s(&[3, 0, 2, 1]),
+                f64s(&[8.0, 1.0, 4.0, 18.0]),
+                f64s(&[8.0, 1.0, 4.0, 9.0]),
+                i64s(&[1, 1, 1, 2]),
+                i64s(&[4, 1, 3, 7]),
+            ]
+        );
+    }
+
+    #[test]
+    fn group_aggregate_checks_its_arguments() {
+        let k = i32s(&[1, 1, 2]);
+        let err = |args: &[Value]| run(B::GroupAggregate, args).unwrap_err().message;
+        assert!(err(&[k.clone(), syms(&["sum"])]).contains("no value column"));
+        assert!(err(&[k.clone(), syms(&["len"]), i32s(&[1, 2, 3])]).contains("value column(s)"));
+        assert!(err(&[k.clone(), syms(&["max"]), i32s(&[1, 2, 3])]).contains("unknown reduction"));
+        assert!(err(&[k.clone(), syms(&["sum"]), i32s(&[1, 2])]).contains("2 values for 3"));
+        assert!(err(&[k, syms(&["sum"]), syms(&["a", "b", "c"])]).contains("cannot sum sym"));
     }
 }

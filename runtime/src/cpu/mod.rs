@@ -200,6 +200,7 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
             args.exactly(1)?;
             group::group(args.value(0)?)
         }
+        B::GroupAggregate => group::group_aggregate(&args),
         B::Order => {
             args.exactly(2)?;
             order::order(args.value(0)?, &*args.vector(1)?)

@@ -172,7 +172,7 @@ impl GpuEngine<'_> {
     ) -> Result<Vec<Option<Value>>> {
         let keys = |i: usize| match b {
             Builtin::JoinIndex | Builtin::Member | Builtin::IndexOf => true,
-            Builtin::Order | Builtin::Group | Builtin::Unique => i == 0,
+            Builtin::Order | Builtin::Group | Builtin::Unique | Builtin::GroupAggregate => i == 0,
             _ => false,
         };
         let mut resident = Vec::with_capacity(args.len());
@@ -530,6 +530,11 @@ impl Accelerator for GpuEngine<'_> {
         let takes_device = |i: usize, v: &Value| match b {
             Builtin::Order | Builtin::Group | Builtin::Unique => {
                 i == 0 && matches!(v, Value::Device(_) | Value::List(_))
+            }
+            // The key as `@group`'s; the value columns where they are (not the ops).
+            Builtin::GroupAggregate => {
+                (i == 0 && matches!(v, Value::Device(_) | Value::List(_)))
+                    || (i > 1 && matches!(v, Value::Device(_)))
             }
             Builtin::Member | Builtin::IndexOf | Builtin::IndexA => matches!(v, Value::Device(_)),
             // Their string codes are gathered on the device; the dictionary is on the host.

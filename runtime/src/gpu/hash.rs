@@ -482,8 +482,20 @@ pub fn group(device: &Device, keys: &KeyMatrix, strategy: GroupStrategy) -> Resu
     }
 }
 
-fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
-    let (firsts, table) = first_rows(device, "@group", keys)?;
+/// Each row's group as its rank in key order: `@group`'s group numbers, before the rows are
+/// bucketed. `keys[g]` is the first row of group `g`.
+pub struct GroupRanks {
+    pub keys: GpuBuffer<u32>,
+    /// One rank per row of the key matrix, below `groups`.
+    pub ranks: GpuBuffer<u32>,
+    pub groups: usize,
+}
+
+/// Ranks the rows of `keys` by group by hashing: insert every row (its slot is its group),
+/// find each group's first row, and sort just those first rows by key (few rows when there
+/// are few groups). Needs [`hash_table_fits`].
+pub fn group_ranks(device: &Device, what: &str, keys: &KeyMatrix) -> Result<GroupRanks> {
+    let (firsts, table) = first_rows(device, what, keys)?;
     let groups = firsts.len();
     // Rank the groups: sort their first rows by key.
     let distinct = gather_rows(device, keys, &firsts)?;
@@ -494,7 +506,7 @@ fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
     let rank_of_slot = device.zeroed::<u32>("rank of slot", table.capacity)?;
     let aux_dummy = unused(device)?;
     let mut commands = Commands::new(device, "group ranks");
-    let values = [check_len("@group", groups)?, 0, 0, 0, 0, 0, 0, 0];
+    let values = [check_len(what, groups)?, 0, 0, 0, 0, 0, 0, 0];
     record_keys(
         &mut commands,
         "scatter_index",
@@ -505,20 +517,33 @@ fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
         groups,
     )?;
     commands.submit()?;
-    let row_rank = gather(device, &rank_of_slot, &table.slots)?;
-    // Rows by group rank; the sort is stable, so rows stay ascending within a group.
-    // Ranks are below `groups`: the passes cover their bits, with nothing read back.
-    let largest = check_len("@group", groups.saturating_sub(1))?;
-    let sorted = radix_sort_u32_below(device, &row_rank, Some(largest))?;
-    let offsets = sorted_offsets(device, &sorted.keys, groups)?;
-    Ok(Groups {
+    let ranks = gather(device, &rank_of_slot, &table.slots)?;
+    Ok(GroupRanks {
         keys: group_keys,
+        ranks,
+        groups,
+    })
+}
+
+/// The rows of each group, ascending, from the rows' group ranks: a stable radix sort on the
+/// rank only (log2(groups) bits, not the key's width), with nothing read back.
+pub fn bucket_by_rank(device: &Device, what: &str, ranked: GroupRanks) -> Result<Groups> {
+    let largest = check_len(what, ranked.groups.saturating_sub(1))?;
+    let sorted = radix_sort_u32_below(device, &ranked.ranks, Some(largest))?;
+    let offsets = sorted_offsets(device, &sorted.keys, ranked.groups)?;
+    Ok(Groups {
+        keys: ranked.keys,
         rows: sorted.permutation,
         offsets,
     })
 }
 
-fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
+fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
+    let ranked = group_ranks(device, "@group", keys)?;
+    bucket_by_rank(device, "@group", ranked)
+}
+
+pub(crate) fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
     let n = keys.rows;
     let permutation = order_permutation(device, keys, &[true])?;
     let flags = device.zeroed::<u32>("group boundaries", n)?;

@@ -20,6 +20,7 @@ use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
 use super::device::{CachedDictionary, Device};
 use super::error::{GpuError, Result as GpuResult};
+use super::group_aggregate::{group_aggregate, AggregatePath, AggregateSpec, ValueColumn};
 use super::hash::{
     each_unique_rows, group, index_of_rows, member_slots, unique_rows, GroupStrategy,
 };
@@ -32,6 +33,7 @@ use super::keys::{
 use super::order::order_permutation;
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::template::{render, workgroup_size_text};
+use crate::args::group::{check_value_lengths, group_aggregate_ops};
 use crate::args::join::{join_arguments_with, JoinArguments};
 use crate::args::{ArgValue, Args};
 use crate::builtin::Builtin;
@@ -63,6 +65,7 @@ pub const LIBRARY_BUILTINS: &[Builtin] = &[
     Builtin::SortedJoin,
     Builtin::MultiwayJoin,
     Builtin::MultiwayCount,
+    Builtin::GroupAggregate,
 ];
 
 /// Runs library builtin `builtin` on the GPU. Errors start with `@name: `, like the CPU's.
@@ -82,6 +85,7 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
             relation(device, builtin, args)
         }
         Builtin::MultiwayJoin | Builtin::MultiwayCount => multiway_join(device, builtin, args),
+        Builtin::GroupAggregate => group_aggregate_value(device, args).map(|(v, _)| v),
         other => Err(Failure::Message(format!(
             "@{} is not a GPU library kernel",
             other.name()
@@ -323,6 +327,71 @@ fn group_value(device: &Device, args: &[ArgValue<'_>], strategy: GroupStrategy) 
             cells,
         })),
     }))
+}
+
+/// `@group_aggregate` with the way it went (tests check both paths are taken).
+pub fn run_group_aggregate(
+    device: &Device,
+    args: &[ArgValue<'_>],
+) -> Result<(Value, AggregatePath)> {
+    group_aggregate_value(device, args)
+        .map_err(|failure| runtime_error("@group_aggregate", failure))
+}
+
+/// `@group_aggregate(k, ops, x1, …, xn)`: arguments checked as by the CPU builtin
+/// (`args::group`), keys encoded as `@group` encodes them, value columns where they are.
+fn group_aggregate_value(device: &Device, args: &[ArgValue<'_>]) -> Out<(Value, AggregatePath)> {
+    let checked = Args { list: args };
+    let aggregates = group_aggregate_ops(&checked)?;
+    let (keys, _) = key_matrix(device, "@group", value(args, 0)?)?;
+    check_value_lengths(&checked, &aggregates, keys.rows)?;
+    let mut columns = Vec::new();
+    let mut specs = Vec::with_capacity(aggregates.len());
+    for aggregate in &aggregates {
+        let column = match aggregate.value {
+            Some(i) => {
+                let operand = Operand::of(args, i)?;
+                let (buffer, _) = operand.words(device, "@group_aggregate value")?;
+                columns.push(ValueColumn {
+                    ty: operand.ty(),
+                    buffer,
+                });
+                Some(columns.len() - 1)
+            }
+            None => None,
+        };
+        specs.push(AggregateSpec {
+            reduction: aggregate.reduction,
+            column,
+        });
+    }
+    // A column passed twice (`@sum` and `@avg` of one column) is read once.
+    for i in 0..columns.len() {
+        if let Some(j) = (0..i).find(|&j| {
+            Arc::ptr_eq(&columns[j].buffer, &columns[i].buffer) && columns[j].ty == columns[i].ty
+        }) {
+            for spec in &mut specs {
+                if spec.column == Some(i) {
+                    spec.column = Some(j);
+                }
+            }
+        }
+    }
+    let (aggregated, path) = group_aggregate(device, &keys, &specs, &columns)?;
+    let groups = aggregated.groups;
+    let mut cells = Vec::with_capacity(specs.len() + 1);
+    cells.push(resident_i64(device, &[&aggregated.keys])?);
+    for (spec, buffer) in specs.iter().zip(aggregated.results) {
+        let value_ty = spec.column.map(|c| &columns[c].ty);
+        let ty = spec.reduction.result_type(value_ty);
+        cells.push(Value::Device(DeviceVector::new(
+            ty,
+            groups,
+            None,
+            Arc::new(buffer),
+        )));
+    }
+    Ok((Value::List(List::Mixed(Arc::new(cells))), path))
 }
 
 fn unique(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {

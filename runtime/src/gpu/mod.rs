@@ -14,6 +14,7 @@ pub mod compact;
 pub mod deferred;
 mod device;
 mod error;
+pub mod group_aggregate;
 pub mod hash;
 pub mod join;
 pub mod keys;

@@ -65,7 +65,7 @@ pub fn arity(builtin: Builtin) -> Arity {
     match builtin {
         B::List => Arity::AtLeast(0),
         B::JoinIndex => Arity::AtLeast(3),
-        B::MultiwayJoin | B::MultiwayCount => Arity::AtLeast(2),
+        B::MultiwayJoin | B::MultiwayCount | B::GroupAggregate => Arity::AtLeast(2),
         B::EachItem
         | B::EachLeft
         | B::EachRight
@@ -579,6 +579,25 @@ impl Call<'_> {
                     keyable(t) || cells_are_vectors(t)
                 })?;
                 Ok(Type::Dict(Box::new(Type::I64), Box::new(list(Type::I64))))
+            }
+            // `@group_aggregate(k, ops, x1, …, xn)`: `k` as for `@group`; `ops` a sym vector
+            // naming one reduction per result (`sum`, `avg`, `len`); each `sum`/`avg` takes
+            // the next numeric column (`len` takes none). The result is a list: the groups'
+            // first rows (i64, as `@keys(@group(k))`), then one vector per op (run-time checks
+            // in `crate::args::group`).
+            B::GroupAggregate => {
+                self.value_where(0, "a vector or a list of vectors (not complex)", |t| {
+                    keyable(t) || cells_are_vectors(t)
+                })?;
+                self.value_where(1, "the reductions (sym)", |t| {
+                    matches!(t, Type::Sym | Type::Wildcard)
+                })?;
+                for arg in 2..self.args.len() {
+                    self.value_where(arg, "a numeric vector", |t| {
+                        t.is_real() || *t == Type::Wildcard
+                    })?;
+                }
+                Ok(list(Type::Wildcard))
             }
 
             // Algebraic, binary.

@@ -320,6 +320,12 @@ impl ShapeAnalysis<'_> {
             }
             // One count.
             B::MultiwayCount => Some(Shape::Vector(Size::Constant(1))),
+            // The groups' first rows and one vector per reduction, one element per group.
+            B::GroupAggregate => {
+                let groups = self.call_size(id, prefix, PART_RESULT);
+                let results = self.call_size(id, prefix, PART_CELLS);
+                Some(Shape::list(results, Shape::Vector(groups)))
+            }
             B::TupleUnique | B::TupleDiff | B::TupleMerge => {
                 let rows = self.call_size(id, prefix, PART_RESULT);
                 let columns = match arg(0).map(|a| &a.shape) {
