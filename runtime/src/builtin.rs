@@ -84,7 +84,7 @@ builtins! {
     ReachIndex => "reach_index",
     // relations (Datalog): `list<i64>` of equally long columns, tuples sorted
     TupleUnique => "tuple_unique", TupleDiff => "tuple_diff", TupleMerge => "tuple_merge",
-    SortedJoin => "sorted_join", MultiwayJoin => "multiway_join",
+    SortedJoin => "sorted_join", JoinUnique => "join_unique", MultiwayJoin => "multiway_join",
     MultiwayCount => "multiway_count",
     // fused grouping: `@group` and per-group reductions in one pass (the outliner's rewrite
     // of `@raze(@each(@sum, @each_right(@index, x, @values(@group(k)))))` and kin)

@@ -221,3 +221,121 @@ pub fn device_relation_value(columns: Vec<Arc<crate::gpu::GpuBuffer<u32>>>, rows
             .collect(),
     )))
 }
+
+/// The checked arguments of `@join_unique(probe, build, keys, picks[, full])`: the distinct
+/// tuples `picks` of the equi-join of the first `keys` columns of `probe` with the first
+/// `keys` columns of `build` (sorted on them, duplicates allowed), less those in `full`.
+pub struct JoinUniqueArguments<'v> {
+    pub probe: RelationArgument<'v>,
+    pub build: RelationArgument<'v>,
+    /// Key columns: the first `keys` of each side.
+    pub keys: usize,
+    /// The result's columns: `p < probe columns` is probe column `p`, else build column
+    /// `p - probe columns`.
+    pub picks: Vec<usize>,
+    /// Tuples left out of the result (sorted and duplicate-free, of `picks.len()` columns).
+    pub full: Option<RelationArgument<'v>>,
+}
+
+impl JoinUniqueArguments<'_> {
+    /// Whether pick `p` reads the probe side, and which column of it (or of the build side).
+    pub fn pick(&self, p: usize) -> (bool, usize) {
+        let probe_columns = self.probe.columns.len();
+        match self.picks[p] {
+            c if c < probe_columns => (true, c),
+            c => (false, c - probe_columns),
+        }
+    }
+}
+
+/// Non-negative integers of argument `i` (0-based), named `what` in errors.
+fn counts_argument(args: &[ArgValue<'_>], i: usize, what: &str) -> Result<Vec<usize>> {
+    let Value::Vector(Vector::I64(v)) = argument(args, i)? else {
+        bail!("argument {} ({what}) must be i64", i + 1);
+    };
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x).map_err(|_| {
+                crate::error::RuntimeError::new(format!(
+                    "argument {} ({what}) has a negative entry {x}",
+                    i + 1
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The arguments of `@join_unique`, checked the same on both backends.
+pub fn join_unique_arguments<'v>(args: &[ArgValue<'v>]) -> Result<JoinUniqueArguments<'v>> {
+    if !(4..=5).contains(&args.len()) {
+        bail!("takes 4 or 5 arguments, got {}", args.len());
+    }
+    let probe = relation_argument(args, 0)?;
+    let build = relation_argument(args, 1)?;
+    let keys = match counts_argument(args, 2, "the number of key columns")?.as_slice() {
+        [k] => *k,
+        other => bail!(
+            "argument 3 (the number of key columns) must be one number, got {}",
+            other.len()
+        ),
+    };
+    if keys == 0 || keys > probe.columns.len() || keys > build.columns.len() {
+        bail!(
+            "argument 3: {keys} key columns, but the relations have {} and {} columns (at least one key)",
+            probe.columns.len(),
+            build.columns.len()
+        );
+    }
+    let picks = counts_argument(args, 3, "the result's columns")?;
+    let available = probe.columns.len() + build.columns.len();
+    if picks.is_empty() {
+        bail!("argument 4 (the result's columns) is empty");
+    }
+    if let Some(&p) = picks.iter().find(|&&p| p >= available) {
+        bail!("argument 4: column {p} is past the {available} columns of both relations");
+    }
+    let full = if args.len() == 5 {
+        let full = relation_argument(args, 4)?;
+        if full.columns.len() != picks.len() {
+            bail!(
+                "the relations have different arities ({} vs {})",
+                picks.len(),
+                full.columns.len()
+            );
+        }
+        Some(full)
+    } else {
+        None
+    };
+    Ok(JoinUniqueArguments {
+        probe,
+        build,
+        keys,
+        picks,
+        full,
+    })
+}
+
+/// A test's batch size for `@join_unique` (0: none); see [`join_batch_rows`].
+static JOIN_BATCH_ROWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Makes `@join_unique` on both backends write at most `rows` join pairs per batch (`None`:
+/// the backends' own sizes again), so that tests batch small inputs.
+pub fn set_join_batch_rows(rows: Option<usize>) {
+    JOIN_BATCH_ROWS.store(rows.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The join pairs `@join_unique` writes per batch: [`set_join_batch_rows`]'s, else
+/// `HORSEC_JOIN_BATCH_ROWS`'s (a positive number), else `default` (the backend's own).
+pub fn join_batch_rows(default: usize) -> Result<usize> {
+    match JOIN_BATCH_ROWS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => match std::env::var("HORSEC_JOIN_BATCH_ROWS") {
+            Err(_) => Ok(default),
+            Ok(text) => match text.trim().parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => bail!("HORSEC_JOIN_BATCH_ROWS is `{text}`, not a positive number of rows"),
+            },
+        },
+        n => Ok(n),
+    }
+}

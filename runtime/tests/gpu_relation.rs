@@ -210,6 +210,206 @@ fn sorted_join_matches_the_cpu_with_skewed_and_missing_keys() {
     assert_same(device, B::SortedJoin, &[probe, build]);
 }
 
+/// `@join_unique(probe, build, keys, picks[, full])` with its (column) arguments.
+fn join_unique_args(
+    probe: Value,
+    build: Value,
+    keys: i64,
+    picks: &[i64],
+    full: Option<Value>,
+) -> Vec<Value> {
+    let mut args = vec![
+        probe,
+        build,
+        Value::from_i64s(vec![keys]),
+        Value::from_i64s(picks.to_vec()),
+    ];
+    args.extend(full);
+    args
+}
+
+/// The join's distinct picked tuples on the GPU equal the CPU's, in batches of any size
+/// (forced small, so that small inputs are split, a probe row's matches across batches
+/// too) and unbatched: random, empty and all-duplicate inputs, with and without tuples to
+/// leave out. The GPU reports how many batches it ran.
+#[test]
+fn join_unique_matches_the_cpu_in_batches_of_any_size() {
+    use horsec_runtime::gpu::relation::take_join_stats;
+    use horsec_runtime::relation::set_join_batch_rows;
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(31);
+    let empty2 = sorted(vec![Vec::new(), Vec::new()]);
+    for batch in [Some(1), Some(7), Some(300), None] {
+        set_join_batch_rows(batch);
+        let mut cases: Vec<Vec<Value>> = Vec::new();
+        // Inputs of some 50 pairs for the smallest batches, of about 12 000 for the others.
+        let inputs: &[(usize, usize, i64)] = match batch {
+            Some(rows) if rows < 100 => &[(0, 10, 4), (10, 0, 4), (20, 30, 6)],
+            _ => &[(0, 10, 4), (300, 500, 6), (1000, 1000, 40)],
+        };
+        for &(rows_p, rows_b, range) in inputs {
+            let probe = relation(rng.relation(rows_p, 2, range));
+            let build = sorted(rng.relation(rows_b, 3, range));
+            // (probe 1, build 1, build 2): the two sides' columns in any order.
+            cases.push(join_unique_args(
+                probe.clone(),
+                build.clone(),
+                1,
+                &[3, 1, 4],
+                None,
+            ));
+            cases.push(join_unique_args(
+                probe.clone(),
+                build.clone(),
+                1,
+                &[4, 3],
+                None,
+            ));
+            // Tuples already known: half of the result, and some that are not in it.
+            let result = cpu(
+                B::JoinUnique,
+                &join_unique_args(probe.clone(), build.clone(), 1, &[1, 3], None),
+            );
+            let Value::List(list) = &result else {
+                unreachable!()
+            };
+            let known: Vec<Vec<i64>> = list
+                .cells()
+                .into_iter()
+                .map(|c| c.into_i64_column().into_iter().step_by(2).collect())
+                .collect();
+            let mut extra = rng.relation(50, 2, range);
+            for (column, more) in extra.iter_mut().zip(known) {
+                column.extend(more);
+            }
+            let full = sorted(extra);
+            cases.push(join_unique_args(
+                probe.clone(),
+                build.clone(),
+                1,
+                &[1, 3],
+                Some(full),
+            ));
+            cases.push(join_unique_args(
+                probe.clone(),
+                build.clone(),
+                1,
+                &[1, 3],
+                Some(result),
+            ));
+            cases.push(join_unique_args(
+                probe,
+                build.clone(),
+                1,
+                &[0, 3],
+                Some(empty2.clone()),
+            ));
+            // Two key columns.
+            let probe = relation(rng.relation(rows_p, 3, range));
+            cases.push(join_unique_args(probe, build, 2, &[2, 5], None));
+        }
+        // All duplicates: every probe row matches every build row and every pair gives the
+        // same tuple; one probe row's 50 matches span batches.
+        cases.push(join_unique_args(
+            relation(vec![vec![1; 40], vec![5; 40]]),
+            relation(vec![vec![1; 30], vec![9; 30]]),
+            1,
+            &[1, 3],
+            None,
+        ));
+        cases.push(join_unique_args(
+            relation(vec![vec![2], vec![0]]),
+            sorted(vec![vec![2; 50], (0..50).collect()]),
+            1,
+            &[3, 1],
+            None,
+        ));
+        for args in &cases {
+            let pairs = cpu(
+                B::SortedJoin,
+                &[
+                    relation(vec![args[0].clone().cells_of(0)]),
+                    relation(vec![args[1].clone().cells_of(0)]),
+                ],
+            );
+            let Value::List(List::Flat { offsets, .. }) = pairs else {
+                panic!("pairs")
+            };
+            let pairs = offsets[1];
+            let _ = take_join_stats();
+            assert_same(device, B::JoinUnique, args);
+            if args[2] == Value::from_i64s(vec![1]) {
+                let batches = take_join_stats().batches as usize;
+                let expected = pairs.div_ceil(batch.unwrap_or(usize::MAX).min(pairs.max(1)));
+                assert_eq!(batches, expected, "{pairs} pairs in batches of {batch:?}");
+            }
+        }
+    }
+    set_join_batch_rows(None);
+    let unique = cpu(
+        B::JoinUnique,
+        &join_unique_args(
+            relation(vec![vec![1; 40], vec![5; 40]]),
+            relation(vec![vec![1; 30], vec![9; 30]]),
+            1,
+            &[1, 3],
+            None,
+        ),
+    );
+    assert_eq!(unique, relation(vec![vec![5], vec![9]]));
+}
+
+/// Broken preconditions and bad arguments of `@join_unique` are the same error on both
+/// backends.
+#[test]
+fn join_unique_refuses_the_same_arguments_on_both_backends() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let probe = relation(vec![vec![1, 2], vec![3, 4]]);
+    let build = relation(vec![vec![1, 2], vec![5, 6]]);
+    let unsorted = relation(vec![vec![2, 1], vec![5, 6]]);
+    for (args, message) in [
+        (
+            join_unique_args(probe.clone(), unsorted.clone(), 1, &[1, 3], None),
+            "argument 2 is not sorted",
+        ),
+        (
+            join_unique_args(probe.clone(), build.clone(), 1, &[1, 3], Some(unsorted)),
+            "argument 5 is not sorted and duplicate-free",
+        ),
+        (
+            join_unique_args(probe.clone(), build.clone(), 1, &[1, 4], None),
+            "argument 4: column 4 is past",
+        ),
+        (
+            join_unique_args(probe.clone(), build.clone(), 3, &[1], None),
+            "argument 3: 3 key columns",
+        ),
+        (
+            join_unique_args(probe.clone(), build.clone(), 1, &[], None),
+            "argument 4 (the result's columns) is empty",
+        ),
+        (
+            join_unique_args(
+                probe,
+                build.clone(),
+                1,
+                &[1, 3],
+                Some(relation(vec![vec![1]])),
+            ),
+            "different arities",
+        ),
+    ] {
+        let (cpu, gpu) = both(device, B::JoinUnique, &args);
+        let (cpu, gpu) = (cpu.unwrap_err(), gpu.unwrap_err());
+        assert!(cpu.message.contains(message), "{}", cpu.message);
+        assert_eq!(gpu.message.trim_end_matches(" (GPU)"), cpu.message);
+    }
+}
+
 #[test]
 fn relations_on_the_device_chain_from_kernel_to_kernel() {
     // A device of its own: the traffic counters are per device, and the other tests of this
@@ -356,10 +556,19 @@ fn unsorted_inputs_are_the_same_error_on_both_backends() {
 }
 
 trait I64Column {
+    /// Column `c` of a relation.
+    fn cells_of(self, c: usize) -> Vec<i64>;
     fn into_i64_column(self) -> Vec<i64>;
 }
 
 impl I64Column for Value {
+    fn cells_of(self, c: usize) -> Vec<i64> {
+        let Value::List(list) = self else {
+            panic!("expected a relation")
+        };
+        list.cells()[c].clone().into_i64_column()
+    }
+
     fn into_i64_column(self) -> Vec<i64> {
         match self {
             Value::Vector(Vector::I64(v)) => v.to_vec(),

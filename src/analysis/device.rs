@@ -320,6 +320,7 @@ pub fn call_properties(
         | B::TupleDiff
         | B::TupleMerge
         | B::SortedJoin
+        | B::JoinUnique
         | B::MultiwayJoin
         | B::MultiwayCount => (Device::Library, none),
         // The fused `@group` and reductions (`gpu/group_aggregate.rs`).

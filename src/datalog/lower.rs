@@ -75,6 +75,7 @@ pub fn lower(checked: &Checked<'_>, options: LowerOptions) -> Lowered {
         static_indexes: HashSet::new(),
         rule_plans: BTreeMap::new(),
         binary_joins: options.binary_joins,
+        unique_parts: HashSet::new(),
         count_only: if options.binary_joins {
             BTreeMap::new()
         } else {
@@ -96,6 +97,9 @@ struct Lowering<'c, 'p> {
     rule_plans: BTreeMap<usize, String>,
     /// No multiway joins (`LowerOptions::binary_joins`).
     binary_joins: bool,
+    /// Head columns of rules whose tuples are sorted and distinct (one `@join_unique`): a
+    /// relation made of one of them alone needs no `@tuple_unique`.
+    unique_parts: HashSet<Vec<String>>,
     /// Relations only counted (relation id → its rule): never built, their number is
     /// `count_R`, one `@multiway_count` (see [`count_only_relations`]).
     count_only: BTreeMap<usize, usize>,
@@ -400,6 +404,13 @@ impl Lowering<'_, '_> {
     ) {
         let arity = self.checked.relations[id].types.len();
         let ty = if declare { ":list<i64>" } else { "" };
+        if let [part] = parts {
+            if self.unique_parts.contains(part) {
+                // Already sorted and distinct: the columns as they are.
+                code.line(&format!("{target}{ty} = @list({});", part.join(", ")));
+                return;
+            }
+        }
         let mut columns = Vec::with_capacity(arity);
         for k in 0..arity {
             let mut column = match parts.first() {
@@ -740,6 +751,16 @@ impl Lowering<'_, '_> {
                 .unwrap_or(&pending[0]);
             pending.retain(|&i| i != next);
             applied[next] = true;
+            if pending.is_empty() {
+                // In the loop, the head's tuples already in full_R are not new: the batched
+                // join drops them per batch.
+                let known = first.map(|_| full(&clause.head.relation));
+                if let Some(columns) =
+                    self.join_unique(clause, next, versions[next], &rows, &applied, known, code)
+                {
+                    return columns;
+                }
+            }
             self.join(clause, next, versions[next], &mut rows, &applied, code);
             self.apply_ready(clause, &mut applied, &mut rows, code);
         }
@@ -1183,6 +1204,125 @@ impl Lowering<'_, '_> {
         rows.columns = columns;
         rows.witness = probe_rows;
         self.filter(masks, rows, code);
+    }
+
+    /// The head columns of a rule whose last step is joining body atom `i` (nothing else left
+    /// to apply, a head of variables only, no variable twice among the atom's new ones) as one
+    /// `@join_unique`: the head's distinct tuples, less those in `known` (the head's
+    /// `full_R`), made a batch of join pairs at a time, so that a join with many more pairs
+    /// than distinct tuples never holds all its pairs. None where the rule has another shape
+    /// (then `join` builds the pairs).
+    #[allow(clippy::too_many_arguments)]
+    fn join_unique(
+        &mut self,
+        clause: &Clause,
+        i: usize,
+        version: Version,
+        rows: &Rows,
+        applied: &[bool],
+        known: Option<String>,
+        code: &mut Code,
+    ) -> Option<Vec<String>> {
+        let atom = atom_of(clause, i);
+        if !applied.iter().all(|&a| a) {
+            return None;
+        }
+        let head_vars: Vec<&str> = clause
+            .head
+            .args
+            .iter()
+            .map(|t| match t {
+                Term::Var(v, _) => Some(v.as_str()),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let mut key_positions = Vec::new();
+        let mut new_vars: BTreeMap<&str, usize> = BTreeMap::new();
+        for (k, term) in atom.args.iter().enumerate() {
+            match term {
+                Term::Var(v, _) if rows.columns.contains_key(v) => key_positions.push(k),
+                Term::Var(v, _) => {
+                    if new_vars.insert(v.as_str(), k).is_some() {
+                        // A repeated new variable: an equality on the pairs.
+                        return None;
+                    }
+                }
+                Term::Wildcard(_) => {}
+                _ => key_positions.push(k),
+            }
+        }
+        if key_positions.is_empty()
+            || !head_vars
+                .iter()
+                .all(|v| rows.columns.contains_key(*v) || new_vars.contains_key(v))
+        {
+            return None;
+        }
+        let id = self.checked.ids[&atom.relation];
+        let mut probe = Vec::new();
+        for &k in &key_positions {
+            match &atom.args[k] {
+                Term::Var(v, _) => probe.push(rows.columns[v].clone()),
+                constant => {
+                    let value = self.constant(constant).unwrap_or_else(|| "0:i64".into());
+                    let column = self.temp("constant");
+                    code.line(&format!(
+                        "{column}:i64 = @vector(@len({}), {value});",
+                        rows.witness
+                    ));
+                    probe.push(column);
+                }
+            }
+        }
+        let mut order = key_positions.clone();
+        order.extend((0..atom.args.len()).filter(|k| !key_positions.contains(k)));
+        let identity = order.iter().enumerate().all(|(a, &b)| a == b);
+        let build = if identity {
+            self.source(atom, version)
+        } else {
+            code.indexes.insert((id, order.clone()));
+            index_name(&atom.relation, &order)
+        };
+        // The probe side: its key columns, then the head's variables bound before.
+        for v in &head_vars {
+            let column = &rows.columns.get(*v);
+            if let Some(column) = column {
+                if !probe.contains(column) {
+                    probe.push((*column).clone());
+                }
+            }
+        }
+        let picks: Vec<String> = head_vars
+            .iter()
+            .map(|v| match rows.columns.get(*v) {
+                Some(column) => probe.iter().position(|c| c == column).unwrap_or(0),
+                None => {
+                    let k = new_vars[v];
+                    probe.len() + order.iter().position(|&o| o == k).unwrap_or(k)
+                }
+            })
+            .map(|p| p.to_string())
+            .collect();
+        let picks = match picks.as_slice() {
+            [one] => format!("{one}:i64"),
+            many => format!("({}):i64", many.join(", ")),
+        };
+        let tuples = self.temp("tuples");
+        code.line(&format!(
+            "{tuples}:list<i64> = @join_unique(@list({}), {build}, {}:i64, {picks}{});",
+            probe.join(", "),
+            key_positions.len(),
+            known.map(|f| format!(", {f}")).unwrap_or_default()
+        ));
+        let columns: Vec<String> = (0..head_vars.len())
+            .map(|k| {
+                let column = self.temp("column");
+                code.line(&format!("{column}:i64 = @index({tuples}, {k}:i64);"));
+                column
+            })
+            .collect();
+        self.unique_parts.insert(columns.clone());
+        Some(columns)
     }
 
     /// Applies the constraints, bindings and negations whose variables are all bound.
@@ -1723,7 +1863,7 @@ fn result_type(call: &str) -> &'static str {
     let name = call[1..].split('(').next().unwrap_or("");
     match name {
         "len" | "unique" | "range" | "index_of" | "append" | "minus" => "i64",
-        "list" | "tuple_unique" | "tuple_diff" | "tuple_merge" | "sorted_join"
+        "list" | "tuple_unique" | "tuple_diff" | "tuple_merge" | "sorted_join" | "join_unique"
         | "multiway_join" => "list<i64>",
         "multiway_count" => "i64",
         "eq" | "neq" | "lt" | "leq" | "gt" | "geq" | "and" | "or" | "not" | "member" => "bool",

@@ -262,6 +262,7 @@ fn dispatch(b: Builtin, args: Args<'_, '_>, env: &mut dyn Env) -> Result<Value> 
         B::TupleDiff => relation::tuple_diff(&args),
         B::TupleMerge => relation::tuple_merge(&args),
         B::SortedJoin => relation::sorted_join(&args),
+        B::JoinUnique => relation::join_unique(&args),
         B::MultiwayJoin => multiway::multiway_join(&args),
         B::MultiwayCount => multiway::multiway_count(&args),
         B::ReachIndex => graph::reach_index(&args),

@@ -30,7 +30,8 @@ use rayon::prelude::*;
 use crate::bail;
 use crate::error::Result;
 use crate::relation::{
-    join_pairs_value, not_sorted, relation_pair, relation_single, relation_value, RelationArgument,
+    join_batch_rows, join_pairs_value, join_unique_arguments, not_sorted, relation_pair,
+    relation_single, relation_value, RelationArgument,
 };
 use crate::value::Value;
 
@@ -64,6 +65,14 @@ impl<'a> Columns<'a> {
             }
         }
         Ordering::Equal
+    }
+
+    /// The first `n` columns.
+    fn prefix(&self, n: usize) -> Columns<'a> {
+        Columns {
+            columns: self.columns[..n].to_vec(),
+            rows: self.rows,
+        }
     }
 
     fn compare_rows(&self, i: usize, j: usize) -> Ordering {
@@ -245,24 +254,29 @@ pub(crate) fn tuple_merge(args: &Args<'_, '_>) -> Result<Value> {
     Ok(relation_value(columns))
 }
 
-/// `@sorted_join(probe, build)`.
-pub(crate) fn sorted_join(args: &Args<'_, '_>) -> Result<Value> {
-    let (probe, build) = relation_pair(args.list)?;
-    let (probe, build) = (Columns::of(&probe)?, Columns::of(&build)?);
-    check_sorted(&build, 1, false)?;
-    let ranges: Vec<(usize, usize)> = (0..probe.rows)
+/// Per row of `probe`, the range of rows of `build` (sorted) with an equal key.
+fn join_ranges(probe: &Columns<'_>, build: &Columns<'_>) -> Vec<(usize, usize)> {
+    (0..probe.rows)
         .into_par_iter()
         .with_min_len(GRAIN)
         .map(|i| {
-            let first = build.bound(&probe, i, false);
-            let end = if first < build.rows && build.compare(first, &probe, i).is_eq() {
-                build.bound(&probe, i, true)
+            let first = build.bound(probe, i, false);
+            let end = if first < build.rows && build.compare(first, probe, i).is_eq() {
+                build.bound(probe, i, true)
             } else {
                 first
             };
             (first, end)
         })
-        .collect();
+        .collect()
+}
+
+/// `@sorted_join(probe, build)`.
+pub(crate) fn sorted_join(args: &Args<'_, '_>) -> Result<Value> {
+    let (probe, build) = relation_pair(args.list)?;
+    let (probe, build) = (Columns::of(&probe)?, Columns::of(&build)?);
+    check_sorted(&build, 1, false)?;
+    let ranges = join_ranges(&probe, &build);
     let mut offsets = Vec::with_capacity(ranges.len() + 1);
     let mut total = 0usize;
     offsets.push(0);
@@ -293,6 +307,160 @@ pub(crate) fn sorted_join(args: &Args<'_, '_>) -> Result<Value> {
             }
         });
     Ok(join_pairs_value(ip, ib))
+}
+
+/// Join pairs per batch of `@join_unique` (a test may set fewer, see
+/// [`crate::relation::set_join_batch_rows`]): 2^26 tuples of two columns are 1 GiB.
+const JOIN_BATCH_ROWS: usize = 1 << 26;
+
+/// `@join_unique(probe, build, keys, picks[, full])`: the distinct tuples `picks` of the
+/// join, less those in `full`, sorted. The pairs are made, sorted and deduplicated a batch
+/// at a time (at most the batch size of them at once, however many the join has), each
+/// batch's tuples less `full` kept; the batches' tuples are then sorted and deduplicated
+/// together.
+pub(crate) fn join_unique(args: &Args<'_, '_>) -> Result<Value> {
+    let a = join_unique_arguments(args.list)?;
+    let (probe, build) = (Columns::of(&a.probe)?, Columns::of(&a.build)?);
+    let (probe_keys, build_keys) = (probe.prefix(a.keys), build.prefix(a.keys));
+    check_sorted(&build_keys, 1, false)?;
+    let full = match &a.full {
+        Some(full) => {
+            let full = Columns::of(full)?;
+            check_sorted(&full, 4, true)?;
+            Some(full)
+        }
+        None => None,
+    };
+    let sources: Vec<(bool, &[i64])> = (0..a.picks.len())
+        .map(|p| match a.pick(p) {
+            (true, c) => (true, probe.columns[c]),
+            (false, c) => (false, build.columns[c]),
+        })
+        .collect();
+    let pairs = JoinPairs::new(
+        join_ranges(&probe_keys, &build_keys),
+        join_batch_rows(JOIN_BATCH_ROWS)?,
+    );
+    let full = full.as_ref();
+    let arity = sources.len();
+    let columns = match arity {
+        1 => pairs.unique(arity, full, |i, j| [value(&sources[0], i, j)]),
+        2 => pairs.unique(arity, full, |i, j| {
+            std::array::from_fn::<i64, 2, _>(|c| value(&sources[c], i, j))
+        }),
+        3 => pairs.unique(arity, full, |i, j| {
+            std::array::from_fn::<i64, 3, _>(|c| value(&sources[c], i, j))
+        }),
+        4 => pairs.unique(arity, full, |i, j| {
+            std::array::from_fn::<i64, 4, _>(|c| value(&sources[c], i, j))
+        }),
+        _ => pairs.unique(arity, full, |i, j| {
+            sources.iter().map(|s| value(s, i, j)).collect::<Vec<i64>>()
+        }),
+    };
+    Ok(relation_value(columns))
+}
+
+/// The value of a picked column at probe row `i` and build row `j`.
+fn value(source: &(bool, &[i64]), i: usize, j: usize) -> i64 {
+    match source {
+        (true, column) => column[i],
+        (false, column) => column[j],
+    }
+}
+
+/// The pairs of a join: per probe row its build rows (a range), and where its pairs start
+/// among all of them.
+struct JoinPairs {
+    ranges: Vec<(usize, usize)>,
+    /// `offsets[i]`: the pairs of the probe rows before `i` (`rows + 1` entries).
+    offsets: Vec<usize>,
+    batch: usize,
+}
+
+impl JoinPairs {
+    fn new(ranges: Vec<(usize, usize)>, batch: usize) -> JoinPairs {
+        let mut offsets = Vec::with_capacity(ranges.len() + 1);
+        let mut total = 0usize;
+        offsets.push(0);
+        for &(first, end) in &ranges {
+            total += end - first;
+            offsets.push(total);
+        }
+        JoinPairs {
+            ranges,
+            offsets,
+            batch: batch.max(1),
+        }
+    }
+
+    /// The distinct tuples `make(probe row, build row)` of the pairs not in `full`, sorted,
+    /// as columns.
+    fn unique<T>(
+        &self,
+        arity: usize,
+        full: Option<&Columns<'_>>,
+        make: impl Fn(usize, usize) -> T + Sync,
+    ) -> Vec<Vec<i64>>
+    where
+        T: Ord + Send + Sync + AsRef<[i64]>,
+    {
+        let total = *self.offsets.last().unwrap_or(&0);
+        let mut kept: Vec<T> = Vec::new();
+        let mut batches = 0;
+        let mut start = 0;
+        while start < total {
+            let end = (start + self.batch).min(total);
+            // The probe rows with a pair in [start, end): pairs of row i are
+            // offsets[i] .. offsets[i + 1], clipped to the batch.
+            let first_row = self.offsets.partition_point(|&o| o <= start) - 1;
+            let end_row = self.offsets.partition_point(|&o| o < end);
+            let mut rows: Vec<T> = (first_row..end_row)
+                .into_par_iter()
+                .flat_map_iter(|i| {
+                    let (first, _) = self.ranges[i];
+                    let from = self.offsets[i].max(start);
+                    let to = self.offsets[i + 1].min(end);
+                    let make = &make;
+                    (from..to).map(move |g| make(i, first + g - self.offsets[i]))
+                })
+                .collect();
+            rows.par_sort_unstable();
+            rows.dedup();
+            if let Some(full) = full {
+                rows = rows
+                    .into_par_iter()
+                    .with_min_len(GRAIN)
+                    .filter(|t| !contains(full, t.as_ref()))
+                    .collect();
+            }
+            kept.append(&mut rows);
+            batches += 1;
+            start = end;
+        }
+        if batches > 1 {
+            kept.par_sort_unstable();
+            kept.dedup();
+        }
+        (0..arity)
+            .into_par_iter()
+            .map(|c| kept.iter().map(|t| t.as_ref()[c]).collect())
+            .collect()
+    }
+}
+
+/// Whether sorted `r` has the tuple `t`.
+fn contains(r: &Columns<'_>, t: &[i64]) -> bool {
+    let compare = |row: usize| {
+        r.columns
+            .iter()
+            .zip(t)
+            .map(|(c, x)| c[row].cmp(x))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let at = partition_point(r.rows, |row| compare(row).is_lt());
+    at < r.rows && compare(at).is_eq()
 }
 
 /// The first index in `0..n` where `before` turns false (`before` true on a prefix).

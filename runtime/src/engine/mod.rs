@@ -545,6 +545,10 @@ impl Accelerator for GpuEngine<'_> {
             | Builtin::TupleDiff
             | Builtin::TupleMerge
             | Builtin::SortedJoin => matches!(v, Value::Device(_) | Value::List(_)),
+            // Not the key count and the picks (host numbers).
+            Builtin::JoinUnique => {
+                matches!(i, 0 | 1 | 4) && matches!(v, Value::Device(_) | Value::List(_))
+            }
             // The relations of a multiway join are indexed where they are (not the spec).
             Builtin::MultiwayJoin | Builtin::MultiwayCount => {
                 i > 0 && matches!(v, Value::Device(_) | Value::List(_))
@@ -598,6 +602,12 @@ impl Accelerator for GpuEngine<'_> {
             run_library(self.device, b, args)
         };
         profile.step_read(&step, (self.device.traffic() - before).downloaded);
+        if b == Builtin::JoinUnique {
+            // Pairs and batches of the batched join.
+            for (what, n) in crate::gpu::relation::take_join_stats().fields() {
+                profile.tally(&step, what, n);
+            }
+        }
         if matches!(b, Builtin::MultiwayJoin | Builtin::MultiwayCount) {
             // Trie builds and reuses, rounds, waits and submissions of the join itself.
             for (what, n) in crate::gpu::multiway::take_stats().fields() {

@@ -63,6 +63,7 @@ pub const LIBRARY_BUILTINS: &[Builtin] = &[
     Builtin::TupleDiff,
     Builtin::TupleMerge,
     Builtin::SortedJoin,
+    Builtin::JoinUnique,
     Builtin::MultiwayJoin,
     Builtin::MultiwayCount,
     Builtin::GroupAggregate,
@@ -84,6 +85,7 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
         Builtin::TupleUnique | Builtin::TupleDiff | Builtin::TupleMerge | Builtin::SortedJoin => {
             relation(device, builtin, args)
         }
+        Builtin::JoinUnique => join_unique(device, args),
         Builtin::MultiwayJoin | Builtin::MultiwayCount => multiway_join(device, builtin, args),
         Builtin::GroupAggregate => group_aggregate_value(device, args).map(|(v, _)| v),
         other => Err(Failure::Message(format!(
@@ -496,6 +498,33 @@ fn relation(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Out<Val
         }
     };
     match result {
+        Ok(relation) => Ok(relation.into_value()),
+        Err(RelationError::Precondition(m)) => Err(Failure::Message(m)),
+        Err(RelationError::Gpu(e)) => Err(Failure::Gpu(e)),
+    }
+}
+
+/// `@join_unique` (`gpu/relation/join_unique.rs`); arguments checked as by the CPU builtin.
+fn join_unique(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
+    use super::relation::{self as r, DeviceRelation, RelationError};
+    let a = crate::relation::join_unique_arguments(args)?;
+    let probe = DeviceRelation::of_argument(device, &a.probe)?;
+    let build = DeviceRelation::of_argument(device, &a.build)?;
+    let full = match &a.full {
+        Some(full) => Some(DeviceRelation::of_argument(device, full)?),
+        None => None,
+    };
+    let batch =
+        r::join_batch_rows(device, a.picks.len()).map_err(|e| Failure::Message(e.message))?;
+    match r::join_unique(
+        device,
+        &probe,
+        &build,
+        a.keys,
+        &a.picks,
+        full.as_ref(),
+        batch,
+    ) {
         Ok(relation) => Ok(relation.into_value()),
         Err(RelationError::Precondition(m)) => Err(Failure::Message(m)),
         Err(RelationError::Gpu(e)) => Err(Failure::Gpu(e)),

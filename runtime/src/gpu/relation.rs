@@ -67,6 +67,9 @@ use super::scan::{record_scan, SUM_VALUES};
 use super::template::{render, workgroup_size_text};
 use crate::relation::{not_sorted, RelationArgument, RelationColumn, TOO_MANY_PAIRS};
 
+mod join_unique;
+pub use join_unique::{join_batch_rows, join_unique, take_join_stats, JoinStats, JOIN_BATCH_WGSL};
+
 /// `shaders/relation.wgsl`.
 pub const RELATION_WGSL: &str = include_str!("../../../shaders/relation.wgsl");
 
@@ -632,6 +635,11 @@ fn checked_pair(
 /// `a` in `b` (no pass over `b`: in a semi-naive loop `a` is the new tuples, `b` all of
 /// `full`). One read-back: the number of rows kept.
 pub fn tuple_diff(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Out<DeviceRelation> {
+    // `a` is known to have no row of `b` (`@join_unique(…, b)` or `@tuple_diff(_, b)` made
+    // it, so both are sorted and duplicate-free): nothing to search.
+    if a.disjoint_from(b) {
+        return Ok(a.clone());
+    }
     let (ka, kb) = checked_pair(device, "@tuple_diff", a, b)?;
     if a.rows == 0 {
         return Ok(DeviceRelation::empty(device, a.arity())?);

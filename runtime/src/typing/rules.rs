@@ -66,6 +66,7 @@ pub fn arity(builtin: Builtin) -> Arity {
         B::List => Arity::AtLeast(0),
         B::JoinIndex => Arity::AtLeast(3),
         B::MultiwayJoin | B::MultiwayCount | B::GroupAggregate => Arity::AtLeast(2),
+        B::JoinUnique => Arity::AtLeast(4),
         B::EachItem
         | B::EachLeft
         | B::EachRight
@@ -882,6 +883,29 @@ impl Call<'_> {
                 let arguments = if self.builtin == B::TupleUnique { 1 } else { 2 };
                 for arg in 0..arguments {
                     self.value_where(arg, "a relation (list<i64> of columns)", relation)?;
+                }
+                Ok(list(Type::I64))
+            }
+            // `@join_unique(probe, build, keys, picks[, full])`: two relations, the number
+            // of key columns and the picked columns (i64), and optionally the relation whose
+            // tuples are left out; the result is a relation of one column per pick.
+            B::JoinUnique => {
+                if self.args.len() > 5 {
+                    return Err(RuleError {
+                        arg: None,
+                        message: format!("takes 4 or 5 arguments, got {}", self.args.len()),
+                    });
+                }
+                for arg in [0, 1]
+                    .into_iter()
+                    .chain((self.args.len() == 5).then_some(4))
+                {
+                    self.value_where(arg, "a relation (list<i64> of columns)", relation)?;
+                }
+                for arg in [2, 3] {
+                    self.value_where(arg, "i64 column numbers", |t| {
+                        matches!(t, Type::I64 | Type::Wildcard)
+                    })?;
                 }
                 Ok(list(Type::I64))
             }

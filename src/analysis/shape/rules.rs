@@ -318,6 +318,12 @@ impl ShapeAnalysis<'_> {
                 let columns = self.call_size(id, prefix, PART_CELLS);
                 Some(Shape::list(columns, Shape::Vector(rows)))
             }
+            // One column per pick, of a length known only at run time.
+            B::JoinUnique => {
+                let rows = self.call_size(id, prefix, PART_RESULT);
+                let columns = self.call_size(id, prefix, PART_CELLS);
+                Some(Shape::list(columns, Shape::Vector(rows)))
+            }
             // One count.
             B::MultiwayCount => Some(Shape::Vector(Size::Constant(1))),
             // The groups' first rows and one vector per reduction, one element per group.
