@@ -11,7 +11,7 @@ use horsec::datalog::{compile, LowerOptions};
 use horsec::diag::SourceFile;
 
 mod datalog_support;
-use datalog_support::{backends, horsec, horsec_with_env, relations, Tuples};
+use datalog_support::{backends, horsec, relations, Tuples};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -92,16 +92,6 @@ fn generated_horseir_of_the_shipped_programs() {
 
 /// The `.output` relations of a run, one set of tuples per relation (TSV, header first).
 fn run(program: &Path, data: &[String], backend: &str) -> Vec<Tuples> {
-    run_with_env(program, data, backend, &[])
-}
-
-/// [`run`] with environment variables `env` set.
-fn run_with_env(
-    program: &Path,
-    data: &[String],
-    backend: &str,
-    env: &[(&str, &str)],
-) -> Vec<Tuples> {
     let mut args = vec![
         "run",
         program.to_str().expect("UTF-8"),
@@ -113,7 +103,7 @@ fn run_with_env(
     for d in data {
         args.push(d);
     }
-    let text = horsec_with_env(&args, env);
+    let text = horsec(&args);
     relations(&text)
 }
 
@@ -230,17 +220,6 @@ fn reach_on_a_random_graph_with_cycles_and_self_loops() {
             backend,
         );
         assert_eq!(got, vec![expected.clone()], "{backend}");
-    }
-    // Each iteration's `@tuple_unique` with its keys sorted one column at a time, as a
-    // relation whose keys pass one storage binding has them.
-    if backends().contains(&"gpu") {
-        let got = run_with_env(
-            &root().join("queries/datalog/reach.dl"),
-            &table("edge", &path),
-            "gpu",
-            &[("HORSEC_TUPLE_KEY_BYTES", "1")],
-        );
-        assert_eq!(got, vec![expected], "gpu, keys in column groups");
     }
 }
 

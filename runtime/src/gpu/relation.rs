@@ -588,25 +588,16 @@ fn record_gather_column(
     Ok(out)
 }
 
-/// Overrides the most bytes one key matrix of `@tuple_unique` may have (tests force the
-/// split into column groups on small relations); by default one storage binding.
-pub const KEY_BYTES_ENV: &str = "HORSEC_TUPLE_KEY_BYTES";
-
 /// Key words per relation column (an i64 is two order-preserving words).
 const WORDS_PER_COLUMN: usize = 2;
 
 /// The most bytes one key matrix of `@tuple_unique` may have: what one storage binding
-/// holds, unless [`KEY_BYTES_ENV`] says less.
+/// holds (`HORSEC_BINDING_LIMIT` lowers it for tests).
 pub fn tuple_key_bytes(device: &Device) -> u64 {
     let limits = device.limits();
-    let binding = limits
+    limits
         .max_storage_buffer_binding_size
-        .min(limits.max_buffer_size);
-    std::env::var(KEY_BYTES_ENV)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .filter(|&n| n > 0)
-        .map_or(binding, |n| n.min(binding))
+        .min(limits.max_buffer_size)
 }
 
 /// The columns of a relation of `rows` rows and `arity` columns cut into consecutive groups
