@@ -22,34 +22,9 @@ DuckDB comes from the `duckdb` Python package (PYTHONPATH). Prints one table at 
 import argparse
 import os
 import re
-import subprocess
 import sys
-import time
 
-DEADLINE = None
-
-
-def left():
-    return max(1.0, DEADLINE - time.monotonic())
-
-
-class Failed(Exception):
-    pass
-
-
-def run(cmd, timeout, env=None):
-    """stdout of `cmd`, or None when it ran past `timeout` seconds; Failed when it fails."""
-    print("+", " ".join(cmd), f"(limit {timeout:.0f} s)", file=sys.stderr, flush=True)
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        print(f"  timed out after {timeout:.0f} s", file=sys.stderr, flush=True)
-        return None
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout + done.stderr)
-        print(f"  FAILED: {' '.join(cmd)}", file=sys.stderr, flush=True)
-        raise Failed(cmd)
-    return done.stdout
+from budget import FAILED, TIMEOUT, Budget, log, run
 
 
 BENCH = re.compile(
@@ -62,14 +37,13 @@ BENCH = re.compile(
 def horsec_bench(horsec, program, data_args, runs, backend, limit):
     """(median ms or None on timeout, cold ms, iterations, total rows) of one backend."""
     env = dict(os.environ, HORSEC_BENCH_BACKENDS=backend, HORSEC_BENCH_NO_BINARY="1")
-    try:
-        out = run([horsec, "bench", program, "--runs", str(runs)] + data_args, limit, env)
-    except Failed:
+    out, err = run([horsec, "bench", program, "--runs", str(runs)] + data_args, limit, env)
+    if err == FAILED:
         return "failed", None, None, None
-    if out is None:
+    if err == TIMEOUT:
         return None, None, None, None
     for line in out.strip().splitlines():
-        print(f"  {line}", file=sys.stderr, flush=True)
+        log(f"  {line}")
     match = BENCH.search(out)
     if not match:
         raise SystemExit(f"unexpected horsec bench output:\n{out}")
@@ -113,28 +87,21 @@ print(statistics.median(times), count)
 
 
 def duckdb_median(csv, sql, runs, limit):
-    """(median ms, count), or (None, None) on timeout."""
-    cmd = [sys.executable, "-c", DUCKDB_SCRIPT, csv, str(runs)]
-    print("+ duckdb", csv, f"(limit {limit:.0f} s)", file=sys.stderr, flush=True)
-    try:
-        done = subprocess.run(cmd, input=sql, capture_output=True, text=True, timeout=limit)
-    except subprocess.TimeoutExpired:
-        print(f"  timed out after {limit:.0f} s", file=sys.stderr, flush=True)
-        return None, None
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr)
-        return "failed", None
-    lines = done.stdout.strip().splitlines()
+    """(median ms, count), (None, None) on timeout, or ("failed", None)."""
+    out, err = run([sys.executable, "-c", DUCKDB_SCRIPT, csv, str(runs)], limit, input=sql,
+                   shown=["duckdb", csv])
+    if err:
+        return (None, None) if err == TIMEOUT else ("failed", None)
+    lines = out.strip().splitlines()
     fields = lines[-1].split() if lines else []
     if len(fields) != 2:
-        sys.stderr.write(done.stdout + done.stderr)
+        log(f"  unexpected DuckDB output: {out[-400:]!r}")
         return "failed", None
-    print(f"  duckdb: {fields[0]} ms, {fields[1]} tuples", file=sys.stderr, flush=True)
+    log(f"  duckdb: {fields[0]} ms, {fields[1]} tuples")
     return float(fields[0]), int(fields[1])
 
 
 def main():
-    global DEADLINE
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--horsec", default=os.environ.get("HORSEC", "target/release/horsec"))
     p.add_argument("--out", default="/tmp/horsec-datalog-bench")
@@ -154,7 +121,8 @@ def main():
     p.add_argument("--cspa-dereference", type=int, default=1_100_000)
     p.add_argument("--skip", default="", help="comma-separated: reach,sg,cspa,cpu,duckdb")
     args = p.parse_args()
-    DEADLINE = time.monotonic() + args.budget_s
+    budget = Budget(args.budget_s)
+    left = budget.left
     skip = set(filter(None, args.skip.split(",")))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.makedirs(args.out, exist_ok=True)
@@ -175,7 +143,10 @@ def main():
                "--assign", str(args.cspa_assign), "--dereference", str(args.cspa_dereference), "--out", directory]
         jobs.append(("cspa", gen, ["--data", directory], None))
     for name, gen, data_args, duck in jobs:
-        run(gen, left())
+        _, err = run(gen, left())
+        if err:
+            log(f"  {name}: generating its input {err}; skipped")
+            continue
         program = os.path.join(root, "queries", "datalog", f"{name}.dl")
         gpu, cold, iterations, total = horsec_bench(args.horsec, program, data_args, args.runs, "gpu",
                                                     min(args.gpu_limit_s, left()))
@@ -186,12 +157,12 @@ def main():
             if total is None:
                 iterations, total = cpu_iterations, cpu_total
             elif cpu_total is not None and total is not None and cpu_total != total:
-                print(f"WARNING: {name}: GPU {total} tuples, CPU {cpu_total}", file=sys.stderr)
+                log(f"WARNING: {name}: GPU {total} tuples, CPU {cpu_total}")
         duck_ms, count = None, None
         if duck is not None and "duckdb" not in skip:
             duck_ms, count = duckdb_median(duck[0], duck[1], args.runs, min(args.duckdb_limit_s, left()))
             if isinstance(count, int) and total is not None and count != total:
-                print(f"WARNING: {name}: DuckDB counted {count} tuples, horsec {total}", file=sys.stderr)
+                log(f"WARNING: {name}: DuckDB counted {count} tuples, horsec {total}")
         limits = {"gpu": args.gpu_limit_s, "cpu": args.cpu_limit_s, "duckdb": args.duckdb_limit_s}
         rows.append((name, total, iterations, gpu, cold, cpu, duck_ms, duck is not None and "duckdb" not in skip,
                      "cpu" not in skip, limits))

@@ -25,33 +25,8 @@ import os
 import re
 import subprocess
 import sys
-import time
 
-DEADLINE = None
-
-
-def left():
-    return max(1.0, DEADLINE - time.monotonic())
-
-
-def log(text):
-    print(text, file=sys.stderr, flush=True)
-
-
-def run(cmd, timeout, env=None):
-    """(stdout, None), (None, 'timeout') or (None, 'failed')."""
-    shown = cmd[:2] + ["<duckdb script>"] + cmd[3:] if cmd[1:2] == ["-c"] else cmd
-    log("+ " + " ".join(shown) + f" (limit {timeout:.0f} s)")
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        log(f"  timed out after {timeout:.0f} s")
-        return None, "timeout"
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
-        log("  FAILED")
-        return None, "failed"
-    return done.stdout, None
+from budget import Budget, log, run
 
 
 BENCH = re.compile(
@@ -99,7 +74,8 @@ print(statistics.median(times), count)
 
 
 def duckdb_count(csv, runs, limit):
-    out, err = run([sys.executable, "-c", DUCKDB_SCRIPT, csv, str(runs)], limit)
+    out, err = run([sys.executable, "-c", DUCKDB_SCRIPT, csv, str(runs)], limit,
+                   shown=["duckdb", csv])
     if err:
         return err, None
     fields = out.strip().splitlines()[-1].split() if out.strip() else []
@@ -110,7 +86,6 @@ def duckdb_count(csv, runs, limit):
 
 
 def main():
-    global DEADLINE
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--horsec", default=os.environ.get("HORSEC", "target/release/horsec"))
     p.add_argument("--out", default="/tmp/horsec-lftj-bench")
@@ -125,7 +100,8 @@ def main():
     p.add_argument("--largest-gpu-only", action="store_true",
                    help="the largest graph on the GPU alone (the others past their limits there)")
     args = p.parse_args()
-    DEADLINE = time.monotonic() + args.budget_s
+    budget = Budget(args.budget_s)
+    left = budget.left
     skip = set(filter(None, args.skip.split(",")))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     program = os.path.join(root, "queries", "datalog", "triangles_count.dl")

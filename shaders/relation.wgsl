@@ -7,7 +7,9 @@
 // looks its key up in a hash table from key to first row (HISA, as in GDlog).
 //
 // Entry points (bindings: params, a, b, idx, out, flag):
-//   adjacent_distinct  out[k] = 1 if row idx[k] of a differs from row idx[k-1] (k = 0: 1)
+//   adjacent_distinct  out[k] = 1 if row idx[k] of a differs from row idx[k-1] (k = 0: 1);
+//                      params.mode = 1: out[k] kept where already 1 (a relation's keys cut
+//                      into column groups, one dispatch per group)
 //   check_sorted       flag[slot] = min k with row k-1 of a >= row k (params.mode = 1:
 //                      strictly increasing required) or > row k (mode = 0: non-decreasing)
 //   check_monotonic    flag[slot] = min k with idx[k+1] < idx[k] (a scan that wrapped), k < n
@@ -112,6 +114,10 @@ fn adjacent_distinct(
 ) {
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var k = global.x; k < params.n; k = k + stride) {
+        // mode 1: a row an earlier key group found distinct stays so.
+        if params.mode == 1u && out[k] != 0u {
+            continue;
+        }
         var distinct = 1u;
         if k > 0u && compare_aa(idx[k], idx[k - 1u]) == 0 {
             distinct = 0u;

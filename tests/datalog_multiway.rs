@@ -12,7 +12,7 @@ use horsec::datalog::{compile, LowerOptions};
 use horsec::diag::SourceFile;
 
 mod datalog_support;
-use datalog_support::{backends, horsec, relations, Tuples};
+use datalog_support::{backends, horsec, horsec_with_env, relations, Tuples};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -20,17 +20,25 @@ fn root() -> PathBuf {
 
 /// The `.output` relations of a run of `program` on `edge=edges`, one set per relation.
 fn run(program: &Path, edges: &Path, backend: &str) -> Vec<Tuples> {
+    run_with_env(program, edges, backend, &[])
+}
+
+/// [`run`] with environment variables `env` set.
+fn run_with_env(program: &Path, edges: &Path, backend: &str, env: &[(&str, &str)]) -> Vec<Tuples> {
     let table = format!("edge={}", edges.display());
-    let text = horsec(&[
-        "run",
-        program.to_str().expect("UTF-8"),
-        "--format",
-        "tsv",
-        "--backend",
-        backend,
-        "--table",
-        &table,
-    ]);
+    let text = horsec_with_env(
+        &[
+            "run",
+            program.to_str().expect("UTF-8"),
+            "--format",
+            "tsv",
+            "--backend",
+            backend,
+            "--table",
+            &table,
+        ],
+        env,
+    );
     relations(&text)
 }
 
@@ -141,6 +149,33 @@ fn triangles_and_four_cliques_equal_brute_force_on_both_backends() {
         cliques(&graphs[1].1, 4).len() > 1,
         "the random graph has 4-cliques"
     );
+}
+
+#[test]
+fn triangles_and_cliques_at_a_binding_limit_below_the_keys_of_link() {
+    // The shape of 10^8 edges on a GPU with 2 GiB bindings, scaled down: `link`'s columns
+    // fit one binding, its key matrix (twice their size) does not, so its `@tuple_unique`
+    // sorts one column at a time; the trie and the join's batches fit the limit too.
+    if !backends().contains(&"gpu") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, edges) = random_graph(dir.path(), 9, 220, 26);
+    let (triangles, four) = (cliques(&edges, 3), cliques(&edges, 4));
+    assert!(four.len() > 1, "the random graph has 4-cliques");
+    let link: BTreeSet<(i64, i64)> = edges
+        .iter()
+        .filter(|(a, b)| a != b)
+        .flat_map(|&(a, b)| [(a, b), (b, a)])
+        .collect();
+    // Bytes: a column of i64 is 8 per row, the key matrix of two columns 16.
+    let limit = (12 * link.len()).to_string();
+    let env = [("HORSEC_BINDING_LIMIT", limit.as_str())];
+    let got = |name: &str| run_with_env(&program(name), &path, "gpu", &env);
+    assert_eq!(got("triangles"), std::slice::from_ref(&triangles));
+    assert_eq!(got("triangles_count"), [count(triangles.len())]);
+    assert_eq!(got("cliques4"), std::slice::from_ref(&four));
+    assert_eq!(got("cliques4_count"), [count(four.len())]);
 }
 
 #[test]

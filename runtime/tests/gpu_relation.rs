@@ -9,6 +9,7 @@ use horsec_runtime::builtin::Builtin as B;
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
 use horsec_runtime::error::{Result, RuntimeError};
 use horsec_runtime::gpu::library::run_library;
+use horsec_runtime::gpu::relation::{tuple_unique_within, DeviceRelation};
 use horsec_runtime::gpu::{require_gpu_or_skip, Device};
 use horsec_runtime::plan::Callee;
 use horsec_runtime::value::{List, Table, Value, Vector};
@@ -154,6 +155,57 @@ fn tuple_unique_matches_the_cpu_on_random_empty_and_all_duplicate_relations() {
     let duplicates = relation(vec![vec![7; 1000], vec![-3; 1000]]);
     let unique = assert_same(device, B::TupleUnique, &[duplicates]);
     assert_eq!(unique, relation(vec![vec![7], vec![-3]]));
+}
+
+/// `@tuple_unique` with its keys cut into column groups (each group's key matrix at most
+/// `key_bytes`, as a relation whose keys pass one storage binding is) against the CPU.
+fn assert_unique_split(device: &Device, columns: Vec<Vec<i64>>, key_bytes: u64, what: &str) {
+    let cpu_result = cpu(B::TupleUnique, &[relation(columns.clone())]);
+    let refs: Vec<&[i64]> = columns.iter().map(Vec::as_slice).collect();
+    let uploaded = DeviceRelation::upload(device, &refs).expect("uploads");
+    let unique = tuple_unique_within(device, &uploaded, key_bytes).expect("runs on the GPU");
+    let gpu_result = relation(unique.download(device).expect("downloads"));
+    assert_eq!(gpu_result, cpu_result, "{what}, {key_bytes} key bytes");
+}
+
+#[test]
+fn tuple_unique_with_keys_in_column_groups_matches_the_cpu() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(0xc0ffee);
+    let mut cases: Vec<(String, Vec<Vec<i64>>)> = vec![
+        ("empty".into(), vec![Vec::new(), Vec::new(), Vec::new()]),
+        ("one row".into(), vec![vec![4], vec![-4], vec![0]]),
+        (
+            "all duplicates".into(),
+            vec![vec![7; 900], vec![-3; 900], vec![1 << 40; 900]],
+        ),
+    ];
+    for (rows, arity, range) in [(2000, 2, 6), (1500, 3, 4), (1200, 4, 1 << 40), (800, 3, 3)] {
+        cases.push((
+            format!("random {rows}x{arity} below {range}"),
+            rng.relation(rows, arity, range),
+        ));
+    }
+    // One first-column value holding most rows (the rest spread), and a constant middle
+    // column: groups whose words are all equal sort nothing.
+    let mut skewed = rng.relation(3000, 3, 50);
+    for (i, v) in skewed[0].iter_mut().enumerate() {
+        if i % 10 != 0 {
+            *v = -17;
+        }
+    }
+    skewed[1] = vec![i64::MIN; 3000];
+    skewed[1][5] = i64::MAX;
+    cases.push(("skewed".into(), skewed));
+    for (what, columns) in cases {
+        let rows = columns[0].len() as u64;
+        // One column per group, two (and a last group of one), and all in one.
+        for key_bytes in [1, 2 * 8 * rows.max(1), u64::MAX] {
+            assert_unique_split(device, columns.clone(), key_bytes, &what);
+        }
+    }
 }
 
 #[test]

@@ -10,8 +10,14 @@ pub type Tuples = BTreeSet<Vec<i64>>;
 
 /// stdout of a successful `horsec` run with `args`.
 pub fn horsec(args: &[&str]) -> String {
+    horsec_with_env(args, &[])
+}
+
+/// [`horsec`] with environment variables `env` set (tests forcing small limits).
+pub fn horsec_with_env(args: &[&str], env: &[(&str, &str)]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_horsec"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("the horsec binary runs");
     assert!(

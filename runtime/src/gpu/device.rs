@@ -14,6 +14,10 @@ use super::template::{
 pub const ADAPTER_ENV: &str = "HORSEC_ADAPTER";
 /// Environment variable that turns a missing adapter in tests into a failure (CI sets it).
 pub const REQUIRE_GPU_ENV: &str = "HORSEC_REQUIRE_GPU";
+/// Environment variable that lowers the storage binding limit (bytes) the device is opened
+/// with, so that tests run the paths of inputs past one binding (10^8 edges on a GPU's
+/// 2 GiB) on small inputs; wgpu then enforces the lower limit as it would the real one.
+pub const BINDING_LIMIT_ENV: &str = "HORSEC_BINDING_LIMIT";
 
 /// Native features the kernels use when the adapter has them. None is mandatory for the
 /// library kernels of today; element types that need one check for it (see `GpuScalar`).
@@ -556,7 +560,15 @@ fn open_device(adapter: &wgpu::Adapter) -> std::result::Result<OpenDevice, Strin
     let features = adapter.features() & OPTIONAL_FEATURES;
     // Ask for the adapter's real limits: the defaults are WebGPU's portable minimums
     // (e.g. 128 MiB bindings, 8 storage buffers per stage), far below a real GPU.
-    let limits = adapter.limits();
+    let mut limits = adapter.limits();
+    if let Some(bytes) = std::env::var(BINDING_LIMIT_ENV)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        // Bindings are whole words.
+        let bytes = (bytes & !3).max(4);
+        limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(bytes);
+    }
     let descriptor = wgpu::DeviceDescriptor {
         label: Some("horsec"),
         required_features: features,

@@ -650,7 +650,7 @@ fn batch_slots(device: &Device, spec: &Spec) -> usize {
     let binding = device.limits().max_storage_buffer_binding_size;
     let widest = spec.atoms.len().max(2 * spec.variables.len()) + 1;
     let by_binding = binding / (4 * widest as u64);
-    by_binding.clamp(1024, 1 << 25) as usize
+    by_binding.clamp(1, 1 << 25) as usize
 }
 
 /// Partial bindings on the device.

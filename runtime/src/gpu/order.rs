@@ -24,6 +24,19 @@ pub fn order_permutation(
     keys: &KeyMatrix,
     ascending: &[bool],
 ) -> Result<GpuBuffer<u32>> {
+    order_permutation_after(device, keys, ascending, None)
+}
+
+/// [`order_permutation`] continuing a sort of less significant keys: the permutation that
+/// orders the rows by `keys` first, rows with equal keys in the order `less_significant`
+/// puts them (None: input order). Keys too large for one key matrix are sorted this way,
+/// one matrix of columns at a time from the last (`@tuple_unique` of a large relation).
+pub fn order_permutation_after(
+    device: &Device,
+    keys: &KeyMatrix,
+    ascending: &[bool],
+    less_significant: Option<GpuBuffer<u32>>,
+) -> Result<GpuBuffer<u32>> {
     let columns = keys.columns.len();
     if ascending.len() != columns && ascending.len() != 1 {
         return Err(GpuError::Unsupported {
@@ -36,7 +49,7 @@ pub fn order_permutation(
     }
     let rows = keys.rows;
     let rows32 = check_len("@order", rows)?;
-    let mut permutation: Option<GpuBuffer<u32>> = None;
+    let mut permutation = less_significant;
     // Every word's range at once: one read back for the whole sort.
     let ranges = word_min_max(device, keys)?;
     for (c, &(first, count)) in keys.columns.iter().enumerate().rev() {

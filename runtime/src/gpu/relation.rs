@@ -59,9 +59,10 @@ use super::compact::{element_workgroups, where_true};
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::keys::{
-    check_len, encode_keys, filled, gather, gather_rows, unused, ColumnSource, Encoding, KeyMatrix,
+    check_len, encode_keys, filled, gather, gather_rows, iota, unused, ColumnSource, Encoding,
+    KeyMatrix,
 };
-use super::order::order_permutation;
+use super::order::order_permutation_after;
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::scan::{record_scan, SUM_VALUES};
 use super::template::{render, workgroup_size_text};
@@ -295,8 +296,17 @@ impl DeviceRelation {
     }
 
     fn encode_keys(&self, device: &Device, what: &str) -> Result<KeyMatrix> {
-        let sources: Vec<ColumnSource<'static>> = self
-            .columns
+        self.encode_key_columns(device, what, 0..self.arity())
+    }
+
+    /// The key matrix of the columns `columns` alone (their words only, in column order).
+    fn encode_key_columns(
+        &self,
+        device: &Device,
+        what: &str,
+        columns: std::ops::Range<usize>,
+    ) -> Result<KeyMatrix> {
+        let sources: Vec<ColumnSource<'static>> = self.columns[columns]
             .iter()
             .map(|c| ColumnSource {
                 data: Cow::Borrowed(&[]),
@@ -581,34 +591,97 @@ fn record_gather_column(
     Ok(out)
 }
 
+/// Key words per relation column (an i64 is two order-preserving words).
+const WORDS_PER_COLUMN: usize = 2;
+
+/// The most bytes one key matrix of `@tuple_unique` may have: what one storage binding
+/// holds (`HORSEC_BINDING_LIMIT` lowers it for tests).
+pub fn tuple_key_bytes(device: &Device) -> u64 {
+    let limits = device.limits();
+    limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+}
+
+/// The columns of a relation of `rows` rows and `arity` columns cut into consecutive groups
+/// whose key matrix has at most `key_bytes` bytes (at least one column each: one column's
+/// keys take as many bytes as the column itself, which a kernel binds anyway).
+fn key_column_groups(rows: usize, arity: usize, key_bytes: u64) -> Vec<std::ops::Range<usize>> {
+    let column_bytes = (rows * WORDS_PER_COLUMN * std::mem::size_of::<u32>()) as u64;
+    let per_group = (key_bytes / column_bytes.max(1)).clamp(1, arity.max(1) as u64) as usize;
+    (0..arity)
+        .step_by(per_group)
+        .map(|first| first..(first + per_group).min(arity))
+        .collect()
+}
+
 /// `@tuple_unique` on the GPU: the distinct rows, sorted.
 pub fn tuple_unique(device: &Device, r: &DeviceRelation) -> Result<DeviceRelation> {
+    tuple_unique_within(device, r, tuple_key_bytes(device))
+}
+
+/// [`tuple_unique`] with no key matrix over `key_bytes` bytes.
+///
+/// The rows' key words (two per column) can be more than one storage binding holds while
+/// every column fits one: 2·10^8 pairs of i64, the undirected edges of a 10^8-edge graph,
+/// are 1.6 GB per column but 3.2 GB of keys. The columns are then cut into groups whose key
+/// matrices fit (each a buffer of its own), and the rows sorted one group at a time from the
+/// last (an LSD sort: each group's words sorted stably through the permutation of the groups
+/// after it); a row is distinct when some group's words differ from the row before. One
+/// group, the usual case, is the plain sort-unique. Device memory is the same either way.
+pub fn tuple_unique_within(
+    device: &Device,
+    r: &DeviceRelation,
+    key_bytes: u64,
+) -> Result<DeviceRelation> {
     let n = r.rows;
     if n == 0 {
         return DeviceRelation::empty(device, r.arity());
     }
-    let keys = r.encode_keys(device, "@tuple_unique")?;
-    let permutation = order_permutation(device, &keys, &[true])?;
+    let mut group_keys = Vec::new();
+    let mut permutation = None;
+    for group in key_column_groups(n, r.arity(), key_bytes).into_iter().rev() {
+        let keys = r.encode_key_columns(device, "@tuple_unique", group)?;
+        permutation = Some(order_permutation_after(
+            device,
+            &keys,
+            &[true],
+            permutation,
+        )?);
+        group_keys.push(keys);
+    }
+    let permutation = match permutation {
+        Some(p) => p,
+        None => iota(device, n)?,
+    };
+    // Flags of rows differing from their predecessor in some group: the first group's pass
+    // writes them, later ones set more.
     let flags = device.zeroed::<u32>("distinct flags", n)?;
-    let (b, flag) = (unused(device)?, unused(device)?);
-    run(
-        device,
-        Dispatch {
-            entry: "adjacent_distinct",
-            params: Params {
-                rows_a: n,
-                words: keys.num_words(),
-                ..Params::new(n)
-            }
-            .words()?,
-            a: keys.words.raw(),
-            b: b.raw(),
-            idx: permutation.raw(),
-            out: flags.raw(),
-            flag: flag.raw(),
-            items: n,
-        },
-    )?;
+    let mut commands = Commands::new(device, "@tuple_unique distinct");
+    for (g, keys) in group_keys.iter().enumerate() {
+        let (b, flag) = (unused(device)?, unused(device)?);
+        record(
+            &mut commands,
+            Dispatch {
+                entry: "adjacent_distinct",
+                params: Params {
+                    rows_a: n,
+                    words: keys.num_words(),
+                    mode: u32::from(g > 0),
+                    ..Params::new(n)
+                }
+                .words()?,
+                a: keys.words.raw(),
+                b: b.raw(),
+                idx: permutation.raw(),
+                out: flags.raw(),
+                flag: flag.raw(),
+                items: n,
+            },
+        )?;
+    }
+    commands.submit()?;
+    drop(group_keys);
     let kept = where_true(device, &flags)?;
     let rows = gather(device, &permutation, &kept)?;
     Ok(r.gather(device, &rows, kept.len())?.sorted())
