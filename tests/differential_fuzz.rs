@@ -628,7 +628,7 @@ fn an_engine_kept_across_runs_reports_each_runs_own_error() {
 
 /// The variables a generated line passes to each builtin it calls: `(builtin, variables)`
 /// for every `@name(...)` of the line with its arguments' placeholders (a function literal
-/// such as `@sum` in `@each(@sum, x)` is a builtin of no arguments).
+/// such as `@sum` in `@each(@sum, x)` is not a call: it has no parenthesis).
 fn builtin_arguments(line: &str) -> Vec<(String, Vec<usize>)> {
     let mut calls = Vec::new();
     for (start, _) in line.match_indices('@') {
@@ -656,7 +656,12 @@ fn builtin_arguments(line: &str) -> Vec<(String, Vec<usize>)> {
         let vars = args[..end]
             .split(OPEN)
             .skip(1)
-            .filter_map(|s| s.split(CLOSE).next()?.parse().ok())
+            .filter_map(|s| {
+                // `x_i` and `g_k` are names made from a variable's (a loop's counter, a
+                // group's keys), not the variable.
+                let (number, after) = s.split_once(CLOSE)?;
+                (!after.starts_with('_')).then(|| number.parse().ok())?
+            })
             .collect();
         calls.push((name, vars));
     }
