@@ -12,6 +12,7 @@ use horsec_runtime::plan::{
     Step,
 };
 use horsec_runtime::types::Type;
+use horsec_runtime::typing::compat::converts_at_assignment;
 use horsec_runtime::value::{Complex, Strings, Value, Vector};
 
 use horsec_runtime::kernel::KernelLaunch;
@@ -65,6 +66,7 @@ pub fn lower_gpu(
             .ok_or_else(|| format!("no kernel modules for {}", function.qualified_name()))?;
         let gpu = GpuLowering {
             lowering: &lowering,
+            function,
             tree: &tree,
             outlined: outlined_function,
             kernels,
@@ -80,6 +82,7 @@ pub fn lower_gpu(
 
 struct GpuLowering<'a> {
     lowering: &'a Lowering<'a>,
+    function: &'a typed::Function,
     tree: &'a StatementTree<'a>,
     outlined: &'a OutlinedFunction,
     kernels: &'a [Option<Arc<KernelLaunch>>],
@@ -119,7 +122,7 @@ impl GpuLowering<'_> {
                 parent = self.tree.get(p).and_then(|e| e.parent);
             }
             if !nested {
-                steps.extend(self.lowering.stmt(self.typed(*id)?));
+                steps.extend(self.lowering.stmt(self.function, self.typed(*id)?));
             }
         }
         Ok(steps)
@@ -153,7 +156,7 @@ impl GpuLowering<'_> {
     fn stmt(&self, stmt: &OutlinedStmt) -> Result<Option<Step>, String> {
         Ok(match stmt {
             OutlinedStmt::Host(id) | OutlinedStmt::Library(id) => {
-                self.lowering.stmt(self.typed(*id)?)
+                self.lowering.stmt(self.function, self.typed(*id)?)
             }
             OutlinedStmt::GroupAggregate(fused) => {
                 let ops: Vec<String> = fused
@@ -273,12 +276,15 @@ impl Lowering<'_> {
                     ty: l.ty.clone(),
                 })
                 .collect(),
-            body: self.block(&f.body),
+            body: self.block(f, &f.body),
         }
     }
 
-    fn block(&self, stmts: &[typed::Stmt]) -> Vec<Step> {
-        stmts.iter().filter_map(|s| self.stmt(s)).collect()
+    fn block(&self, function: &typed::Function, stmts: &[typed::Stmt]) -> Vec<Step> {
+        stmts
+            .iter()
+            .filter_map(|s| self.stmt(function, s))
+            .collect()
     }
 
     fn location(&self, span: Span) -> Location {
@@ -293,7 +299,8 @@ impl Lowering<'_> {
         }
     }
 
-    fn stmt(&self, stmt: &typed::Stmt) -> Option<Step> {
+    /// The step of `stmt`, a statement of `function`.
+    fn stmt(&self, function: &typed::Function, stmt: &typed::Stmt) -> Option<Step> {
         let at = self.location(stmt.span);
         Some(match &stmt.kind {
             // A declaration without a value has nothing to execute.
@@ -306,7 +313,7 @@ impl Lowering<'_> {
                         typed::Target::Discard => None,
                     })
                     .collect(),
-                expr: self.expr(expr),
+                expr: self.assigned(function, targets, expr),
                 at,
             },
             typed::StmtKind::Expr(expr) => Step::Assign {
@@ -324,25 +331,47 @@ impl Lowering<'_> {
                 else_body,
             } => Step::If {
                 cond: self.operand(cond),
-                then_body: self.block(then_body),
+                then_body: self.block(function, then_body),
                 else_body: else_body
                     .as_deref()
-                    .map_or_else(Vec::new, |b| self.block(b)),
+                    .map_or_else(Vec::new, |b| self.block(function, b)),
                 at,
             },
             typed::StmtKind::While { cond, body } => Step::While {
                 cond: self.operand(cond),
-                body: self.block(body),
+                body: self.block(function, body),
                 at,
             },
             typed::StmtKind::Repeat { count, body } => Step::Repeat {
                 count: self.operand(count),
-                body: self.block(body),
+                body: self.block(function, body),
                 at,
             },
             typed::StmtKind::Break => Step::Break,
             typed::StmtKind::Continue => Step::Continue,
         })
+    }
+
+    /// The expression assigned to `targets`, converted to the declared type of a single
+    /// target where the declaration converts a numeric value
+    /// ([`converts_at_assignment`]; the GPU's kernels convert the same way).
+    fn assigned(
+        &self,
+        function: &typed::Function,
+        targets: &[typed::Target],
+        expr: &typed::Expr,
+    ) -> Expr {
+        let lowered = self.expr(expr);
+        let ([typed::Target::Local(local)], [value]) = (targets, expr.types.as_slice()) else {
+            return lowered;
+        };
+        match function.locals.get(local.0) {
+            Some(declared) if converts_at_assignment(&declared.ty, value) => Expr::Convert {
+                expr: Box::new(lowered),
+                ty: declared.ty.clone(),
+            },
+            _ => lowered,
+        }
     }
 
     fn expr(&self, expr: &typed::Expr) -> Expr {

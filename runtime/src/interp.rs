@@ -255,10 +255,10 @@ impl Interpreter<'_> {
                 Err(error) => {
                     let error = locate(error, step_location(step));
                     let path = self.failure_path_of(step, &error);
-                    let (error, path) = self.run_again_before((error, path), step, frame);
+                    let (error, path, written) = self.run_again((error, path), step, frame);
                     let (error, path) = self.first_failure_in_source_order(
                         (error, path),
-                        step,
+                        (step, written),
                         &steps[i + 1..],
                         frame,
                     );
@@ -330,17 +330,20 @@ impl Interpreter<'_> {
     /// statement and does not read what a failed or skipped step would have written, and
     /// the failure that comes first is reported with its path. (Kernels that check their
     /// statements late are ordered by the same paths when the run ends: see the engine's
-    /// `status`.)
+    /// `status`.) `failed_wrote` says whether `failed` has written its values after all (it
+    /// failed with another statement's error and ran again: see [`Interpreter::run_again`]).
     fn first_failure_in_source_order(
         &mut self,
         (error, path): (RuntimeError, SourcePath),
-        failed: &Step,
+        (failed, failed_wrote): (&Step, bool),
         rest: &[Step],
         frame: &mut Frame,
     ) -> (RuntimeError, SourcePath) {
         let (mut first, mut first_path) = (error, path);
-        let (_, written) = slots_inside(failed);
-        let mut unwritten: HashSet<Slot> = written.into_iter().collect();
+        let mut unwritten: HashSet<Slot> = HashSet::new();
+        if !failed_wrote {
+            unwritten.extend(slots_inside(failed).1);
+        }
         for step in rest {
             if matches!(step, Step::Return { .. } | Step::Break | Step::Continue) {
                 break;
@@ -382,32 +385,42 @@ impl Interpreter<'_> {
         (first, first_path)
     }
 
-    /// The error of `step` when it failed with `error`, the failure of a statement after it in
-    /// the source (a kernel launched earlier failed, and the read-back this step needed
-    /// brought its status): the step has not run, and the CPU would have run it first. A
-    /// pure step runs again (the accelerator has taken the failure, so its reads succeed),
-    /// and its own error, if it fails, comes first.
-    fn run_again_before(
+    /// The error of `step` when it failed with `error`, and whether it has written its
+    /// values after all. A read-back the step needed may have brought the failure of a kernel
+    /// launched earlier, which holds another statement, before or after this one in the
+    /// source: the step itself has not run. A pure step runs again (the accelerator has taken
+    /// the failure, so its reads succeed):
+    /// - before the failure in the source, the CPU would have run it first: its own error, if
+    ///   it fails, comes first;
+    /// - after it, the CPU would not have run it, but a later step may read its values and
+    ///   hold a statement earlier than the failure (the outliner fuses across positions, and
+    ///   a kernel may be launched after a library call that reads this step's value), so
+    ///   that step can still run and report its error (see
+    ///   [`Interpreter::first_failure_in_source_order`]).
+    ///
+    /// A step that failed with its own error fails again the same way.
+    fn run_again(
         &mut self,
         (error, path): (RuntimeError, SourcePath),
         step: &Step,
         frame: &mut Frame,
-    ) -> (RuntimeError, SourcePath) {
-        if !is_pure_statement(step) || vec![step_key(step)] >= path {
-            return (error, path);
+    ) -> (RuntimeError, SourcePath, bool) {
+        if !is_pure_statement(step) {
+            return (error, path, false);
         }
         match self.run_step_tracked(step, frame) {
+            Ok(_) => (error, path, true),
             // A read that still brings a failure names no statement of its own.
             Err(again) if !again.message.contains(crate::gpu::deferred::KERNEL_FAILED) => {
                 let again = locate(again, step_location(step));
                 let again_path = self.failure_path_of(step, &again);
                 if again_path < path {
-                    (again, again_path)
+                    (again, again_path, false)
                 } else {
-                    (error, path)
+                    (error, path, false)
                 }
             }
-            _ => (error, path),
+            Err(_) => (error, path, false),
         }
     }
 
@@ -583,6 +596,13 @@ impl Interpreter<'_> {
                 }
                 Ok(values)
             }
+            Expr::Convert { expr, ty } => {
+                let values = self.eval(expr, frame)?;
+                values
+                    .into_iter()
+                    .map(|value| self.convert(value, ty))
+                    .collect()
+            }
             Expr::Call { callee, args } => {
                 let mut arg_values = Vec::with_capacity(args.len());
                 for arg in args {
@@ -612,6 +632,25 @@ impl Interpreter<'_> {
 }
 
 impl Interpreter<'_> {
+    /// `value` converted to the real type `ty` ([`Expr::Convert`]), as Rust's `as` converts
+    /// (floats to integers truncate and saturate). A device value is read back and converted
+    /// on the host (recorded as the read of a step "converting assignment"): the GPU backend
+    /// converts in its kernels, and library results meet a converting declaration rarely.
+    /// Values that are not real vectors are kept.
+    fn convert(&mut self, value: Value, ty: &Type) -> Result<Value> {
+        let value = if value.on_device() {
+            self.host(&value, "converting assignment")?
+        } else {
+            value
+        };
+        match value {
+            Value::Vector(v) if v.ty().is_real() && ty.is_real() => {
+                Ok(Value::Vector(v.cast_real(ty)?))
+            }
+            other => Ok(other),
+        }
+    }
+
     /// `value` on the host for `step` (see [`Accelerator::host`]).
     fn host(&mut self, value: &Value, step: &str) -> Result<Value> {
         if value.on_device() {
@@ -721,7 +760,7 @@ fn is_pure_statement(step: &Step) -> bool {
 fn prints(expr: &Expr) -> bool {
     match expr {
         Expr::Call { callee, .. } => matches!(callee, Callee::Builtin(Builtin::Print)),
-        Expr::CheckCast { expr, .. } => prints(expr),
+        Expr::CheckCast { expr, .. } | Expr::Convert { expr, .. } => prints(expr),
         Expr::Operand(_) => false,
     }
 }
@@ -736,7 +775,7 @@ fn calls_a_function(expr: &Expr) -> bool {
                     .iter()
                     .any(|a| matches!(a, Arg::Function(Callee::Function(_))))
         }
-        Expr::CheckCast { expr, .. } => calls_a_function(expr),
+        Expr::CheckCast { expr, .. } | Expr::Convert { expr, .. } => calls_a_function(expr),
         Expr::Operand(_) => false,
     }
 }

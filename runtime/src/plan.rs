@@ -114,6 +114,13 @@ pub enum Expr {
         expr: Box<Expr>,
         ty: Type,
     },
+    /// The value of `e` converted to the real type `ty`: an assignment to a variable declared
+    /// with another numeric type than its value's (see
+    /// [`crate::typing::compat::converts_at_assignment`]).
+    Convert {
+        expr: Box<Expr>,
+        ty: Type,
+    },
     Operand(Operand),
 }
 
@@ -312,6 +319,7 @@ impl StepPrinter<'_> {
         match expr {
             Expr::Operand(op) => self.operand(op),
             Expr::CheckCast { expr, ty } => format!("check_cast({}, {ty})", self.expr(expr)),
+            Expr::Convert { expr, ty } => format!("{} as {ty}", self.expr(expr)),
             Expr::Call { callee, args } => {
                 let texts: Vec<String> = args
                     .iter()

@@ -177,9 +177,16 @@ pub enum Helper {
     /// `widen_f32`: an f32 as f64, subnormals included (a GPU may flush them).
     WidenF32,
     /// `sin_f32`, `cos_f32`, `tan_f32` of an f64 argument (an f32 or an integer): the f64
-    /// functions rounded to f32, as the CPU's.
+    /// functions rounded to f32, as the CPU's; and `sin_f32_wide`, ...: the same values as
+    /// f64, their special values made from f64 bits (see [`Helper::ExpLogF32`]).
     TrigF32,
-    /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same.
+    /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same; and
+    /// `exp_f32_wide`, ...: the same values as f64. A kernel that uses such an f32 value as an
+    /// f64 (an f64 sum of it, arithmetic with an f64) takes the wide one: on the H100, the f64
+    /// sum of f32 infinities made by these functions from their bits was 0, where f64
+    /// infinities made from f64 bits (as `div_f64` makes them) sum right; so the specials of
+    /// a wide value are decided on the argument and made from f64 bits, and no f32 infinity
+    /// or NaN is ever converted to f64.
     ExpLogF32,
 }
 
@@ -538,6 +545,29 @@ fn tan_f32(w: f64) -> f32 {
     let v = select(s / c, -c / s, (reduced.quadrant & 1u) == 1u);
     return f32(select(v, -v, trig_negative(w)));
 }
+
+// The same results as f64 values, for a kernel that uses them as f64: NaN made from f64 bits
+// (decided on the argument), a finite f32 result widened exactly.
+fn cos_f32_wide(w: f64) -> f64 {
+    if trig_not_finite(w) {
+        return bitcast<f64>(9221120237041090560lu);
+    }
+    return widen_f32(cos_f32(w));
+}
+
+fn sin_f32_wide(w: f64) -> f64 {
+    if trig_not_finite(w) {
+        return bitcast<f64>(9221120237041090560lu);
+    }
+    return widen_f32(sin_f32(w));
+}
+
+fn tan_f32_wide(w: f64) -> f64 {
+    if trig_not_finite(w) {
+        return bitcast<f64>(9221120237041090560lu);
+    }
+    return widen_f32(tan_f32(w));
+}
 "
             }
             Helper::ExpLogF32 => {
@@ -556,17 +586,8 @@ fn explog_is_nan(w: f64) -> bool {
     return hi > 0x7ff00000u || (hi == 0x7ff00000u && u32(bits & 4294967295lu) != 0u);
 }
 
-fn exp_f32(w: f64) -> f32 {
-    if explog_is_nan(w) {
-        return bitcast<f32>(0x7fc00000u);
-    }
-    // e^100 and e^-110 lie beyond the f32 range (and its rounding to zero).
-    if w >= 100.0lf {
-        return bitcast<f32>(0x7f800000u);
-    }
-    if w <= -110.0lf {
-        return 0.0f;
-    }
+// e^w in f64 for -110 < w < 100.
+fn exp_f32_unrounded(w: f64) -> f64 {
     let k = round(w * 1.4426950408889634lf);
     let r = (w - k * 6.93147180369123816490e-1lf) - k * 1.90821492927058770002e-10lf;
     var p = 1.6059043836821613e-10lf;
@@ -583,7 +604,21 @@ fn exp_f32(w: f64) -> f32 {
     p = p * r + 0.5lf;
     p = p * r + 1.0lf;
     p = p * r + 1.0lf;
-    let y = p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
+    return p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
+}
+
+fn exp_f32(w: f64) -> f32 {
+    if explog_is_nan(w) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    // e^100 and e^-110 lie beyond the f32 range (and its rounding to zero).
+    if w >= 100.0lf {
+        return bitcast<f32>(0x7f800000u);
+    }
+    if w <= -110.0lf {
+        return 0.0f;
+    }
+    let y = exp_f32_unrounded(w);
     // Halfway between the largest f32 and 2^128 and beyond: infinity.
     if y >= 3.4028235677973366e38lf {
         return bitcast<f32>(0x7f800000u);
@@ -595,6 +630,36 @@ fn exp_f32(w: f64) -> f32 {
         return bitcast<f32>(u32(round(scaled)));
     }
     return f32(y);
+}
+
+// exp_f32 as an f64 value (see the wide trig functions): the same cases, each made in f64.
+fn exp_f32_wide(w: f64) -> f64 {
+    if explog_is_nan(w) {
+        return bitcast<f64>(9221120237041090560lu);
+    }
+    if w >= 100.0lf {
+        return bitcast<f64>(9218868437227405312lu);
+    }
+    if w <= -110.0lf {
+        return 0.0lf;
+    }
+    let y = exp_f32_unrounded(w);
+    if y >= 3.4028235677973366e38lf {
+        return bitcast<f64>(9218868437227405312lu);
+    }
+    // A multiple of 2^-149 (exact in f64).
+    if y < 1.1754943508222875e-38lf {
+        let scaled = y * bitcast<f64>(u64(149u + 1023u) << 52u);
+        return round(scaled) * bitcast<f64>(u64(1023u - 149u) << 52u);
+    }
+    return f64(f32(y));
+}
+
+// An f32 infinity or NaN given by its bits, as f64, made from f64 bits.
+fn f32_special_wide(bits: u32) -> f64 {
+    let sign = u64(bits & 0x80000000u) << 32u;
+    let nan = (bits & 0x007fffffu) != 0u;
+    return bitcast<f64>(sign | select(9218868437227405312lu, 9221120237041090560lu, nan));
 }
 
 // The f32 bits of log's special values, or 0 for a finite w > 0.
@@ -641,6 +706,14 @@ fn log_split(w: f64) -> vec2<f64> {
     return vec2<f64>(f64(e), 2.0lf * s * p);
 }
 
+fn log_f32_wide(w: f64) -> f64 {
+    let special = log_special(w);
+    if special != 0u {
+        return f32_special_wide(special);
+    }
+    return f64(log_f32(w));
+}
+
 fn log_f32(w: f64) -> f32 {
     let special = log_special(w);
     if special != 0u {
@@ -651,6 +724,14 @@ fn log_f32(w: f64) -> f32 {
         + (parts.y + parts.x * 1.90821492927058770002e-10lf));
 }
 
+fn log2_f32_wide(w: f64) -> f64 {
+    let special = log_special(w);
+    if special != 0u {
+        return f32_special_wide(special);
+    }
+    return f64(log2_f32(w));
+}
+
 fn log2_f32(w: f64) -> f32 {
     let special = log_special(w);
     if special != 0u {
@@ -658,6 +739,14 @@ fn log2_f32(w: f64) -> f32 {
     }
     let parts = log_split(w);
     return f32(parts.x + parts.y * 1.4426950408889634lf);
+}
+
+fn log10_f32_wide(w: f64) -> f64 {
+    let special = log_special(w);
+    if special != 0u {
+        return f32_special_wide(special);
+    }
+    return f64(log10_f32(w));
 }
 
 fn log10_f32(w: f64) -> f32 {

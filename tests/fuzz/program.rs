@@ -9,8 +9,9 @@ use horsec_runtime::types::Type;
 /// Index of a variable in [`Program::vars`].
 pub type VarId = usize;
 
-const OPEN: char = '\u{1}';
-const CLOSE: char = '\u{2}';
+/// The characters around a variable's number in a [`placeholder`].
+pub const OPEN: char = '\u{1}';
+pub const CLOSE: char = '\u{2}';
 
 /// The name of variable `v` in statement lines, resolved by [`Program::text`].
 pub fn placeholder(v: VarId) -> String {

@@ -617,6 +617,12 @@ impl Accelerator for GpuEngine<'_> {
         self.device.sample_memory();
         let result = match result {
             Ok(value) => self.pending.settle(self.device, false).map(|()| value),
+            // A read the library made brought an earlier launch's failure: taken as in
+            // `host_value`, so that the call can run again (`Interpreter::run_again`) and a
+            // later launch holding an earlier statement can report its own error.
+            Err(e) if e.message.contains(crate::gpu::deferred::KERNEL_FAILED) => {
+                self.pending.settle(self.device, true).and(Err(e))
+            }
             Err(e) => Err(e),
         };
         Some(result.map(|v| (v, Placement::GpuLibrary)))

@@ -248,7 +248,7 @@ fn reads_inside(steps: &[Step], into: &mut Live) {
 fn expr_reads(expr: &Expr, into: &mut Live) {
     match expr {
         Expr::Operand(op) => operand_reads(op, into),
-        Expr::CheckCast { expr, .. } => expr_reads(expr, into),
+        Expr::CheckCast { expr, .. } | Expr::Convert { expr, .. } => expr_reads(expr, into),
         Expr::Call { args, .. } => {
             for arg in args {
                 if let Arg::Operand(op) = arg {

@@ -40,6 +40,27 @@ pub fn compatibility(declared: &Type, value: &Type) -> Compat {
     }
 }
 
+/// Whether an assignment converts its value: a numeric value (a vector of a real type) stored
+/// in a variable declared with another real type (`x:f32 = @div(a, b)` of an f64 quotient:
+/// the type checker warns "it is converted"). Both backends convert it there, so that the
+/// variable holds the declared type, which the typed program gives every use of it. (Lists,
+/// dictionaries and enums keep their values: a list where a vector is declared, and back, is
+/// a container the program picks apart itself.)
+pub fn converts_at_assignment(declared: &Type, value: &Type) -> bool {
+    declared.is_real() && value.is_real() && declared != value
+}
+
+/// The type of the value a variable declared `declared` holds after an assignment of a value
+/// of type `value`: the declared type when the assignment converts
+/// ([`converts_at_assignment`]), else the value's own.
+pub fn assigned_type(declared: &Type, value: &Type) -> Type {
+    if converts_at_assignment(declared, value) {
+        declared.clone()
+    } else {
+        value.clone()
+    }
+}
+
 /// The declared type with each `?` filled in from the value's type where the value knows it:
 /// `?` with `i64` gives `i64`, `list<?>` with `list<f64>` gives `list<f64>`.
 pub fn infer(declared: &Type, value: &Type) -> Type {

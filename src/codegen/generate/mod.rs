@@ -36,6 +36,7 @@ use horsec_runtime::kernel::{
 };
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
+use horsec_runtime::typing::compat::{assigned_type, converts_at_assignment};
 
 use super::wgsl::{self, Helper};
 use super::CodegenError;
@@ -141,8 +142,9 @@ pub(crate) struct FunctionCode<'a> {
     tree: StatementTree<'a>,
     names: HashMap<LocalId, String>,
     /// The type of the values each local holds, as the typed program gives the expressions
-    /// assigned to it (a declaration may differ: the type checker converts with a warning,
-    /// and the backends produce the expression's type).
+    /// assigned to it, converted where the declaration converts a numeric value
+    /// ([`converts_at_assignment`]: both backends convert it at the assignment); a list
+    /// where a vector is declared keeps its own type.
     value_types: HashMap<LocalId, Type>,
 }
 
@@ -159,7 +161,7 @@ impl<'a> FunctionCode<'a> {
         })?;
         let tree = StatementTree::new(function);
         let names = local_names(function);
-        let value_types = value_types(&tree);
+        let value_types = value_types(function, &tree);
         Ok(FunctionCode {
             program,
             function,
@@ -213,6 +215,13 @@ pub(crate) struct Generator<'a> {
     /// a mask of the geometry): they do not widen the launch.
     checked_equal: Vec<Length>,
     status: Option<ScratchId>,
+    /// For each f32 variable holding the result of an f32 transcendental function, the f64
+    /// variable holding the same value, used where the kernel widens it (see
+    /// `Helper::ExpLogF32`).
+    wide: HashMap<String, String>,
+    /// The f64 expression of the same value as an f32 expression of a transcendental
+    /// function, for [`Generator::define`] to bind beside it.
+    wide_exprs: HashMap<String, String>,
     features: KernelFeatures,
     symbol_params: HashMap<(String, usize), (String, String)>,
     current: StmtId,
@@ -265,6 +274,8 @@ impl<'a> Generator<'a> {
             unproven: Vec::new(),
             checked_equal: Vec::new(),
             status: None,
+            wide: HashMap::new(),
+            wide_exprs: HashMap::new(),
             features: KernelFeatures::default(),
             symbol_params: HashMap::new(),
             current: first,
@@ -997,7 +1008,32 @@ impl<'a> Generator<'a> {
             // A discarded pure value does nothing.
             return Ok(());
         };
-        let result_ty = self.local_type(target);
+        // A declaration of another numeric type converts the expression's value, computed in
+        // its own type.
+        let converted_to = match (self.function.locals.get(target.0), expr.types.as_slice()) {
+            (Some(declared), [value]) if converts_at_assignment(&declared.ty, value) => {
+                Some((declared.ty.clone(), value.clone()))
+            }
+            _ => None,
+        };
+        let result_ty = match &converted_to {
+            Some((_, value)) => value.clone(),
+            None => self.local_type(target),
+        };
+        self.assign(target, expr, &result_ty)?;
+        match converted_to {
+            Some((declared, _)) => self.convert_assigned(target, &declared),
+            None => Ok(()),
+        }
+    }
+
+    /// Defines `target` as the value of `expr`, of type `result_ty`.
+    fn assign(
+        &mut self,
+        target: LocalId,
+        expr: &Expr,
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
         match expr_call(expr) {
             None => match &expr.kind {
                 ExprKind::Operand(operand) => {
@@ -1012,8 +1048,59 @@ impl<'a> Generator<'a> {
             Some((Callee::Function(_), _)) => {
                 Err(self.error(None, "a call of a user function inside a kernel"))
             }
-            Some((Callee::Builtin(builtin), args)) => self.call(target, builtin, args, &result_ty),
+            Some((Callee::Builtin(builtin), args)) => self.call(target, builtin, args, result_ty),
         }
+    }
+
+    /// Converts the value just defined for `target` to `declared`, its variable's numeric
+    /// type, as the CPU converts at the assignment (Rust's `as`). Conversions WGSL makes
+    /// differently (a float to an integer: NaN and saturation at i8/i16), and reductions,
+    /// whose value is made after the loop, are left to the CPU.
+    fn convert_assigned(&mut self, target: LocalId, declared: &Type) -> Result<(), CodegenError> {
+        let unsupported = |g: &Self, why: &str| {
+            g.error(
+                None,
+                format!("{why} assigned to a variable declared {declared} (converted on the CPU)"),
+            )
+        };
+        if self.reductions.iter().any(|r| r.target == target) {
+            return Err(unsupported(self, "a reduction"));
+        }
+        let Some(val) = self.values.get(&target).cloned() else {
+            return Err(unsupported(self, "a value made outside the element loop"));
+        };
+        if val.ty == *declared {
+            return Ok(());
+        }
+        if val.list {
+            return Err(unsupported(self, "a list"));
+        }
+        if val.ty.is_float() && declared.is_integer() {
+            return Err(unsupported(self, "a float"));
+        }
+        let converted = wgsl::wrap_narrow(self.conv(&val, declared)?, declared);
+        let wgsl_ty = wgsl::register_type(declared).ok_or_else(|| {
+            self.error(
+                None,
+                format!("a value of type {declared} has no GPU layout"),
+            )
+        })?;
+        self.use_type(wgsl_ty);
+        let var = format!("v_{}_as_{declared}", self.name(target));
+        let lines = match val.level {
+            Level::Cell => &mut self.cell_lines,
+            _ => &mut self.element_lines,
+        };
+        lines.push(format!("let {var}: {wgsl_ty} = {converted};"));
+        self.values.insert(
+            target,
+            Val {
+                expr: var,
+                ty: declared.clone(),
+                ..val
+            },
+        );
+        Ok(())
     }
 
     fn operand_args(&self, builtin: Builtin, args: &[Arg]) -> Result<Vec<Operand>, CodegenError> {
@@ -1293,6 +1380,10 @@ impl<'a> Generator<'a> {
         prelude: Vec<String>,
     ) -> Result<(), CodegenError> {
         let active = union(&[val.active.as_slice(), extra.as_slice()]);
+        let wide = match val.ty {
+            Type::F32 => self.wide_exprs.get(&val.expr).cloned(),
+            _ => None,
+        };
         let wgsl_ty = wgsl::register_type(&val.ty).ok_or_else(|| {
             self.error(
                 None,
@@ -1305,15 +1396,28 @@ impl<'a> Generator<'a> {
             Level::Cell => &mut self.cell_lines,
             _ => &mut self.element_lines,
         };
+        let wide_var = format!("{var}_wide");
         if active.is_empty() {
             lines.extend(prelude);
             lines.push(format!("let {var}: {wgsl_ty} = {};", val.expr));
+            if let Some(wide) = &wide {
+                lines.push(format!("let {wide_var}: f64 = {wide};"));
+            }
         } else {
             lines.push(format!("var {var}: {wgsl_ty};"));
+            if wide.is_some() {
+                lines.push(format!("var {wide_var}: f64;"));
+            }
             lines.push(format!("if {} {{", active.join(" && ")));
             lines.extend(prelude.into_iter().map(|l| format!("    {l}")));
             lines.push(format!("    {var} = {};", val.expr));
+            if let Some(wide) = &wide {
+                lines.push(format!("    {wide_var} = {wide};"));
+            }
             lines.push("}".to_string());
+        }
+        if wide.is_some() {
+            self.wide.insert(var.clone(), wide_var);
         }
         val.expr = var;
         val.active = active;
@@ -1553,7 +1657,7 @@ fn local_names(function: &Function) -> HashMap<LocalId, String> {
 
 /// The type of every local that all its assignments give one type, from the expressions'
 /// types; locals assigned values of several types keep their declared type.
-fn value_types(tree: &StatementTree<'_>) -> HashMap<LocalId, Type> {
+fn value_types(function: &Function, tree: &StatementTree<'_>) -> HashMap<LocalId, Type> {
     let mut types: HashMap<LocalId, Option<Type>> = HashMap::new();
     for (_, entry) in tree.iter() {
         let StmtKind::Assign { targets, expr, .. } = &entry.stmt.kind else {
@@ -1567,6 +1671,10 @@ fn value_types(tree: &StatementTree<'_>) -> HashMap<LocalId, Type> {
                 types.insert(*local, None);
                 continue;
             }
+            let ty = &match function.locals.get(local.0) {
+                Some(declared) => assigned_type(&declared.ty, ty),
+                None => ty.clone(),
+            };
             types
                 .entry(*local)
                 .and_modify(|known| {

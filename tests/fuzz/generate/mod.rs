@@ -212,7 +212,7 @@ fn is_float(t: &Type) -> bool {
 /// error, and decides nothing: the only ones a reordered value feeds (see [`Var::reordered`]).
 /// Comparisons, `@mod`, rounding to integers, `@signum` jump; `@div`, `@recip`, `@log` and
 /// `@power` blow up near zero; `@cos` of a large value is anything.
-const CONTINUOUS: &[B] = &[B::Plus, B::Minus, B::Mul, B::Abs, B::Neg, B::Sqrt, B::Exp];
+pub const CONTINUOUS: &[B] = &[B::Plus, B::Minus, B::Mul, B::Abs, B::Neg, B::Sqrt, B::Exp];
 
 /// True when `reduction` of values of type `ty` adds them in an order the backends choose
 /// differently (a float sum or mean).
