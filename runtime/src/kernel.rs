@@ -360,6 +360,10 @@ pub enum ParamValue {
     /// the thread-per-cell entry listed in its [`ScratchPurpose::LongCells`] scratch; 0: every
     /// cell.
     LongCellsListed,
+    /// Always 0, a word the shader compiler cannot know: kernels make IEEE special values by
+    /// OR-ing their bits with it, so that no infinity or NaN is a constant the driver folds
+    /// (see codegen's `Helper::Specials`).
+    Zero,
 }
 
 /// How many workgroups a pass runs.

@@ -177,17 +177,20 @@ pub enum Helper {
     /// `widen_f32`: an f32 as f64, subnormals included (a GPU may flush them).
     WidenF32,
     /// `sin_f32`, `cos_f32`, `tan_f32` of an f64 argument (an f32 or an integer): the f64
-    /// functions rounded to f32, as the CPU's; and `sin_f32_wide`, ...: the same values as
-    /// f64, their special values made from f64 bits (see [`Helper::ExpLogF32`]).
+    /// functions rounded to f32, as the CPU's.
     TrigF32,
-    /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same; and
-    /// `exp_f32_wide`, ...: the same values as f64. A kernel that uses such an f32 value as an
-    /// f64 (an f64 sum of it, arithmetic with an f64) takes the wide one: on the H100, the f64
-    /// sum of f32 infinities made by these functions from their bits was 0, where f64
-    /// infinities made from f64 bits (as `div_f64` makes them) sum right; so the specials of
-    /// a wide value are decided on the argument and made from f64 bits, and no f32 infinity
-    /// or NaN is ever converted to f64.
+    /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same.
     ExpLogF32,
+    /// `special_f32`: an infinity or NaN made at run time from its bits, which are OR-ed with
+    /// `params.zero` (always 0, unknown to the shader compiler). NVIDIA's compiler mishandles
+    /// an infinity it can fold into a constant: the f64 sum, in a kernel's loop, of
+    /// `log_f32` of a comparison it proved false (an infinity made from constant bits) was
+    /// 0.0 on the H100 with or without SPIR-V's `SignedZeroInfNanPreserve`, while the same sum
+    /// of an infinity it cannot fold is right. Every helper that makes a special value makes
+    /// it here. A kernel that uses it has the parameter word `zero`.
+    SpecialsF32,
+    /// `special_f64`: the same for f64.
+    SpecialsF64,
 }
 
 impl Helper {
@@ -243,6 +246,21 @@ fn round_f64(x: f64) -> f64 {
 }
 "
             }
+            Helper::SpecialsF32 => {
+                "// An infinity or NaN from its bits, made at run time (see Helper::SpecialsF32): a
+// shader compiler folds a constant infinity badly.
+fn special_f32(bits: u32) -> f32 {
+    return bitcast<f32>(bits | params.zero);
+}
+"
+            }
+            Helper::SpecialsF64 => {
+                "// The same for f64.
+fn special_f64(bits: u64) -> f64 {
+    return bitcast<f64>(bits | u64(params.zero));
+}
+"
+            }
             Helper::IeeeF32 => {
                 "// IEEE 754 special values decided on the bits: the shader compiler may assume
 // floats are finite and fold x - x to 0, 0 / x to 0, x / x to 1, x == x to true; integer
@@ -260,7 +278,7 @@ fn negative_f32(x: f32) -> bool {
 }
 
 fn nan_f32() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return special_f32(0x7fc00000u);
 }
 
 fn plus_f32(a: f32, b: f32) -> f32 {
@@ -320,7 +338,7 @@ fn negative_f64(x: f64) -> bool {
 }
 
 fn nan_f64() -> f64 {
-    return bitcast<f64>(9221120237041090560lu);
+    return special_f64(9221120237041090560lu);
 }
 
 fn plus_f64(a: f64, b: f64) -> f64 {
@@ -352,7 +370,7 @@ fn div_f64(a: f64, b: f64) -> f64 {
     let negative = negative_f64(a) != negative_f64(b);
     var q = a / b;
     if ca == 2u || cb == 0u {
-        q = select(bitcast<f64>(9218868437227405312lu), bitcast<f64>(18442240474082181120lu), negative);
+        q = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative);
     }
     if ca == 0u || cb == 2u {
         q = select(0.0lf, bitcast<f64>(9223372036854775808lu), negative);
@@ -392,7 +410,7 @@ fn div_f32(a: f32, b: f32) -> f32 {
     let negative = negative_f32(a) != negative_f32(b);
     var q = f32(f64(a) / f64(b));
     if ca == 2u || cb == 0u {
-        q = select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), negative);
+        q = select(special_f32(0x7f800000u), special_f32(0xff800000u), negative);
     }
     if ca == 0u || cb == 2u {
         q = select(0.0f, bitcast<f32>(0x80000000u), negative);
@@ -514,7 +532,7 @@ fn trig_negative(w: f64) -> bool {
 
 fn cos_f32(w: f64) -> f32 {
     if trig_not_finite(w) {
-        return bitcast<f32>(0x7fc00000u);
+        return special_f32(0x7fc00000u);
     }
     let reduced = trig_reduce(abs(w));
     let c = trig_cos_kernel(reduced.r);
@@ -525,7 +543,7 @@ fn cos_f32(w: f64) -> f32 {
 
 fn sin_f32(w: f64) -> f32 {
     if trig_not_finite(w) {
-        return bitcast<f32>(0x7fc00000u);
+        return special_f32(0x7fc00000u);
     }
     let reduced = trig_reduce(abs(w));
     let c = trig_cos_kernel(reduced.r);
@@ -537,36 +555,13 @@ fn sin_f32(w: f64) -> f32 {
 
 fn tan_f32(w: f64) -> f32 {
     if trig_not_finite(w) {
-        return bitcast<f32>(0x7fc00000u);
+        return special_f32(0x7fc00000u);
     }
     let reduced = trig_reduce(abs(w));
     let c = trig_cos_kernel(reduced.r);
     let s = trig_sin_kernel(reduced.r);
     let v = select(s / c, -c / s, (reduced.quadrant & 1u) == 1u);
     return f32(select(v, -v, trig_negative(w)));
-}
-
-// The same results as f64 values, for a kernel that uses them as f64: NaN made from f64 bits
-// (decided on the argument), a finite f32 result widened exactly.
-fn cos_f32_wide(w: f64) -> f64 {
-    if trig_not_finite(w) {
-        return bitcast<f64>(9221120237041090560lu);
-    }
-    return widen_f32(cos_f32(w));
-}
-
-fn sin_f32_wide(w: f64) -> f64 {
-    if trig_not_finite(w) {
-        return bitcast<f64>(9221120237041090560lu);
-    }
-    return widen_f32(sin_f32(w));
-}
-
-fn tan_f32_wide(w: f64) -> f64 {
-    if trig_not_finite(w) {
-        return bitcast<f64>(9221120237041090560lu);
-    }
-    return widen_f32(tan_f32(w));
 }
 "
             }
@@ -586,8 +581,17 @@ fn explog_is_nan(w: f64) -> bool {
     return hi > 0x7ff00000u || (hi == 0x7ff00000u && u32(bits & 4294967295lu) != 0u);
 }
 
-// e^w in f64 for -110 < w < 100.
-fn exp_f32_unrounded(w: f64) -> f64 {
+fn exp_f32(w: f64) -> f32 {
+    if explog_is_nan(w) {
+        return special_f32(0x7fc00000u);
+    }
+    // e^100 and e^-110 lie beyond the f32 range (and its rounding to zero).
+    if w >= 100.0lf {
+        return special_f32(0x7f800000u);
+    }
+    if w <= -110.0lf {
+        return 0.0f;
+    }
     let k = round(w * 1.4426950408889634lf);
     let r = (w - k * 6.93147180369123816490e-1lf) - k * 1.90821492927058770002e-10lf;
     var p = 1.6059043836821613e-10lf;
@@ -604,24 +608,10 @@ fn exp_f32_unrounded(w: f64) -> f64 {
     p = p * r + 0.5lf;
     p = p * r + 1.0lf;
     p = p * r + 1.0lf;
-    return p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
-}
-
-fn exp_f32(w: f64) -> f32 {
-    if explog_is_nan(w) {
-        return bitcast<f32>(0x7fc00000u);
-    }
-    // e^100 and e^-110 lie beyond the f32 range (and its rounding to zero).
-    if w >= 100.0lf {
-        return bitcast<f32>(0x7f800000u);
-    }
-    if w <= -110.0lf {
-        return 0.0f;
-    }
-    let y = exp_f32_unrounded(w);
+    let y = p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
     // Halfway between the largest f32 and 2^128 and beyond: infinity.
     if y >= 3.4028235677973366e38lf {
-        return bitcast<f32>(0x7f800000u);
+        return special_f32(0x7f800000u);
     }
     // Below the least normal f32: rounded to a multiple of 2^-149 (round is to even, as
     // IEEE's) and made from its bits.
@@ -630,36 +620,6 @@ fn exp_f32(w: f64) -> f32 {
         return bitcast<f32>(u32(round(scaled)));
     }
     return f32(y);
-}
-
-// exp_f32 as an f64 value (see the wide trig functions): the same cases, each made in f64.
-fn exp_f32_wide(w: f64) -> f64 {
-    if explog_is_nan(w) {
-        return bitcast<f64>(9221120237041090560lu);
-    }
-    if w >= 100.0lf {
-        return bitcast<f64>(9218868437227405312lu);
-    }
-    if w <= -110.0lf {
-        return 0.0lf;
-    }
-    let y = exp_f32_unrounded(w);
-    if y >= 3.4028235677973366e38lf {
-        return bitcast<f64>(9218868437227405312lu);
-    }
-    // A multiple of 2^-149 (exact in f64).
-    if y < 1.1754943508222875e-38lf {
-        let scaled = y * bitcast<f64>(u64(149u + 1023u) << 52u);
-        return round(scaled) * bitcast<f64>(u64(1023u - 149u) << 52u);
-    }
-    return f64(f32(y));
-}
-
-// An f32 infinity or NaN given by its bits, as f64, made from f64 bits.
-fn f32_special_wide(bits: u32) -> f64 {
-    let sign = u64(bits & 0x80000000u) << 32u;
-    let nan = (bits & 0x007fffffu) != 0u;
-    return bitcast<f64>(sign | select(9218868437227405312lu, 9221120237041090560lu, nan));
 }
 
 // The f32 bits of log's special values, or 0 for a finite w > 0.
@@ -706,53 +666,29 @@ fn log_split(w: f64) -> vec2<f64> {
     return vec2<f64>(f64(e), 2.0lf * s * p);
 }
 
-fn log_f32_wide(w: f64) -> f64 {
-    let special = log_special(w);
-    if special != 0u {
-        return f32_special_wide(special);
-    }
-    return f64(log_f32(w));
-}
-
 fn log_f32(w: f64) -> f32 {
     let special = log_special(w);
     if special != 0u {
-        return bitcast<f32>(special);
+        return special_f32(special);
     }
     let parts = log_split(w);
     return f32(parts.x * 6.93147180369123816490e-1lf
         + (parts.y + parts.x * 1.90821492927058770002e-10lf));
 }
 
-fn log2_f32_wide(w: f64) -> f64 {
-    let special = log_special(w);
-    if special != 0u {
-        return f32_special_wide(special);
-    }
-    return f64(log2_f32(w));
-}
-
 fn log2_f32(w: f64) -> f32 {
     let special = log_special(w);
     if special != 0u {
-        return bitcast<f32>(special);
+        return special_f32(special);
     }
     let parts = log_split(w);
     return f32(parts.x + parts.y * 1.4426950408889634lf);
 }
 
-fn log10_f32_wide(w: f64) -> f64 {
-    let special = log_special(w);
-    if special != 0u {
-        return f32_special_wide(special);
-    }
-    return f64(log10_f32(w));
-}
-
 fn log10_f32(w: f64) -> f32 {
     let special = log_special(w);
     if special != 0u {
-        return bitcast<f32>(special);
+        return special_f32(special);
     }
     let parts = log_split(w);
     return f32(parts.x * 0.3010299956639812lf + parts.y * 0.4342944819032518lf);
@@ -766,8 +702,10 @@ fn log10_f32(w: f64) -> f32 {
     pub fn requires(self) -> &'static [Helper] {
         match self {
             Helper::CivilFromDays => &[Helper::FloorDiv],
-            Helper::DivF32 => &[Helper::IeeeF32],
-            Helper::TrigF32 | Helper::ExpLogF32 => &[Helper::WidenF32],
+            Helper::DivF32 => &[Helper::IeeeF32, Helper::SpecialsF32],
+            Helper::TrigF32 | Helper::ExpLogF32 => &[Helper::WidenF32, Helper::SpecialsF32],
+            Helper::IeeeF32 => &[Helper::SpecialsF32],
+            Helper::IeeeF64 => &[Helper::SpecialsF64],
             _ => &[],
         }
     }

@@ -969,6 +969,7 @@ impl<'a> Run<'a> {
                 ParamValue::LongCellsListed => {
                     u32::from(self.cell_strategy == Some(CellStrategy::Thread))
                 }
+                ParamValue::Zero => 0,
             };
             words.push(word);
         }

@@ -108,7 +108,7 @@ impl Generator<'_> {
                 // a narrower integer), rounded to f32, as the CPU computes it.
                 let wide = |g: &mut Self| -> Result<String, CodegenError> {
                     g.use_type("f64");
-                    if x.ty == Type::F32 && !g.wide.contains_key(&x.expr) {
+                    if x.ty == Type::F32 {
                         g.helper(Helper::WidenF32);
                         Ok(format!("widen_f32({})", x.expr))
                     } else {
@@ -125,20 +125,14 @@ impl Generator<'_> {
                         let w = wide(self)?;
                         self.use_type("i64");
                         self.helper(Helper::TrigF32);
-                        let narrow = format!("{b}_f32({w})");
-                        self.wide_exprs
-                            .insert(narrow.clone(), format!("{b}_f32_wide({w})"));
-                        Ok(narrow)
+                        Ok(format!("{b}_f32({w})"))
                     }
                     // WGSL allows f32 exp 3 + 2|x| ulp, and GPUs take it.
                     B::Exp | B::Log | B::Log2 | B::Log10 if *result == Type::F32 => {
                         let w = wide(self)?;
                         self.use_type("i64");
                         self.helper(Helper::ExpLogF32);
-                        let narrow = format!("{b}_f32({w})");
-                        self.wide_exprs
-                            .insert(narrow.clone(), format!("{b}_f32_wide({w})"));
-                        Ok(narrow)
+                        Ok(format!("{b}_f32({w})"))
                     }
                     B::Pi => Ok(format!(
                         "({cx} * {})",
@@ -190,20 +184,8 @@ impl Generator<'_> {
         if !(val.ty.is_real() && to.is_real()) {
             return Err(self.error(None, format!("arithmetic between {} and {to}", val.ty)));
         }
-        if let Some(wide) = self.widened(val, to) {
-            return Ok(wide);
-        }
         wgsl::convert(&val.expr, &val.ty, to)
             .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
-    }
-
-    /// The f64 variable holding the same value as `val`, an f32 result of a transcendental
-    /// function, when `to` is f64 (see `Helper::ExpLogF32`: its infinities and NaN are
-    /// never converted from f32).
-    pub(super) fn widened(&self, val: &Val, to: &Type) -> Option<String> {
-        (val.ty == Type::F32 && *to == Type::F64)
-            .then(|| self.wide.get(&val.expr).cloned())
-            .flatten()
     }
 
     /// Converts the integer encoding of any value type to `to`'s register type.
@@ -539,10 +521,12 @@ impl Generator<'_> {
     }
 
     pub(super) fn helper(&mut self, helper: Helper) {
-        for &required in helper.requires() {
+        for &required in helper.requires().iter().chain([&helper]) {
+            if matches!(required, Helper::SpecialsF32 | Helper::SpecialsF64) {
+                self.param("zero".to_string(), ParamValue::Zero);
+            }
             self.helpers.insert(required);
         }
-        self.helpers.insert(helper);
     }
 }
 

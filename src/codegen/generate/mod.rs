@@ -215,13 +215,6 @@ pub(crate) struct Generator<'a> {
     /// a mask of the geometry): they do not widen the launch.
     checked_equal: Vec<Length>,
     status: Option<ScratchId>,
-    /// For each f32 variable holding the result of an f32 transcendental function, the f64
-    /// variable holding the same value, used where the kernel widens it (see
-    /// `Helper::ExpLogF32`).
-    wide: HashMap<String, String>,
-    /// The f64 expression of the same value as an f32 expression of a transcendental
-    /// function, for [`Generator::define`] to bind beside it.
-    wide_exprs: HashMap<String, String>,
     features: KernelFeatures,
     symbol_params: HashMap<(String, usize), (String, String)>,
     current: StmtId,
@@ -274,8 +267,6 @@ impl<'a> Generator<'a> {
             unproven: Vec::new(),
             checked_equal: Vec::new(),
             status: None,
-            wide: HashMap::new(),
-            wide_exprs: HashMap::new(),
             features: KernelFeatures::default(),
             symbol_params: HashMap::new(),
             current: first,
@@ -1380,10 +1371,6 @@ impl<'a> Generator<'a> {
         prelude: Vec<String>,
     ) -> Result<(), CodegenError> {
         let active = union(&[val.active.as_slice(), extra.as_slice()]);
-        let wide = match val.ty {
-            Type::F32 => self.wide_exprs.get(&val.expr).cloned(),
-            _ => None,
-        };
         let wgsl_ty = wgsl::register_type(&val.ty).ok_or_else(|| {
             self.error(
                 None,
@@ -1396,28 +1383,15 @@ impl<'a> Generator<'a> {
             Level::Cell => &mut self.cell_lines,
             _ => &mut self.element_lines,
         };
-        let wide_var = format!("{var}_wide");
         if active.is_empty() {
             lines.extend(prelude);
             lines.push(format!("let {var}: {wgsl_ty} = {};", val.expr));
-            if let Some(wide) = &wide {
-                lines.push(format!("let {wide_var}: f64 = {wide};"));
-            }
         } else {
             lines.push(format!("var {var}: {wgsl_ty};"));
-            if wide.is_some() {
-                lines.push(format!("var {wide_var}: f64;"));
-            }
             lines.push(format!("if {} {{", active.join(" && ")));
             lines.extend(prelude.into_iter().map(|l| format!("    {l}")));
             lines.push(format!("    {var} = {};", val.expr));
-            if let Some(wide) = &wide {
-                lines.push(format!("    {wide_var} = {wide};"));
-            }
             lines.push("}".to_string());
-        }
-        if wide.is_some() {
-            self.wide.insert(var.clone(), wide_var);
         }
         val.expr = var;
         val.active = active;

@@ -30,10 +30,7 @@ impl Generator<'_> {
                     return Err(self.error(Some(builtin), format!("cannot sum {ty}")));
                 };
                 let acc = if sum_ty == Type::F64 { "f64" } else { "i64" };
-                let folded = self
-                    .widened(&value, &sum_ty)
-                    .or_else(|| wgsl::convert(&value.expr, &ty, &sum_ty))
-                    .unwrap_or_default();
+                let folded = wgsl::convert(&value.expr, &ty, &sum_ty).unwrap_or_default();
                 (
                     acc,
                     wgsl::zero(acc).to_string(),
