@@ -11,7 +11,6 @@ use std::sync::Arc;
 use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
 use super::location::{self, Location};
 use crate::error::{Result, RuntimeError};
-use crate::gpu::deferred::KERNEL_FAILED;
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
@@ -45,7 +44,7 @@ pub(crate) fn launch(
     inputs: &HashMap<Slot, Value>,
     cost: &mut LaunchCost,
     logged: &mut Vec<(ScratchId, u32)>,
-    settle_earlier: &mut dyn FnMut(),
+    reports: &mut Option<Recorded>,
 ) -> Result<Vec<(Slot, Value)>> {
     let gpu_error = |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
     if kernel.features.int64 && !device.features().contains(wgpu::Features::SHADER_INT64) {
@@ -254,15 +253,10 @@ pub(crate) fn launch(
     }
     // Errors the kernel detects are checked later (see `status`): its status words are
     // copied into the device's status log in this submission, read with the next read-back.
-    // A kernel whose checks name the failing element (an index, a date shift) is checked
-    // now instead: its message reads the positions and operands the kernel recorded in its
-    // own scratch buffers, which do not outlive the launch.
-    let immediate = kernel.checks.iter().any(|c| c.report.is_some());
-    let words = if immediate {
-        Vec::new()
-    } else {
-        super::status::status_words(kernel)
-    };
+    // A kernel whose checks name the failing element (an index, a date shift) keeps what
+    // its message needs (the scratch buffers where it recorded positions and operands, and
+    // its inputs) with its pending check, read only when the check fails.
+    let words = super::status::status_words(kernel);
     for (id, mask) in &words {
         let status = run.scratch_buffer(*id)?.raw().clone();
         run.commands()
@@ -272,67 +266,29 @@ pub(crate) fn launch(
     }
     run.flush()?;
     cost.device_time += run.device_time;
-
-    // Errors the kernel detected, when their message needs what the kernel recorded.
-    if immediate {
-        let mut status_words: HashMap<ScratchId, u32> = HashMap::new();
-        for check in &kernel.checks {
-            let word = match status_words.get(&check.status) {
-                Some(w) => *w,
-                None => {
-                    let status = run.scratch_buffer(check.status)?;
-                    let w = match device.download_range(status, 0, 1) {
-                        Ok(words) => words[0],
-                        // The read brought the status words of earlier launches, and one
-                        // shows an error. The CPU reports whichever failing statement comes
-                        // first in the source, which may be this kernel's: the engine takes
-                        // the earlier failure (and keeps it, to report if it comes first),
-                        // and this kernel's own word is read again.
-                        Err(e) if e.to_string().contains(KERNEL_FAILED) => {
-                            settle_earlier();
-                            device.download_range(status, 0, 1).map_err(gpu_error)?[0]
-                        }
-                        Err(e) => return Err(gpu_error(e)),
-                    };
-                    status_words.insert(check.status, w);
-                    w
-                }
-            };
-            if word & (1 << check.bit) != 0 {
-                let message = match &check.report {
-                    Some(CheckReport::Index(report)) => {
-                        index_message(device, kernel, report, &values, &run)?
-                    }
-                    Some(CheckReport::Shift {
-                        builtin,
-                        ty,
-                        minus,
-                        first,
-                        operands,
-                    }) => first_recorded(device, &run, *first)?
-                        .filter(|&position| (position as u64) < RECORDED_POSITIONS)
-                        .map(|position| {
-                            let words = device
-                                .download_range(run.scratch_buffer(*operands)?, 4 * position, 4)
-                                .map_err(gpu_error)?;
-                            let word = |k: usize| {
-                                (u64::from(words[2 * k]) | (u64::from(words[2 * k + 1]) << 32))
-                                    as i64
-                            };
-                            Ok::<_, RuntimeError>(
-                                crate::temporal::shift(ty, word(0), word(1), *minus)
-                                    .err()
-                                    .map(|why| format!("@{builtin}: {why}")),
-                            )
-                        })
-                        .transpose()?
-                        .flatten(),
-                    None => None,
-                }
-                .unwrap_or_else(|| check.message.clone());
-                return Err(located(RuntimeError::new(message), &check.site));
+    let mut reported_scratch = HashMap::new();
+    for check in &kernel.checks {
+        let recorded: &[ScratchId] = match &check.report {
+            Some(CheckReport::Index(IndexReport {
+                index: IndexSource::Device { first, values, .. },
+                ..
+            })) => &[*first, *values],
+            Some(CheckReport::Shift {
+                first, operands, ..
+            }) => &[*first, *operands],
+            Some(CheckReport::Index(_)) | None => &[],
+        };
+        for id in recorded {
+            if let Some(buffer) = run.scratch.remove(id) {
+                reported_scratch.insert(*id, buffer);
             }
         }
+    }
+    if kernel.checks.iter().any(|c| c.report.is_some()) {
+        *reports = Some(Recorded {
+            values: values.clone(),
+            scratch: reported_scratch,
+        });
     }
 
     // Outputs as values: vectors stay on the device, lists are read back.
@@ -593,11 +549,69 @@ fn static_length(
 
 /// The first element position a check recorded in the scratch `first` (which holds its
 /// complement; 0: none recorded).
-fn first_recorded(device: &Device, run: &Run<'_>, first: ScratchId) -> Result<Option<usize>> {
+fn first_recorded(
+    device: &Device,
+    kernel: &KernelLaunch,
+    recorded: &Recorded,
+    first: ScratchId,
+) -> Result<Option<usize>> {
     let word = device
-        .download_range(run.scratch_buffer(first)?, 0, 1)
-        .map_err(|e| RuntimeError::new(format!("{}: {e}", run.kernel.name)))?[0];
+        .download_range(recorded.buffer(kernel, first)?, 0, 1)
+        .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?[0];
     Ok((word != 0).then_some(!word as usize))
+}
+
+/// What a launch whose checks name the failing element keeps for its pending check: its
+/// inputs and the scratch buffers where the kernel recorded positions and operands.
+pub(crate) struct Recorded {
+    values: HashMap<Slot, Value>,
+    scratch: HashMap<ScratchId, GpuBuffer<u32>>,
+}
+
+impl Recorded {
+    fn buffer(&self, kernel: &KernelLaunch, id: ScratchId) -> Result<&GpuBuffer<u32>> {
+        self.scratch.get(&id).ok_or_else(|| {
+            RuntimeError::new(format!("{}: no scratch buffer {}", kernel.name, id.0))
+        })
+    }
+}
+
+/// The message of `check`, a failed check of `kernel` with a report, naming the failing
+/// element as the CPU does (None: the check's own message).
+pub(crate) fn report_message(
+    device: &Device,
+    kernel: &KernelLaunch,
+    check: &crate::kernel::StatusCheck,
+    recorded: &Recorded,
+) -> Result<Option<String>> {
+    let gpu_error = |e: crate::gpu::GpuError| RuntimeError::new(format!("{}: {e}", kernel.name));
+    Ok(match &check.report {
+        Some(CheckReport::Index(report)) => index_message(device, kernel, report, recorded)?,
+        Some(CheckReport::Shift {
+            builtin,
+            ty,
+            minus,
+            first,
+            operands,
+        }) => first_recorded(device, kernel, recorded, *first)?
+            .filter(|&position| (position as u64) < RECORDED_POSITIONS)
+            .map(|position| {
+                let words = device
+                    .download_range(recorded.buffer(kernel, *operands)?, 4 * position, 4)
+                    .map_err(gpu_error)?;
+                let word = |k: usize| {
+                    (u64::from(words[2 * k]) | (u64::from(words[2 * k + 1]) << 32)) as i64
+                };
+                Ok::<_, RuntimeError>(
+                    crate::temporal::shift(ty, word(0), word(1), *minus)
+                        .err()
+                        .map(|why| format!("@{builtin}: {why}")),
+                )
+            })
+            .transpose()?
+            .flatten(),
+        None => None,
+    })
 }
 
 /// The CPU's message for the first index out of range (None when none was found).
@@ -605,9 +619,9 @@ fn index_message(
     device: &Device,
     kernel: &KernelLaunch,
     report: &IndexReport,
-    values: &HashMap<Slot, Value>,
-    run: &Run<'_>,
+    recorded: &Recorded,
 ) -> Result<Option<String>> {
+    let values = &recorded.values;
     let mut slots = Vec::new();
     if let IndexSource::Input(slot) = report.index {
         slots.push(slot);
@@ -647,10 +661,10 @@ fn index_message(
         } => {
             let download = |id: ScratchId, start: usize, count: usize| {
                 device
-                    .download_range(run.scratch_buffer(id)?, start, count)
+                    .download_range(recorded.buffer(kernel, id)?, start, count)
                     .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))
             };
-            let Some(position) = first_recorded(device, run, *first)? else {
+            let Some(position) = first_recorded(device, kernel, recorded, *first)? else {
                 return Ok(None);
             };
             if position as u64 >= RECORDED_POSITIONS {

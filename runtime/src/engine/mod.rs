@@ -642,30 +642,20 @@ impl Accelerator for GpuEngine<'_> {
         let mut cost = LaunchCost::default();
         let before = self.device.traffic();
         let mut logged = Vec::new();
-        // A failure of an earlier launch that this launch's own check had to take first (see
-        // `launch`): reported unless this launch fails itself (then the run's error is the
-        // one first in the source, see `status::PendingChecks::first_error`).
-        let mut earlier = None;
-        let launched = {
-            let (device, pending) = (self.device, &mut self.pending);
-            let mut settle_earlier = || {
-                if let Err(e) = pending.settle(device, true) {
-                    earlier.get_or_insert(e);
-                }
-            };
-            launch::launch(
-                self.device,
-                &mut self.location,
-                kernel,
-                inputs,
-                &mut cost,
-                &mut logged,
-                &mut settle_earlier,
-            )
-        };
+        let mut reports = None;
+        let launched = launch::launch(
+            self.device,
+            &mut self.location,
+            kernel,
+            inputs,
+            &mut cost,
+            &mut logged,
+            &mut reports,
+        );
         if !logged.is_empty() {
-            self.pending
-                .push(status::PendingStatus::new(kernel, at, context, &logged));
+            self.pending.push(status::PendingStatus::new(
+                kernel, at, context, &logged, reports,
+            ));
         }
         let outputs = match launched {
             Ok(outputs) => outputs,
@@ -677,9 +667,6 @@ impl Accelerator for GpuEngine<'_> {
             }
             Err(e) => return Err(e),
         };
-        if let Some(error) = earlier {
-            return Err(error);
-        }
         // Status words a read inside the launch brought back are checked now.
         self.pending.settle(self.device, false)?;
         self.uploaded_bytes += cost.upload_bytes;

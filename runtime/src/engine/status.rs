@@ -4,8 +4,8 @@
 //! anyway (a count that sizes an allocation, a scalar that steers control flow, a host step's
 //! input, the result), or when the query finishes. The engine keeps, per logged launch, what
 //! it needs to name the error exactly as an immediate check would have: the kernel's checks,
-//! and the launch's source location. (A kernel whose checks name the failing element is
-//! checked at launch instead: see `launch`.)
+//! and the launch's source location; for a kernel whose checks name the failing element,
+//! also the inputs and scratch buffers their messages read (see `launch::Recorded`).
 //!
 //! A read-back that brings an error bit fails instead of returning data (see
 //! `Device::download_range`), so no host step ever sees what a failed kernel wrote; the
@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use super::launch::located;
+use super::launch::{located, report_message, Recorded};
 use crate::error::{Result, RuntimeError};
 use crate::gpu::deferred::KERNEL_FAILED;
 use crate::gpu::Device;
@@ -44,6 +44,8 @@ pub(crate) struct PendingStatus {
     words: Vec<ScratchId>,
     /// Where the launching body ran (see [`SourcePath`]).
     context: SourcePath,
+    /// For a kernel whose checks name the failing element: what their messages read.
+    reports: Option<Recorded>,
 }
 
 impl PendingStatus {
@@ -52,12 +54,14 @@ impl PendingStatus {
         at: Location,
         context: &[u64],
         words: &[(ScratchId, u32)],
+        reports: Option<Recorded>,
     ) -> PendingStatus {
         PendingStatus {
             kernel: Arc::clone(kernel),
             at,
             words: words.iter().map(|(id, _)| *id).collect(),
             context: context.to_vec(),
+            reports,
         }
     }
 
@@ -72,16 +76,22 @@ impl PendingStatus {
 
     /// The error the launch's status words show, as the immediate check reported it: the
     /// first check (in the kernel's order) whose bit is set.
-    fn failure(&self, words: &[u32]) -> Result<Option<RuntimeError>> {
+    fn failure(&self, device: &Device, words: &[u32]) -> Result<Option<RuntimeError>> {
         for check in &self.kernel.checks {
             let Some(k) = self.words.iter().position(|id| *id == check.status) else {
                 continue;
             };
             let word = words.get(k).copied().unwrap_or(0);
             if word & (1 << (check.bit & 31)) != 0 {
-                // Kernels whose checks carry a report are checked at launch (see
-                // `launch`), so a deferred check's message is its own.
-                let message = check.message.clone();
+                // A check with a report names the failing element from what the kernel
+                // recorded.
+                let named = match &self.reports {
+                    Some(recorded) if check.report.is_some() => {
+                        report_message(device, &self.kernel, check, recorded)?
+                    }
+                    _ => None,
+                };
+                let message = named.unwrap_or_else(|| check.message.clone());
                 let mut error = located(RuntimeError::new(message), &check.site);
                 if error.location.is_none() {
                     error.location = Some((self.at.line, self.at.column));
@@ -121,7 +131,7 @@ impl PendingChecks {
             .take_status_words(read_all)
             .map_err(|e| RuntimeError::new(format!("reading kernels' status words: {e}")))?;
         self.words.append(&mut read);
-        if let Some((error, path)) = self.earliest_failure()? {
+        if let Some((error, path)) = self.earliest_failure(device)? {
             self.launches.clear();
             self.words.clear();
             // The words of later launches still on the device are dropped with them: read
@@ -156,7 +166,7 @@ impl PendingChecks {
     }
 
     /// The failures of the launches whose words have come back, with their paths.
-    fn failures(&self) -> Result<Vec<(RuntimeError, SourcePath)>> {
+    fn failures(&self, device: &Device) -> Result<Vec<(RuntimeError, SourcePath)>> {
         let mut failures = Vec::new();
         let mut used = 0;
         for launch in &self.launches {
@@ -164,7 +174,7 @@ impl PendingChecks {
             let Some(words) = self.words.get(used..used + n) else {
                 break;
             };
-            if let Some(error) = launch.failure(words)? {
+            if let Some(error) = launch.failure(device, words)? {
                 let path = launch.path_of(&error);
                 failures.push((error, path));
             }
@@ -177,8 +187,8 @@ impl PendingChecks {
     /// failure whose [`SourcePath`] is smallest. The outliner fuses statements of distant
     /// places into one kernel and launches kernels in dependence order, so a kernel holding
     /// a later statement may fail before one holding an earlier statement runs.
-    fn earliest_failure(&self) -> Result<Option<(RuntimeError, SourcePath)>> {
-        Ok(earliest(self.failures()?))
+    fn earliest_failure(&self, device: &Device) -> Result<Option<(RuntimeError, SourcePath)>> {
+        Ok(earliest(self.failures(device)?))
     }
 
     /// The run's error when it stopped with `error`, whose path is `failure` (empty when
@@ -220,7 +230,7 @@ impl PendingChecks {
             .take_status_words(true)
             .map_err(|e| RuntimeError::new(format!("reading kernels' status words: {e}")))?;
         self.words.append(&mut read);
-        let failures = self.failures();
+        let failures = self.failures(device);
         let complete = self.words.len() >= self.launches.iter().map(|l| l.words.len()).sum();
         let name = self.launches[0].kernel.name.clone();
         self.launches.clear();
