@@ -213,7 +213,8 @@ fn group_aggregation_fuses_only_where_nothing_else_reads_the_lists() {
     count:i64 = @raze(counts);
     {extra}
     flag:char = @index(f, k);
-    r:table = @table((`flag, `total, `avg_n, `count, `x):sym, @list(flag, total, avg_n, count, {result}));
+    cols:? = @list(flag, total, avg_n, count, {result});
+    r:table = @table((`flag, `total, `avg_n, `count, `x):sym, cols);
     return r;
   }}
 }}"
