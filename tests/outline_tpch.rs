@@ -198,7 +198,7 @@ fn group_aggregation_fuses_only_where_nothing_else_reads_the_lists() {
   def main() : table {{
     t:table = @load_table(`lineitem:sym);
     q:f64 = check_cast(@column_value(t, `l_quantity:sym), f64);
-    n:i64 = check_cast(@column_value(t, `l_orderkey:sym), i64);
+    n:i32 = check_cast(@column_value(t, `l_linenumber:sym), i32);
     f:char = check_cast(@column_value(t, `l_returnflag:sym), char);
     g:? = @group(f);
     k:i64 = @keys(g);
