@@ -187,3 +187,84 @@ fn kernel_counts_per_query() {
     report += &format!("total  {total:>6}   208\n");
     println!("{report}");
 }
+
+/// The fused group aggregation applies exactly where moving the reductions to the `@group`
+/// changes nothing, and the outlined program answers as the original does either way.
+#[test]
+fn group_aggregation_fuses_only_where_nothing_else_reads_the_lists() {
+    let program = |extra: &str, result: &str| {
+        format!(
+            "module m {{ import Builtin.*;
+  def main() : table {{
+    t:table = @load_table(`lineitem:sym);
+    q:f64 = check_cast(@column_value(t, `l_quantity:sym), f64);
+    n:i32 = check_cast(@column_value(t, `l_linenumber:sym), i32);
+    f:char = check_cast(@column_value(t, `l_returnflag:sym), char);
+    g:? = @group(f);
+    k:i64 = @keys(g);
+    rows:? = @values(g);
+    cells:? = @each_right(@index, q, rows);
+    sums:? = @each(@sum, cells);
+    total:f64 = @raze(sums);
+    ncells:? = @each_right(@index, n, rows);
+    navg:? = @each(@avg, ncells);
+    avg_n:f64 = @raze(navg);
+    counts:? = @each(@len, rows);
+    count:i64 = @raze(counts);
+    {extra}
+    flag:char = @index(f, k);
+    cols:? = @list(flag, total, avg_n, count, {result});
+    r:table = @table((`flag, `total, `avg_n, `count, `x):sym, cols);
+    return r;
+  }}
+}}"
+        )
+    };
+    let cases = [
+        // Fused: nothing else reads the dictionary, the lists or the cells.
+        (program("", "count"), true),
+        // Another row count of the same groups: part of the pattern.
+        (
+            program("firsts:? = @each(@len, rows); x:i64 = @raze(firsts);", "x"),
+            true,
+        ),
+        // The rows' lists are read elsewhere: the unfused statements stay.
+        (
+            program("z:? = @raze(rows); x:i64 = @index(z, k);", "x"),
+            false,
+        ),
+        // A cell list read by something other than a reduction.
+        (
+            program("y:? = @raze(cells); x:f64 = @index(y, k);", "x"),
+            false,
+        ),
+    ];
+    let db = common::tpch(0.01);
+    let scratch = std::env::temp_dir().join(format!("horsec-fuse-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).expect("a scratch directory");
+    for (i, (text, fused)) in cases.iter().enumerate() {
+        let c = compile("fuse.hir", text, Stage::Outline);
+        assert!(!c.failed(), "case {i}: {}", c.render_diagnostics());
+        let (Some(typed), Some(outlined)) = (c.typed.as_ref(), c.outlined.as_ref()) else {
+            panic!("case {i}: not outlined");
+        };
+        let printed = print_outline(typed, outlined);
+        assert_eq!(
+            printed.contains("@group_aggregate("),
+            *fused,
+            "case {i}:\n{printed}"
+        );
+        let original = scratch.join(format!("case{i}.hir"));
+        let outlined_path = scratch.join(format!("case{i}.outline.hir"));
+        std::fs::write(&original, text).expect("write");
+        std::fs::write(&outlined_path, &printed).expect("write");
+        let expected = common::run_tsv(&original, &db).unwrap_or_else(|e| panic!("case {i}: {e}"));
+        let actual = common::run_tsv(&outlined_path, &db)
+            .unwrap_or_else(|e| panic!("case {i} outlined: {e}"));
+        assert_eq!(
+            actual, expected,
+            "case {i}: the outlined program answers differently"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}

@@ -899,21 +899,6 @@ impl Catalog for crate::data::Database {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn check_cast_accepts_wildcards_inside_compound_types() {
-        let list_of_i64 = Type::List(Box::new(Type::I64));
-        assert!(type_matches(
-            &list_of_i64,
-            &Type::List(Box::new(Type::Wildcard))
-        ));
-        assert!(!type_matches(&Type::I32, &Type::I64));
-    }
-}
-
 /// The values a step assigns: a `@group_aggregate` call with several targets (the outliner's
 /// fused group aggregation) gives each target one cell of its result list — the groups'
 /// first rows, then one vector per reduction. Anything else as it is.
@@ -933,5 +918,20 @@ fn spread_results(expr: &Expr, targets: usize, values: Vec<Value>) -> Result<Vec
         _ => Err(RuntimeError::new(
             "@group_aggregate gave no list of results to spread over its targets",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_cast_accepts_wildcards_inside_compound_types() {
+        let list_of_i64 = Type::List(Box::new(Type::I64));
+        assert!(type_matches(
+            &list_of_i64,
+            &Type::List(Box::new(Type::Wildcard))
+        ));
+        assert!(!type_matches(&Type::I32, &Type::I64));
     }
 }

@@ -355,6 +355,16 @@ fn group_aggregate_matches_the_cpu_on_both_paths() {
                     AggregatePath::Bucketed
                 };
                 assert_eq!(path, want, "{groups} groups");
+                // Integer columns only (no float slot in use).
+                let int_ops = syms(&["sum", "len", "sum", "avg"].map(String::from));
+                let values = vec![
+                    k.clone(),
+                    int_ops,
+                    ints.clone(),
+                    flags.clone(),
+                    wide.clone(),
+                ];
+                ok(device, B::GroupAggregate, &[], &values);
             }
         }
     }

@@ -141,6 +141,9 @@ fn function_arg(arg: &Arg) -> Option<Builtin> {
     }
 }
 
+/// A statement `target = @b(args)` reading a local: (statement, target, b, args).
+type Reader<'p> = (StmtId, LocalId, Builtin, &'p [Arg]);
+
 /// The single reader of `local` as `target = @b(args)`, when it is one in this body after
 /// `after`, assigning a local assigned nowhere else.
 fn sole_readers<'p>(
@@ -149,8 +152,8 @@ fn sole_readers<'p>(
     in_body: &BTreeSet<StmtId>,
     local: LocalId,
     after: StmtId,
-) -> Option<Vec<(StmtId, LocalId, Builtin, &'p [Arg])>> {
-    let mut out: Vec<(StmtId, LocalId, Builtin, &'p [Arg])> = Vec::new();
+) -> Option<Vec<Reader<'p>>> {
+    let mut out: Vec<Reader<'p>> = Vec::new();
     for &reader in sites.readers(local) {
         if reader <= after || !in_body.contains(&reader) {
             return None;

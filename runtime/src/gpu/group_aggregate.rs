@@ -332,7 +332,8 @@ fn run_batch(
     if ranked {
         let partials = pipeline("partials")?;
         commands.dispatch(&partials, &args, workgroups as u64)?;
-        let entries = (float_slots + int_slots) * groups;
+        // As the shader counts them: at least one float slot (FLOAT_SLOTS).
+        let entries = (float_slots.max(1) + int_slots) * groups;
         let combine = pipeline("combine")?;
         commands.dispatch(&combine, &args, entries as u64)?;
     } else {
