@@ -355,6 +355,7 @@ fn bench_datalog_files(args: &BenchArgs) -> bool {
             &db,
             &device,
             args.runs,
+            args.time,
             &mut stdout.lock(),
         ) {
             Ok(()) => true,

@@ -367,7 +367,7 @@ fn check_and_compile_accept_datalog_files() {
         "plan",
     ]);
     assert!(
-        plan.contains("@sorted_join") && plan.contains("<gpu library>"),
+        plan.contains("@join_unique") && plan.contains("<gpu library>"),
         "{plan}"
     );
 }

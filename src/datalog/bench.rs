@@ -82,6 +82,8 @@ struct Measured {
     gpu: Option<Duration>,
     cpu: Option<Duration>,
     values: Vec<Value>,
+    /// The `--time` report of the last timed GPU run (its steps, waits and submissions).
+    gpu_report: Option<String>,
 }
 
 /// The backends to measure: `HORSEC_BENCH_BACKENDS` = `gpu`, `cpu` or `gpu,cpu` (the
@@ -117,20 +119,36 @@ fn measure(
     device: &Device,
     runs: usize,
 ) -> Result<Measured, String> {
-    let plan = |target| {
+    let plan = |target, options| {
         let c = compile_datalog(name, text, Stage::Plan, target, options);
         if c.failed() {
             return Err(c.render_diagnostics());
         }
         c.plan.ok_or_else(|| format!("{name}: no plan"))
     };
-    let (gpu_plan, cpu_plan) = (plan(Target::Gpu)?, plan(Target::Cpu)?);
+    // The cold GPU run and the CPU runs count the iterations; the timed GPU runs run the
+    // plan of `horsec run`, without the counter: the outliner fuses the counter's scalar
+    // `@plus` into the loop's delta-length kernel, which then runs on the CPU and reads every
+    // delta back (the time `bench` gave beside `run --time`).
+    let uncounted = LowerOptions {
+        count_iterations: false,
+        ..options
+    };
+    let (gpu_plan, timed_plan, cpu_plan) = (
+        plan(Target::Gpu, options)?,
+        plan(Target::Gpu, uncounted)?,
+        plan(Target::Cpu, options)?,
+    );
     let mut engine = GpuEngine::new(device);
-    let mut run_gpu = || -> Result<(Duration, Vec<Value>), String> {
+    let mut gpu_report = None;
+    let mut run_gpu = |gpu_plan: &horsec_runtime::plan::Plan,
+                       report: &mut Option<String>|
+     -> Result<(Duration, Vec<Value>), String> {
         let mut profile = Profile::new();
+        let costs = device.host_costs();
         let start = Instant::now();
         let values = interp::run_with(
-            &gpu_plan,
+            gpu_plan,
             db,
             &mut std::io::sink(),
             &mut engine,
@@ -138,16 +156,36 @@ fn measure(
         )
         .map_err(|e| format!("{name}: GPU: {}", e.message))?;
         device.wait_idle().map_err(|e| e.to_string())?;
-        Ok((start.elapsed(), values))
+        let time = start.elapsed();
+        let d = device.host_costs() - costs;
+        *report = Some(format!(
+            "{}  device operations: {} dispatches, {} submissions, {} host waits ({:.1} ms), \
+             {} buffers created ({:.1} ms)\n",
+            profile.report(),
+            d.encodes.0,
+            d.submits.0,
+            d.waits.0,
+            d.waits.1.as_secs_f64() * 1e3,
+            d.buffers.0,
+            d.buffers.1.as_secs_f64() * 1e3,
+        ));
+        Ok((time, values))
     };
     let (use_gpu, use_cpu) = backends()?;
     let (mut cold, mut gpu, mut gpu_values) = (None, Vec::new(), None);
     if use_gpu {
-        let (time, values) = run_gpu()?;
+        let (time, values) = run_gpu(&gpu_plan, &mut gpu_report)?;
         cold = Some(time);
         gpu_values = Some(values);
         for _ in 0..runs {
-            gpu.push(run_gpu()?.0);
+            let (time, values) = run_gpu(&timed_plan, &mut gpu_report)?;
+            // The same tables as the counted run's, less its iteration count.
+            if gpu_values.as_ref().is_some_and(|counted: &Vec<Value>| {
+                counted[..counted.len() - usize::from(options.count_iterations)] != values[..]
+            }) {
+                return Err(format!("{name}: the GPU runs give different results"));
+            }
+            gpu.push(time);
         }
     }
     let mut cpu = Vec::new();
@@ -174,6 +212,7 @@ fn measure(
         gpu: use_gpu.then(|| median(gpu)),
         cpu: use_cpu.then(|| median(cpu)),
         values,
+        gpu_report,
     })
 }
 
@@ -201,6 +240,7 @@ pub fn bench_datalog(
     db: &Database,
     device: &Device,
     runs: usize,
+    time: bool,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let runs = runs.max(1);
@@ -224,6 +264,9 @@ pub fn bench_datalog(
         rows.iter().sum::<usize>(),
         single_value(&m.values).map_or(String::new(), |v| format!(", value {v}"))
     );
+    if let (true, Some(report)) = (time, &m.gpu_report) {
+        let _ = write!(out, "last timed GPU run:\n{report}");
+    }
     let multiway = super::compile(&text, options)
         .0
         .is_some_and(|l| l.rule_plans.iter().any(|p| p.contains("multiway")));

@@ -76,6 +76,7 @@ pub fn lower(checked: &Checked<'_>, options: LowerOptions) -> Lowered {
         rule_plans: BTreeMap::new(),
         binary_joins: options.binary_joins,
         unique_parts: HashSet::new(),
+        new_parts: HashSet::new(),
         count_only: if options.binary_joins {
             BTreeMap::new()
         } else {
@@ -100,6 +101,9 @@ struct Lowering<'c, 'p> {
     /// Head columns of rules whose tuples are sorted and distinct (one `@join_unique`): a
     /// relation made of one of them alone needs no `@tuple_unique`.
     unique_parts: HashSet<Vec<String>>,
+    /// Those of them in a semi-naive loop, less the head's `full_R` already: a `new_R` made
+    /// of one of them alone is the delta as it is (no `@tuple_diff`).
+    new_parts: HashSet<Vec<String>>,
     /// Relations only counted (relation id → its rule): never built, their number is
     /// `count_R`, one `@multiway_count` (see [`count_only_relations`]).
     count_only: BTreeMap<usize, usize>,
@@ -496,9 +500,17 @@ impl Lowering<'_, '_> {
                 news.entry(head).or_default().push(part);
             }
         }
+        let mut already_new = BTreeMap::new();
         for &id in &stratum.relations {
             let name = checked.relations[id].name.clone();
             let parts = news.remove(&id).unwrap_or_default();
+            if let [part] = parts.as_slice() {
+                if self.new_parts.contains(part) {
+                    // Its delta as it is: no new_R.
+                    already_new.insert(id, part.clone());
+                    continue;
+                }
+            }
             let new = format!("new_{name}");
             if parts.is_empty() {
                 // No rule derives more of it in the loop: nothing new.
@@ -513,11 +525,16 @@ impl Lowering<'_, '_> {
         }
         for &id in &stratum.relations {
             let name = &checked.relations[id].name;
-            body.line(&format!(
-                "{} = @tuple_diff(new_{name}, {});",
-                delta(name),
-                full(name)
-            ));
+            if let Some(columns) = already_new.get(&id) {
+                // A list of the columns (cells taken, not copied).
+                body.line(&format!("{} = @list({});", delta(name), columns.join(", ")));
+            } else {
+                body.line(&format!(
+                    "{} = @tuple_diff(new_{name}, {});",
+                    delta(name),
+                    full(name)
+                ));
+            }
             body.line(&format!(
                 "{} = @tuple_merge({}, {});",
                 full(name),
@@ -751,15 +768,79 @@ impl Lowering<'_, '_> {
                 .unwrap_or(&pending[0]);
             pending.retain(|&i| i != next);
             applied[next] = true;
-            if pending.is_empty() {
-                // In the loop, the head's tuples already in full_R are not new: the batched
-                // join drops them per batch.
-                let known = first.map(|_| full(&clause.head.relation));
-                if let Some(columns) =
-                    self.join_unique(clause, next, versions[next], &rows, &applied, known, code)
-                {
-                    return columns;
+            let head_vars: Option<Vec<&str>> = clause
+                .head
+                .args
+                .iter()
+                .map(|t| match t {
+                    Term::Var(v, _) => Some(v.as_str()),
+                    _ => None,
+                })
+                .collect();
+            match head_vars {
+                // The last step, with nothing left to apply and a head of variables: the
+                // head's tuples. In the loop, those already in full_R are not new: the
+                // batched join drops them per batch.
+                Some(head_vars) if pending.is_empty() && applied.iter().all(|&a| a) => {
+                    let known = first.map(|_| full(&clause.head.relation));
+                    if let Some(columns) = self.join_unique(
+                        clause,
+                        next,
+                        versions[next],
+                        &rows,
+                        &head_vars,
+                        known,
+                        code,
+                    ) {
+                        self.unique_parts.insert(columns.clone());
+                        if first.is_some() {
+                            self.new_parts.insert(columns.clone());
+                        }
+                        return columns;
+                    }
                 }
+                // A step before the last: the distinct bindings of the variables needed
+                // later (a chain's intermediate can have far more pairs than distinct
+                // bindings, as `ValueFlow(z, x), MemoryAlias(z, w)` has of `(x, w)`).
+                _ if !pending.is_empty() => {
+                    let needed = needed_later(clause, &applied);
+                    let atom = atom_of(clause, next);
+                    let mut outputs: Vec<&str> = needed
+                        .iter()
+                        .copied()
+                        .filter(|v| {
+                            rows.columns.contains_key(*v)
+                                || atom
+                                    .args
+                                    .iter()
+                                    .any(|t| matches!(t, Term::Var(w, _) if w == v))
+                        })
+                        .collect();
+                    outputs.sort_unstable();
+                    if !outputs.is_empty() {
+                        if let Some(columns) = self.join_unique(
+                            clause,
+                            next,
+                            versions[next],
+                            &rows,
+                            &outputs,
+                            None,
+                            code,
+                        ) {
+                            rows = Rows {
+                                witness: columns[0].clone(),
+                                columns: outputs
+                                    .iter()
+                                    .map(|v| v.to_string())
+                                    .zip(columns)
+                                    .collect(),
+                            };
+                            self.apply_ready(clause, &mut applied, &mut rows, code);
+                            continue;
+                        }
+                    }
+                }
+                _ => {}
             }
             self.join(clause, next, versions[next], &mut rows, &applied, code);
             self.apply_ready(clause, &mut applied, &mut rows, code);
@@ -1206,12 +1287,12 @@ impl Lowering<'_, '_> {
         self.filter(masks, rows, code);
     }
 
-    /// The head columns of a rule whose last step is joining body atom `i` (nothing else left
-    /// to apply, a head of variables only, no variable twice among the atom's new ones) as one
-    /// `@join_unique`: the head's distinct tuples, less those in `known` (the head's
-    /// `full_R`), made a batch of join pairs at a time, so that a join with many more pairs
-    /// than distinct tuples never holds all its pairs. None where the rule has another shape
-    /// (then `join` builds the pairs).
+    /// The columns of variables `outputs` after joining the rows with body atom `i`, as one
+    /// `@join_unique`: their distinct bindings, less the tuples of `known` (the head's
+    /// `full_R`, when `outputs` are the head's), made a batch of join pairs at a time, so
+    /// that a join with many more pairs than distinct bindings never holds all its pairs.
+    /// None where the join needs more (no shared variable or constant to join on, or a new
+    /// variable twice in the atom: an equality on the pairs); then `join` builds the pairs.
     #[allow(clippy::too_many_arguments)]
     fn join_unique(
         &mut self,
@@ -1219,23 +1300,11 @@ impl Lowering<'_, '_> {
         i: usize,
         version: Version,
         rows: &Rows,
-        applied: &[bool],
+        outputs: &[&str],
         known: Option<String>,
         code: &mut Code,
     ) -> Option<Vec<String>> {
         let atom = atom_of(clause, i);
-        if !applied.iter().all(|&a| a) {
-            return None;
-        }
-        let head_vars: Vec<&str> = clause
-            .head
-            .args
-            .iter()
-            .map(|t| match t {
-                Term::Var(v, _) => Some(v.as_str()),
-                _ => None,
-            })
-            .collect::<Option<_>>()?;
         let mut key_positions = Vec::new();
         let mut new_vars: BTreeMap<&str, usize> = BTreeMap::new();
         for (k, term) in atom.args.iter().enumerate() {
@@ -1252,7 +1321,7 @@ impl Lowering<'_, '_> {
             }
         }
         if key_positions.is_empty()
-            || !head_vars
+            || !outputs
                 .iter()
                 .all(|v| rows.columns.contains_key(*v) || new_vars.contains_key(v))
         {
@@ -1284,7 +1353,7 @@ impl Lowering<'_, '_> {
             index_name(&atom.relation, &order)
         };
         // The probe side: its key columns, then the head's variables bound before.
-        for v in &head_vars {
+        for v in outputs {
             let column = &rows.columns.get(*v);
             if let Some(column) = column {
                 if !probe.contains(column) {
@@ -1292,7 +1361,7 @@ impl Lowering<'_, '_> {
                 }
             }
         }
-        let picks: Vec<String> = head_vars
+        let picks: Vec<String> = outputs
             .iter()
             .map(|v| match rows.columns.get(*v) {
                 Some(column) => probe.iter().position(|c| c == column).unwrap_or(0),
@@ -1314,14 +1383,13 @@ impl Lowering<'_, '_> {
             key_positions.len(),
             known.map(|f| format!(", {f}")).unwrap_or_default()
         ));
-        let columns: Vec<String> = (0..head_vars.len())
+        let columns: Vec<String> = (0..outputs.len())
             .map(|k| {
                 let column = self.temp("column");
                 code.line(&format!("{column}:i64 = @index({tuples}, {k}:i64);"));
                 column
             })
             .collect();
-        self.unique_parts.insert(columns.clone());
         Some(columns)
     }
 

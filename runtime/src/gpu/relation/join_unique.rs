@@ -15,6 +15,7 @@
 //! - the batch's tuples are sorted and deduplicated (`@tuple_unique`), those in `full` are
 //!   dropped (`@tuple_diff`), and what is left is merged into the tuples of the batches
 //!   before (`@tuple_merge`).
+//!
 //! The batch's buffers go back to the pool before the next batch takes them, so the device
 //! holds one batch of pairs and the distinct tuples found so far, never all pairs.
 
