@@ -832,7 +832,7 @@ mod tests {
             ("multiway_trie.wgsl", super::super::multiway::trie_source()),
         ] {
             let source = source.expect("renders");
-            validate(name, &source);
+            validate(name, source);
         }
     }
 }
