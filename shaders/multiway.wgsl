@@ -43,7 +43,8 @@
 //            the window, no slot written; the passing slots are summed per workgroup and
 //            added to counter (a u64: low word, high word, the carry added on wrap).
 //
-// Template parameters: {{WORKGROUP_SIZE}}.
+// Template parameters: {{WORKGROUP_SIZE}}; SEARCHES, in double braces: the binary searches,
+// rendered from partition_point.wgsl by multiway.rs.
 
 struct Params {
     bindings: u32,
@@ -104,24 +105,16 @@ fn children(k: u32, i: u32) -> vec2<u32> {
     return vec2<u32>(trie[offsets + node], trie[offsets + node + 1u]);
 }
 
+// Whether the value at `position` of a level comes before x (strict: is not above x).
+fn value_before(values: u32, position: u32, x: vec2<u32>, strict: bool) -> bool {
+    let y = level_value(values, position);
+    return select(less(y, x), !less(x, y), strict);
+}
+
+{{SEARCHES}}
 // The first position in [lo, hi) whose value is not below x (strict: above x).
-fn search(values: u32, lo_in: u32, hi_in: u32, x: vec2<u32>, strict: bool) -> u32 {
-    var lo = lo_in;
-    var hi = hi_in;
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2u;
-        let y = level_value(values, mid);
-        var before = less(y, x);
-        if strict {
-            before = !less(x, y);
-        }
-        if before {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
+fn search(values: u32, lo: u32, hi: u32, x: vec2<u32>, strict: bool) -> u32 {
+    return first_value_from(lo, hi, values, x, strict);
 }
 
 fn holds(op: u32, v: vec2<u32>, u: vec2<u32>) -> bool {
@@ -284,17 +277,7 @@ fn candidate(slot: u32, out: u32, keep: bool) -> bool {
     let checks = plan[params.step + 1u];
     let first_check = params.step + 2u + 5u * atoms;
     // Load-balancing search: the binding whose output range holds the slot.
-    var lo = 0u;
-    var hi = params.bindings;
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2u;
-        if index_in[mid] <= slot {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    let parent = lo - 1u;
+    let parent = first_offset_after(0u, params.bindings, slot) - 1u;
     let driver = side_in[2u * parent];
     let position = side_in[2u * parent + 1u] + (slot - index_in[parent]);
     let x = level_value(plan[record(driver) + 2u], position);

@@ -25,7 +25,8 @@
 // The last two write into the packed trie (every level of one trie in one buffer, which the
 // join binds) from word params.base.
 //
-// Template parameters: {{WORKGROUP_SIZE}}.
+// Template parameters: {{WORKGROUP_SIZE}}; SEARCHES, in double braces: the binary search,
+// rendered from partition_point.wgsl by multiway.rs.
 
 struct Params {
     n: u32,
@@ -44,6 +45,8 @@ const WORKGROUP_SIZE: u32 = {{WORKGROUP_SIZE}}u;
 @group(0) @binding(1) var<storage, read> col: array<u32>;
 @group(0) @binding(2) var<storage, read> aux: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+{{SEARCHES}}
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn first_difference(
@@ -104,18 +107,7 @@ fn level_offsets(
             out[params.base + j] = params.m;
             continue;
         }
-        let start = col[j];
-        var lo = 0u;
-        var hi = params.m;
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2u;
-            if aux[mid] < start {
-                lo = mid + 1u;
-            } else {
-                hi = mid;
-            }
-        }
-        out[params.base + j] = lo;
+        out[params.base + j] = first_start_from(0u, params.m, col[j]);
     }
 }
 

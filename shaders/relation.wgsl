@@ -36,7 +36,8 @@
 //                      words, a = the first rows)
 //   gather_pairs       out[2j], out[2j+1] = a[2 idx[j]], a[2 idx[j] + 1] (64-bit elements)
 //
-// Template parameters: {{WORKGROUP_SIZE}}.
+// Template parameters: {{WORKGROUP_SIZE}}; SEARCHES, in double braces: the binary searches,
+// rendered from partition_point.wgsl by relation.rs.
 
 struct Params {
     n: u32,
@@ -91,20 +92,10 @@ fn compare_aa(i: u32, j: u32) -> i32 {
     return 0;
 }
 
+{{SEARCHES}}
 // The first row of b not before row i of a (upper: the first row after it).
 fn bound_in_b(i: u32, upper: bool) -> u32 {
-    var lo = 0u;
-    var hi = params.rows_b;
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2u;
-        let c = compare_ab(i, mid);
-        if c > 0 || (upper && c == 0) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
+    return first_row_of_b_from(0u, params.rows_b, i, upper);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -200,15 +191,7 @@ fn merge_path(
         if d > params.rows_b {
             lo = d - params.rows_b;
         }
-        var hi = min(d, params.rows_a);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2u;
-            if a_before_b(mid, d - mid - 1u) {
-                lo = mid + 1u;
-            } else {
-                hi = mid;
-            }
-        }
+        lo = merge_diagonal(lo, min(d, params.rows_a), d);
         var i = lo;
         var j = d - lo;
         let end = min(d + MERGE_ITEMS, total);
@@ -378,17 +361,7 @@ fn join_write(
     for (var k = global.x; k < params.n; k = k + stride) {
         // The last probe row whose first output is at or before k (load-balancing search:
         // one invocation per output pair, whatever the number of matches per row).
-        var lo = 0u;
-        var hi = params.rows_a;
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2u;
-            if idx[mid] <= k {
-                lo = mid + 1u;
-            } else {
-                hi = mid;
-            }
-        }
-        let i = lo - 1u;
+        let i = first_offset_after(0u, params.rows_a, k) - 1u;
         out[2u * k] = i;
         out[2u * k + 1u] = 0u;
         atomicStore(&flag[2u * k], a[i] + (k - idx[i]));

@@ -43,13 +43,74 @@ use super::keys::{check_len, filled, iota, unused};
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::relation::{tuple_unique, DeviceRelation};
 use super::scan::{record_scan, SUM_VALUES};
-use super::template::{render, workgroup_size_text};
+use super::template::{partition_points, render, workgroup_size_text, Search};
 use crate::multiway::Spec;
 
 /// `shaders/multiway.wgsl`.
 pub const MULTIWAY_WGSL: &str = include_str!("../../../shaders/multiway.wgsl");
 /// `shaders/multiway_trie.wgsl`.
 pub const MULTIWAY_TRIE_WGSL: &str = include_str!("../../../shaders/multiway_trie.wgsl");
+
+/// The binary searches of `shaders/multiway.wgsl`.
+const JOIN_SEARCHES: &[Search] = &[
+    // The first position of a level in a range whose value is not below x (strict: above).
+    Search {
+        name: "first_value_from",
+        params: ", values: u32, x: vec2<u32>, strict: bool",
+        before: "value_before(values, mid, x, strict)",
+    },
+    // Load-balancing search: the first binding whose first candidate is after the slot.
+    Search {
+        name: "first_offset_after",
+        params: ", slot: u32",
+        before: "index_in[mid] <= slot",
+    },
+];
+
+/// The binary search of `shaders/multiway_trie.wgsl`: the first node start of the next
+/// level not before a row.
+const TRIE_SEARCHES: &[Search] = &[Search {
+    name: "first_start_from",
+    params: ", start: u32",
+    before: "aux[mid] < start",
+}];
+
+/// `shaders/multiway.wgsl`, specialised (rendered once).
+pub(crate) fn join_source() -> Result<&'static str> {
+    static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    rendered_once(&SOURCE, "multiway.wgsl", MULTIWAY_WGSL, JOIN_SEARCHES)
+}
+
+/// `shaders/multiway_trie.wgsl`, specialised (rendered once).
+pub(crate) fn trie_source() -> Result<&'static str> {
+    static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    rendered_once(
+        &SOURCE,
+        "multiway_trie.wgsl",
+        MULTIWAY_TRIE_WGSL,
+        TRIE_SEARCHES,
+    )
+}
+
+fn rendered_once(
+    cell: &'static std::sync::OnceLock<String>,
+    name: &str,
+    text: &str,
+    searches: &[Search],
+) -> Result<&'static str> {
+    if let Some(source) = cell.get() {
+        return Ok(source);
+    }
+    let source = render(
+        name,
+        text,
+        &[
+            ("WORKGROUP_SIZE", &workgroup_size_text()),
+            ("SEARCHES", &partition_points(searches)?),
+        ],
+    )?;
+    Ok(cell.get_or_init(|| source))
+}
 
 /// Overrides the number of candidates a round expands at once (tests force small batches).
 pub const BATCH_ENV: &str = "HORSEC_MULTIWAY_BATCH";
@@ -551,14 +612,10 @@ fn trie_kernel(
     if items == 0 {
         return Ok(());
     }
-    let source = render(
-        "multiway_trie.wgsl",
-        MULTIWAY_TRIE_WGSL,
-        &[("WORKGROUP_SIZE", &workgroup_size_text())],
-    )?;
+    let source = trie_source()?;
     let pipeline = device.pipeline(&KernelSpec {
         label: &format!("multiway_trie.{entry}"),
-        source: &source,
+        source,
         entry_point: entry,
         bindings: TRIE_BINDINGS,
     })?;
@@ -709,14 +766,10 @@ impl Join<'_> {
         if items == 0 {
             return Ok(());
         }
-        let source = render(
-            "multiway.wgsl",
-            MULTIWAY_WGSL,
-            &[("WORKGROUP_SIZE", &workgroup_size_text())],
-        )?;
+        let source = join_source()?;
         let pipeline = self.device.pipeline(&KernelSpec {
             label: &format!("multiway.{entry}"),
-            source: &source,
+            source,
             entry_point: entry,
             bindings: JOIN_BINDINGS,
         })?;

@@ -65,7 +65,7 @@ use super::keys::{
 use super::order::order_permutation_after;
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::scan::{record_scan, SUM_VALUES};
-use super::template::{render, workgroup_size_text};
+use super::template::{partition_points, render, workgroup_size_text, Search};
 use crate::relation::{not_sorted, RelationArgument, RelationColumn, TOO_MANY_PAIRS};
 
 mod join_unique;
@@ -371,8 +371,30 @@ fn run(device: &Device, d: Dispatch<'_>) -> Result<()> {
     commands.submit()
 }
 
+/// The binary searches of `shaders/relation.wgsl`.
+const SEARCHES: &[Search] = &[
+    // The first row of b not before row i of a (upper: not after it).
+    Search {
+        name: "first_row_of_b_from",
+        params: ", i: u32, upper: bool",
+        before: "compare_ab(i, mid) > select(0, -1, upper)",
+    },
+    // The merge path: the rows of a among the first d outputs.
+    Search {
+        name: "merge_diagonal",
+        params: ", d: u32",
+        before: "a_before_b(mid, d - mid - 1u)",
+    },
+    // Load-balancing search: the first probe row whose first output is after k.
+    Search {
+        name: "first_offset_after",
+        params: ", k: u32",
+        before: "idx[mid] <= k",
+    },
+];
+
 /// `shaders/relation.wgsl`, specialised (rendered once).
-fn relation_source() -> Result<&'static str> {
+pub(crate) fn relation_source() -> Result<&'static str> {
     static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     if let Some(source) = SOURCE.get() {
         return Ok(source);
@@ -380,7 +402,10 @@ fn relation_source() -> Result<&'static str> {
     let source = render(
         "relation.wgsl",
         RELATION_WGSL,
-        &[("WORKGROUP_SIZE", &workgroup_size_text())],
+        &[
+            ("WORKGROUP_SIZE", &workgroup_size_text()),
+            ("SEARCHES", &partition_points(SEARCHES)?),
+        ],
     )?;
     Ok(SOURCE.get_or_init(|| source))
 }

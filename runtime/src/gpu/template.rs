@@ -17,6 +17,34 @@ pub const RADIX_SORT_WGSL: &str = include_str!("../../../shaders/radix_sort.wgsl
 /// `shaders/or_reduce.wgsl`: bitwise OR of all elements.
 pub const OR_REDUCE_WGSL: &str = include_str!("../../../shaders/or_reduce.wgsl");
 
+/// `shaders/partition_point.wgsl`: the binary search the library kernels share.
+pub const PARTITION_POINT_WGSL: &str = include_str!("../../../shaders/partition_point.wgsl");
+
+/// One binary search of a kernel module: `fn name(lo, hi<params>) -> u32`, the first
+/// position in [lo, hi) where `before` (a WGSL condition on `mid` and the parameters,
+/// holding on a prefix of the range) fails.
+pub struct Search {
+    pub name: &'static str,
+    /// Extra parameters, each written `, name: type`.
+    pub params: &'static str,
+    pub before: &'static str,
+}
+
+/// The WGSL functions of `searches` (`shaders/partition_point.wgsl`, once per search), the
+/// text of a module's `{{SEARCHES}}`.
+pub fn partition_points(searches: &[Search]) -> Result<String> {
+    let mut out = String::new();
+    for s in searches {
+        out.push_str(&render(
+            "partition_point.wgsl",
+            PARTITION_POINT_WGSL,
+            &[("NAME", s.name), ("PARAMS", s.params), ("BEFORE", s.before)],
+        )?);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// Invocations per workgroup of every library kernel.
 pub const WORKGROUP_SIZE: u32 = 256;
 /// Elements each invocation handles in the tiled kernels (scan, radix sort) on a software
