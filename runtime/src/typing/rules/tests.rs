@@ -367,6 +367,13 @@ fn every_builtin_has_a_rule_that_accepts_some_arguments() {
                     v(Type::I64),
                     v(Type::I64),
                 ],
+                // A batched join: @join_unique(probe, build, keys, picks).
+                vec![
+                    v(Type::List(Box::new(Type::I64))),
+                    v(Type::List(Box::new(Type::I64))),
+                    v(Type::I64),
+                    v(Type::I64),
+                ],
                 // A reachability index: @reach_index(g, d).
                 vec![v(Type::List(Box::new(Type::I64))), v(Type::I64)],
                 vec![],
