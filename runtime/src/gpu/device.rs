@@ -76,7 +76,7 @@ pub struct Device {
     pub(crate) profiling: std::sync::atomic::AtomicBool,
     /// Storage and uniform buffers for reuse (see `pool`).
     pub(crate) pool: Arc<super::pool::BufferPool>,
-    /// Command buffers recorded and not yet submitted (see [`Device::hold`]), from every
+    /// Command buffers recorded and not yet submitted (see `Device::hold`), from every
     /// thread: a read on one thread must see what another recorded before handing it a
     /// value, and the order within each thread is kept.
     held: Mutex<HeldCommands>,
@@ -90,7 +90,7 @@ pub struct Device {
 struct HeldCommands {
     commands: Vec<wgpu::CommandBuffer>,
     encoders: Vec<u64>,
-    /// The sum of their `work_bytes` (see [`Device::hold`]).
+    /// The sum of their `work_bytes` (see `Device::hold`).
     work_bytes: u64,
 }
 
@@ -400,7 +400,7 @@ impl Device {
         Ok(())
     }
 
-    /// Sends every held command buffer (see [`Device::hold`]) to the queue now, after the
+    /// Sends every held command buffer (see `Device::hold`) to the queue now, after the
     /// pool's pending clears. Work submitted runs asynchronously.
     pub fn flush(&self) -> Result<()> {
         self.submit_with_held(None).map(|_| ())
@@ -451,7 +451,7 @@ impl Device {
     }
 
     /// Bytes of work (buffers bound or copied) held command buffers reach before they go
-    /// to the queue without waiting for a read-back (see [`Device::hold`]).
+    /// to the queue without waiting for a read-back (see `Device::hold`).
     pub fn submit_bytes(&self) -> u64 {
         self.submit_bytes.load(Ordering::Relaxed)
     }

@@ -400,7 +400,7 @@ impl<'d> Commands<'d> {
     }
 
     /// Hands the recorded work to the device, which sends it to the queue with the next
-    /// submission the host needs ([`Device::hold`]: a read-back, a wait, a flush). It runs
+    /// submission the host needs (`Device::hold`: a read-back, a wait, a flush). It runs
     /// asynchronously; a later download (or [`Device::wait_idle`]) waits for it.
     /// Timestamps go to the device's timestamp log.
     pub fn submit(self) -> Result<()> {
