@@ -1,0 +1,172 @@
+//! The kernel's interface with the engine: buffer bindings, parameter words and status bits
+//! for the errors a kernel detects.
+
+use super::*;
+
+impl Generator<'_> {
+    pub(super) fn input_binding(
+        &mut self,
+        local: LocalId,
+        part: ValuePart,
+        element: GpuElement,
+    ) -> String {
+        if let Some(name) = self.binding_names.get(&(local, part, false)) {
+            return name.clone();
+        }
+        let suffix = match part {
+            ValuePart::Elements => "",
+            ValuePart::ListValues => "_values",
+            ValuePart::ListOffsets => "_offsets",
+            ValuePart::EnumKeys => "_keys",
+            ValuePart::EnumIndex => "_index",
+        };
+        let name = format!("in_{}{suffix}", self.name(local));
+        self.use_type(element.wgsl());
+        self.bindings.push(Binding {
+            group: 0,
+            binding: self.bindings.len() as u32 + 1,
+            name: name.clone(),
+            buffer: BufferRef::Input {
+                slot: Self::slot(local),
+                part,
+            },
+            element,
+            access: Access::Read,
+        });
+        self.binding_names
+            .insert((local, part, false), name.clone());
+        name
+    }
+
+    pub(super) fn output_binding(
+        &mut self,
+        local: LocalId,
+        part: ValuePart,
+        element: GpuElement,
+    ) -> String {
+        let suffix = if part == ValuePart::ListValues {
+            "_values"
+        } else {
+            ""
+        };
+        let name = format!("out_{}{suffix}", self.name(local));
+        self.use_type(element.wgsl());
+        self.bindings.push(Binding {
+            group: 0,
+            binding: self.bindings.len() as u32 + 1,
+            name: name.clone(),
+            buffer: BufferRef::Output {
+                slot: Self::slot(local),
+                part,
+            },
+            element,
+            access: Access::ReadWrite,
+        });
+        self.binding_names.insert((local, part, true), name.clone());
+        name
+    }
+
+    pub(super) fn scratch_binding(
+        &mut self,
+        scratch: Scratch,
+        name: String,
+    ) -> (ScratchId, String) {
+        let id = ScratchId(self.scratch.len());
+        self.use_type(scratch.element.wgsl());
+        self.bindings.push(Binding {
+            group: 0,
+            binding: self.bindings.len() as u32 + 1,
+            name: name.clone(),
+            buffer: BufferRef::Scratch(id),
+            element: scratch.element,
+            access: Access::ReadWrite,
+        });
+        self.scratch.push(scratch);
+        (id, name)
+    }
+
+    /// A param word, once per name; returns `params.<name>`.
+    pub(super) fn param(&mut self, name: String, value: ParamValue) -> String {
+        if !self.param_names.contains_key(&name) {
+            self.param_names.insert(name.clone(), ());
+            self.params.push(ParamField {
+                name: name.clone(),
+                value,
+            });
+        }
+        format!("params.{name}")
+    }
+
+    pub(super) fn length_param(&mut self, local: LocalId, part: ValuePart) -> String {
+        let suffix = match part {
+            ValuePart::EnumKeys => "_keys",
+            ValuePart::ListValues => "_values",
+            ValuePart::ListOffsets => "_cells",
+            _ => "",
+        };
+        let name = format!("len_{}{suffix}", self.name(local));
+        self.param(
+            name,
+            ParamValue::Length(Length::Of {
+                slot: Self::slot(local),
+                part,
+            }),
+        )
+    }
+
+    /// Where the current statement is, for the errors its checks report.
+    pub(super) fn site(&self) -> CheckSite {
+        CheckSite {
+            offset: self
+                .tree
+                .stmt(self.current)
+                .map_or(0, |stmt| stmt.span.start),
+            at: None,
+        }
+    }
+
+    /// A status bit for an error the kernel detects; returns the bit.
+    pub(super) fn status_bit(
+        &mut self,
+        message: String,
+        report: Option<CheckReport>,
+    ) -> Result<u32, CodegenError> {
+        if let Some(check) = self
+            .checks
+            .iter()
+            .find(|c| c.message == message && c.report == report)
+        {
+            return Ok(check.bit);
+        }
+        let status = match self.status {
+            Some(id) => id,
+            None => {
+                let (id, _) = self.scratch_binding(
+                    Scratch {
+                        element: GpuElement::U32,
+                        elements: Length::Constant(1),
+                        purpose: ScratchPurpose::Status,
+                    },
+                    "status".to_string(),
+                );
+                self.status = Some(id);
+                id
+            }
+        };
+        let bit = self.checks.len() as u32;
+        if bit >= 32 {
+            return Err(self.error(None, "more than 32 error checks in one kernel"));
+        }
+        let site = self.site();
+        self.checks.push(StatusCheck {
+            status,
+            bit,
+            message,
+            site,
+            report,
+        });
+        Ok(bit)
+    }
+
+    // ----- operands ------------------------------------------------------------------------
+}
