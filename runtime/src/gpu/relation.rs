@@ -895,6 +895,89 @@ fn hisa_table(device: &Device, build: &DeviceRelation, kb: &KeyMatrix) -> Result
     Ok(table)
 }
 
+/// The probe and build sides of a HISA join (see `hisa_table`), as its count pass reads them.
+pub(super) struct JoinSides<'a> {
+    pub probe: &'a KeyMatrix,
+    pub build: &'a KeyMatrix,
+    pub table: &'a GpuBuffer<u32>,
+    pub slots: usize,
+    pub rows: usize,
+    pub rows_b: usize,
+}
+
+/// What [`record_join_counts`] leaves on the device: each probe row's number of matches, its
+/// first match in the build side, and the exclusive scan of the counts (where its pairs start).
+pub(super) struct JoinCounts {
+    pub counts: GpuBuffer<u32>,
+    pub first: GpuBuffer<u32>,
+    pub offsets: GpuBuffer<u32>,
+}
+
+/// Records a join's count pass, the scan of the counts, and two status words: `wrapped`
+/// (`u32::MAX` unless the scan wrapped past 2^32, which leaves it not monotonic) and
+/// `wrapped + 1` (the number of pairs). Shared by `@sorted_join` and `@join_unique`.
+pub(super) fn record_join_counts(
+    commands: &mut Commands<'_>,
+    sides: JoinSides<'_>,
+    status_words: &GpuBuffer<u32>,
+    wrapped: u32,
+) -> Result<JoinCounts> {
+    let device = commands.device();
+    let rows = sides.rows;
+    let counts = device.scratch::<u32>("join counts", rows)?;
+    let first = device.scratch::<u32>("join first rows", rows)?;
+    record(
+        commands,
+        Dispatch {
+            entry: "join_count",
+            params: Params {
+                rows_a: rows,
+                rows_b: sides.rows_b,
+                words: sides.build.num_words(),
+                slots: sides.slots,
+                ..Params::new(rows)
+            }
+            .words()?,
+            a: sides.probe.words.raw(),
+            b: sides.build.words.raw(),
+            idx: sides.table.raw(),
+            out: counts.raw(),
+            flag: first.raw(),
+            items: rows,
+        },
+    )?;
+    let offsets = record_scan(commands, counts.raw(), rows, SUM_VALUES)?;
+    // Counts are u32: a total past 2^32 wraps the scan, which is then not monotonic.
+    for (entry, slot, items) in [
+        ("check_monotonic", wrapped, rows),
+        ("store_total", wrapped + 1, 1),
+    ] {
+        let (a, b, out) = (unused(device)?, unused(device)?, unused(device)?);
+        record(
+            commands,
+            Dispatch {
+                entry,
+                params: Params {
+                    slot,
+                    ..Params::new(rows)
+                }
+                .words()?,
+                a: a.raw(),
+                b: b.raw(),
+                idx: offsets.raw(),
+                out: out.raw(),
+                flag: status_words.raw(),
+                items,
+            },
+        )?;
+    }
+    Ok(JoinCounts {
+        counts,
+        first,
+        offsets,
+    })
+}
+
 /// `@sorted_join` on the GPU: `(probe rows, build rows)` of every matching pair, as a
 /// relation of two i64 columns left on the device (the layout of `@join_index`).
 pub fn sorted_join(
@@ -917,52 +1000,25 @@ pub fn sorted_join(
     let status_words = status.words(device)?;
     let hisa = hisa_table(device, build, &kb)?;
     let (table, slots) = (&hisa.0, hisa.1);
-    let words = kb.num_words();
     let mut commands = Commands::new(device, "@sorted_join");
-    let counts = device.scratch::<u32>("join counts", rows)?;
-    let first = device.scratch::<u32>("join first rows", rows)?;
-    record(
+    // The counts stay alive until the pairs are written, as the other buffers of the join.
+    let JoinCounts {
+        counts: _counts,
+        first,
+        offsets,
+    } = record_join_counts(
         &mut commands,
-        Dispatch {
-            entry: "join_count",
-            params: Params {
-                rows_a: rows,
-                rows_b,
-                words,
-                slots,
-                ..Params::new(rows)
-            }
-            .words()?,
-            a: kp.words.raw(),
-            b: kb.words.raw(),
-            idx: table.raw(),
-            out: counts.raw(),
-            flag: first.raw(),
-            items: rows,
+        JoinSides {
+            probe: &kp,
+            build: &kb,
+            table,
+            slots,
+            rows,
+            rows_b,
         },
+        status_words,
+        1,
     )?;
-    let offsets = record_scan(&mut commands, counts.raw(), rows, SUM_VALUES)?;
-    // Counts are u32: a total past 2^32 wraps the scan, which is then not monotonic.
-    for (entry, slot, items) in [("check_monotonic", 1, rows), ("store_total", 2, 1)] {
-        let (a, b, out) = (unused(device)?, unused(device)?, unused(device)?);
-        record(
-            &mut commands,
-            Dispatch {
-                entry,
-                params: Params {
-                    slot,
-                    ..Params::new(rows)
-                }
-                .words()?,
-                a: a.raw(),
-                b: b.raw(),
-                idx: offsets.raw(),
-                out: out.raw(),
-                flag: status_words.raw(),
-                items,
-            },
-        )?;
-    }
     commands.submit()?;
     let words = status.read(device)?;
     sorted_or_error(&words, &[(0, 1, false)])?;

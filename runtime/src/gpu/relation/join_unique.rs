@@ -25,11 +25,10 @@ use super::super::compact::element_workgroups;
 use super::super::device::Device;
 use super::super::error::{GpuError, Result};
 use super::super::pipeline::{BindingKind, Commands, KernelSpec};
-use super::super::scan::{record_scan, SUM_VALUES};
 use super::super::template::{render, workgroup_size_text};
 use super::{
-    hisa_table, record, record_gather_column, sorted_or_error, tuple_diff, tuple_merge,
-    tuple_unique, unused, DeviceRelation, Dispatch, Out, Params, RelationError, Status,
+    hisa_table, record_gather_column, record_join_counts, sorted_or_error, tuple_diff, tuple_merge,
+    tuple_unique, DeviceRelation, JoinCounts, JoinSides, Out, RelationError, Status,
 };
 use crate::relation::TOO_MANY_PAIRS;
 
@@ -141,50 +140,23 @@ pub fn join_unique(
     let hisa = hisa_table(device, &build_keys, &kb)?;
     let (table, slots) = (&hisa.0, hisa.1);
     let mut commands = Commands::new(device, "@join_unique count");
-    let counts = device.scratch::<u32>("join counts", rows)?;
-    let first = device.scratch::<u32>("join first rows", rows)?;
-    record(
+    let JoinCounts {
+        counts,
+        first,
+        offsets,
+    } = record_join_counts(
         &mut commands,
-        Dispatch {
-            entry: "join_count",
-            params: Params {
-                rows_a: rows,
-                rows_b,
-                words: kb.num_words(),
-                slots,
-                ..Params::new(rows)
-            }
-            .words()?,
-            a: kp.words.raw(),
-            b: kb.words.raw(),
-            idx: table.raw(),
-            out: counts.raw(),
-            flag: first.raw(),
-            items: rows,
+        JoinSides {
+            probe: &kp,
+            build: &kb,
+            table,
+            slots,
+            rows,
+            rows_b,
         },
+        status_words,
+        2,
     )?;
-    let offsets = record_scan(&mut commands, counts.raw(), rows, SUM_VALUES)?;
-    // Counts are u32: a total past 2^32 wraps the scan, which is then not monotonic.
-    for (entry, slot, items) in [("check_monotonic", 2, rows), ("store_total", 3, 1)] {
-        let (a, b, out) = (unused(device)?, unused(device)?, unused(device)?);
-        record(
-            &mut commands,
-            Dispatch {
-                entry,
-                params: Params {
-                    slot,
-                    ..Params::new(rows)
-                }
-                .words()?,
-                a: a.raw(),
-                b: b.raw(),
-                idx: offsets.raw(),
-                out: out.raw(),
-                flag: status_words.raw(),
-                items,
-            },
-        )?;
-    }
     commands.submit()?;
     drop(counts);
     let words = status.read(device)?;
