@@ -302,22 +302,9 @@ impl Lowering<'_, '_> {
                 vec![zeros],
             )
         } else {
-            let mut order = key_positions.clone();
-            order.extend((0..atom.args.len()).filter(|k| !key_positions.contains(k)));
-            let identity = order.iter().enumerate().all(|(a, &b)| a == b);
-            let build = if identity {
-                self.source(atom, version)
-            } else {
-                code.indexes.insert((id, order.clone()));
-                index_name(&atom.relation, &order)
-            };
-            let keys: Vec<String> = (0..key_positions.len())
-                .map(|k| {
-                    let column = self.temp("build_key");
-                    code.line(&format!("{column}:i64 = @index({build}, {k}:i64);"));
-                    column
-                })
-                .collect();
+            let source = self.source(atom, version);
+            let (build, order) = index_for(atom, id, &key_positions, source, code);
+            let keys = self.key_columns(&build, key_positions.len(), code);
             (build, order, keys)
         };
         let pairs = self.temp("pairs");
@@ -432,15 +419,8 @@ impl Lowering<'_, '_> {
                 }
             }
         }
-        let mut order = key_positions.clone();
-        order.extend((0..atom.args.len()).filter(|k| !key_positions.contains(k)));
-        let identity = order.iter().enumerate().all(|(a, &b)| a == b);
-        let build = if identity {
-            self.source(atom, version)
-        } else {
-            code.indexes.insert((id, order.clone()));
-            index_name(&atom.relation, &order)
-        };
+        let source = self.source(atom, version);
+        let (build, order) = index_for(atom, id, &key_positions, source, code);
         // The probe side: its key columns, then the head's variables bound before.
         for v in outputs {
             let column = &rows.columns.get(*v);
@@ -598,22 +578,8 @@ impl Lowering<'_, '_> {
             );
             return;
         }
-        let mut order = key_positions.clone();
-        order.extend((0..atom.args.len()).filter(|k| !key_positions.contains(k)));
-        let identity = order.iter().enumerate().all(|(a, &b)| a == b);
-        let build = if identity {
-            source
-        } else {
-            code.indexes.insert((id, order.clone()));
-            index_name(&atom.relation, &order)
-        };
-        let keys: Vec<String> = (0..key_positions.len())
-            .map(|k| {
-                let column = self.temp("build_key");
-                code.line(&format!("{column}:i64 = @index({build}, {k}:i64);"));
-                column
-            })
-            .collect();
+        let (build, _) = index_for(atom, id, &key_positions, source, code);
+        let keys = self.key_columns(&build, key_positions.len(), code);
         let pairs = self.temp("pairs");
         code.line(&format!(
             "{pairs}:list<i64> = @sorted_join(@list({}), @list({}));",
@@ -663,6 +629,17 @@ impl Lowering<'_, '_> {
                 out
             }
         }
+    }
+
+    /// The first `count` columns of relation variable `build` (its join keys).
+    fn key_columns(&mut self, build: &str, count: usize, code: &mut Code) -> Vec<String> {
+        (0..count)
+            .map(|k| {
+                let column = self.temp("build_key");
+                code.line(&format!("{column}:i64 = @index({build}, {k}:i64);"));
+                column
+            })
+            .collect()
     }
 }
 
@@ -734,4 +711,23 @@ pub(super) fn needed_later<'c>(clause: &'c Clause, applied: &[bool]) -> HashSet<
         }
     }
     vars.into_iter().collect()
+}
+
+/// The relation an atom of relation `id` is joined against on the columns `key_positions`:
+/// `source` itself when those are its first columns, else its index with them first (built
+/// by `flush`), with the column order of that index.
+fn index_for(
+    atom: &Atom,
+    id: usize,
+    key_positions: &[usize],
+    source: String,
+    code: &mut Code,
+) -> (String, Vec<usize>) {
+    let mut order = key_positions.to_vec();
+    order.extend((0..atom.args.len()).filter(|k| !key_positions.contains(k)));
+    if order.iter().enumerate().all(|(a, &b)| a == b) {
+        return (source, order);
+    }
+    code.indexes.insert((id, order.clone()));
+    (index_name(&atom.relation, &order), order)
 }
