@@ -277,6 +277,12 @@ fn negative_f32(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x80000000u) != 0u;
 }
 
+// A zero with the sign IEEE gives it: a compiler folds x * 0 to +0 and x + 0 to x, losing
+// the sign that a later division by it turns into the infinity's sign.
+fn signed_zero_f32(negative: bool) -> f32 {
+    return special_f32(select(0u, 0x80000000u, negative));
+}
+
 fn nan_f32() -> f32 {
     return special_f32(0x7fc00000u);
 }
@@ -285,21 +291,39 @@ fn plus_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) != negative_f32(b));
-    return select(a + b, nan_f32(), nan);
+    var sum = select(a + b, nan_f32(), nan);
+    if ca == 0u || cb == 0u {
+        sum = select(a, b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            sum = signed_zero_f32(negative_f32(a) && negative_f32(b));
+        }
+    }
+    return sum;
 }
 
 fn minus_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) == negative_f32(b));
-    return select(a - b, nan_f32(), nan);
+    var difference = select(a - b, nan_f32(), nan);
+    if ca == 0u || cb == 0u {
+        difference = select(a, -b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            difference = signed_zero_f32(negative_f32(a) && !negative_f32(b));
+        }
+    }
+    return difference;
 }
 
 fn mul_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
-    return select(a * b, nan_f32(), nan);
+    var product = select(a * b, nan_f32(), nan);
+    if !nan && (ca == 0u || cb == 0u) {
+        product = signed_zero_f32(negative_f32(a) != negative_f32(b));
+    }
+    return product;
 }
 
 fn unordered_f32(a: f32, b: f32) -> bool {
@@ -337,6 +361,12 @@ fn negative_f64(x: f64) -> bool {
     return (u32(bitcast<u64>(x) >> 32u) & 0x80000000u) != 0u;
 }
 
+// A zero with the sign IEEE gives it: a compiler folds x * 0 to +0 and x + 0 to x, losing
+// the sign that a later division by it turns into the infinity's sign.
+fn signed_zero_f64(negative: bool) -> f64 {
+    return special_f64(select(0lu, 9223372036854775808lu, negative));
+}
+
 fn nan_f64() -> f64 {
     return special_f64(9221120237041090560lu);
 }
@@ -345,21 +375,39 @@ fn plus_f64(a: f64, b: f64) -> f64 {
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) != negative_f64(b));
-    return select(a + b, nan_f64(), nan);
+    var sum = select(a + b, nan_f64(), nan);
+    if ca == 0u || cb == 0u {
+        sum = select(a, b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            sum = signed_zero_f64(negative_f64(a) && negative_f64(b));
+        }
+    }
+    return sum;
 }
 
 fn minus_f64(a: f64, b: f64) -> f64 {
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) == negative_f64(b));
-    return select(a - b, nan_f64(), nan);
+    var difference = select(a - b, nan_f64(), nan);
+    if ca == 0u || cb == 0u {
+        difference = select(a, -b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            difference = signed_zero_f64(negative_f64(a) && !negative_f64(b));
+        }
+    }
+    return difference;
 }
 
 fn mul_f64(a: f64, b: f64) -> f64 {
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
-    return select(a * b, nan_f64(), nan);
+    var product = select(a * b, nan_f64(), nan);
+    if !nan && (ca == 0u || cb == 0u) {
+        product = signed_zero_f64(negative_f64(a) != negative_f64(b));
+    }
+    return product;
 }
 
 // Every special case of a quotient is chosen on the bits: besides the folds above, lavapipe
