@@ -421,7 +421,7 @@ fn div_f64(a: f64, b: f64) -> f64 {
         q = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative);
     }
     if ca == 0u || cb == 2u {
-        q = select(0.0lf, bitcast<f64>(9223372036854775808lu), negative);
+        q = signed_zero_f64(negative);
     }
     if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
         q = nan_f64();
@@ -461,7 +461,7 @@ fn div_f32(a: f32, b: f32) -> f32 {
         q = select(special_f32(0x7f800000u), special_f32(0xff800000u), negative);
     }
     if ca == 0u || cb == 2u {
-        q = select(0.0f, bitcast<f32>(0x80000000u), negative);
+        q = signed_zero_f32(negative);
     }
     if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
         q = nan_f32();
