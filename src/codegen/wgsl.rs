@@ -410,6 +410,14 @@ fn mul_f64(a: f64, b: f64) -> f64 {
     return product;
 }
 
+// True where f64 fma rounds once, as on NVIDIA: (1 + 2^-30)^2 - (1 + 2^-29) is 2^-60 fused
+// and 0 as a multiply and an add, which lavapipe makes of it. Run-time bits, so that no
+// compiler can fold the test.
+fn fma_is_fused_f64() -> bool {
+    let x = special_f64(4607182418804211712lu);
+    return class_f64(fma(x, x, special_f64(13830554455663181824lu))) != 0u;
+}
+
 // Every special case of a quotient is chosen on the bits: besides the folds above, lavapipe
 // divides f64 by Newton steps on a reciprocal, which make x / 0 and x / inf NaN.
 fn div_f64(a: f64, b: f64) -> f64 {
@@ -417,6 +425,12 @@ fn div_f64(a: f64, b: f64) -> f64 {
     let cb = class_f64(b);
     let negative = negative_f64(a) != negative_f64(b);
     var q = a / b;
+    // Vulkan lets f64 division be 2.5 ulp off (NVIDIA's is, so x / 5 missed an equal value
+    // in @member): one correction by the exact residual a - q * b makes it the correctly
+    // rounded quotient the CPU computes. The residual is exact only from a fused fma.
+    if class_f64(q) == 1u && fma_is_fused_f64() {
+        q = q + fma(-q, b, a) / b;
+    }
     if ca == 2u || cb == 0u {
         q = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative);
     }
