@@ -27,6 +27,11 @@
 //!   counts gives the output offsets, then one invocation per output pair finds its probe
 //!   row by binary search over the scan (load-balanced write).
 //!
+//! A relation whose key matrix passes one storage binding (two i64 columns past 1.3·10^8
+//! rows at 2 GiB) is keyed by column groups instead, a key matrix per group: `@tuple_unique`
+//! sorts it one group at a time, and `@tuple_diff` and `@tuple_merge` search and merge it
+//! one group at a time (`relation/grouped.rs`).
+//!
 //! Preconditions (sorted, duplicate-free) are checked on the GPU (`check_sorted`) and fail
 //! with the CPU's message (`crate::relation::not_sorted`); the checks of one call share one
 //! status buffer, read back once, and only when some check ran. A relation these kernels
