@@ -258,6 +258,9 @@ fn diff_or_merge_within(
     }
 }
 
+/// A relation's columns on the host.
+type HostColumns = Vec<Vec<i64>>;
+
 /// A relation's rows sorted and deduplicated, as columns.
 fn sorted_columns(columns: Vec<Vec<i64>>) -> Vec<Vec<i64>> {
     let arity = columns.len();
@@ -279,7 +282,7 @@ fn tuple_diff_and_merge_keyed_by_column_groups_match_the_cpu() {
     };
     let mut rng = Rng(0x5eed);
     let empty = |arity: usize| vec![Vec::new(); arity];
-    let mut cases: Vec<(String, Vec<Vec<i64>>, Vec<Vec<i64>>)> = vec![
+    let mut cases: Vec<(String, HostColumns, HostColumns)> = vec![
         ("both empty".into(), empty(2), empty(2)),
         (
             "a empty".into(),
