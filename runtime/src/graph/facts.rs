@@ -132,8 +132,6 @@ pub mod cspa_model {
     pub const LOCAL_WINDOW: u64 = 4;
     /// Pointer popularity in a function: `x = *y` takes `y` at local rank `size · u^skew`.
     pub const POINTER_SKEW: i32 = 2;
-    /// Variables per fact at httpd's size that keep the fixpoint local (see [`super::cspa`]).
-    pub const HTTPD_VARIABLES: u64 = 1_000_000;
 }
 
 /// CSPA-like facts with the locality of real points-to facts: `assign(a, b)` (a = b) and
@@ -158,8 +156,10 @@ pub mod cspa_model {
 /// fewer than about one variable per dereference the aliases of popular callees spread
 /// through memory aliases across the whole program (the fixpoint jumps by orders of
 /// magnitude). At httpd's size (`assign` 3.6·10^5, `dereference` 1.1·10^6) use 10^6
-/// variables ([`cspa_model::HTTPD_VARIABLES`]): the fixpoint then has about 10^7 tuples per
-/// relation, the range of GDlog's httpd (ValueAlias 2.3·10^8).
+/// variables: the fixpoint then grows about linearly with the facts (ValueFlow, MemoryAlias
+/// and ValueAlias have 3.7·10^5, 6.3·10^5 and 1.1·10^6 tuples at a tenth of that size, ten
+/// times those at a hundredth), so about 2·10^7 in all, the range of GDlog's httpd
+/// (ValueAlias 2.3·10^8), not the 10^10 of near-complete relations.
 pub fn cspa(variables: u64, assigns: u64, dereferences: u64, seed: u64) -> Result<(Pairs, Pairs)> {
     use cspa_model::*;
     if variables < 2 * MIN_FUNCTION_VARS {
