@@ -1,0 +1,609 @@
+//! Compatibility analysis of one body (a function body, or the body of a compound statement
+//! that stays on the host): groups its statements into kernels in rNdN's three greedy steps.
+//!
+//! The *units* of a body are its top-level statements; a compound statement whose whole
+//! subtree can run in one kernel is a single GPU unit (see [`Context::compound_geometry`]).
+//! Edges between units are the function's data dependences lifted to the units that contain
+//! their endpoints; edges that point backward (loop-carried, inside a host loop) only order
+//! one iteration's launches after the previous one's and are ignored, as in rNdN.
+//!
+//! 1. **Pipeline** (reverse program order): a GPU unit joins the kernel of its data successors
+//!    when they all sit in one kernel, no edge to it is synchronized, and the geometries are
+//!    equal (scalars fuse with anything).
+//! 2. **Siblings**: two kernels of equal geometry that are both successors of one group (they
+//!    read the same data) merge when no path joins them.
+//! 3. **Parent into child**: a kernel merges into the successor it shares the most values
+//!    with, allowing the successor to run masked over a compressed geometry.
+//!
+//! 4. Beyond rNdN: kernels of equal geometry that no path joins merge even when they read
+//!    no common data (one launch instead of two).
+//!
+//! Every merge keeps the graph of groups acyclic: two groups never merge when a path between
+//! them passes through a third group (the case of Figure 4.13 in the rNdN thesis), and a
+//! merged kernel never runs a masked statement over a compacted input (see
+//! [`Context::masked_reads_are_inside`]). Steps 2 and 3 repeat until nothing merges, then
+//! step 4 runs, and the whole repeats until nothing merges.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+
+use crate::analysis::dependence::DependenceKind;
+use crate::analysis::device::Device;
+use crate::analysis::{Geometry, StmtId};
+use crate::sema::typed::StmtKind;
+
+use super::compatibility::{merge_geometry, Fusion};
+use super::group_aggregate::FusedGroup;
+
+mod context;
+pub(crate) use context::{Context, Members};
+
+/// Storage buffers one kernel may bind. wgpu devices differ (lavapipe allows 32, NVIDIA far
+/// more), and the program is compiled before a device is chosen, so kernels are sized for the
+/// smallest limit of the devices we run on: a fused kernel of a wide query (TPC-H q10 gathers
+/// eight columns, each with its index check) is split rather than refused by the device.
+pub const MAX_STORAGE_BINDINGS: usize = 32;
+
+/// What a unit is.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Role {
+    /// Fusable into a generated kernel, with its geometry.
+    Gpu(Geometry),
+    /// A library kernel of its own.
+    Library,
+    /// A simple host statement.
+    Host,
+    /// A compound statement whose bodies are outlined separately.
+    HostCompound,
+    /// A fused group aggregation (index into the body's fused groups): one library call in
+    /// place of its statements, which form this one unit.
+    Fused(usize),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Unit {
+    pub stmt: StmtId,
+    pub role: Role,
+}
+
+/// Dependences between two units (or groups), all pointing the same way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Link {
+    /// How many values (true dependences) flow along it.
+    values: usize,
+    /// Some dependence needs a barrier between the two ends.
+    barrier: bool,
+}
+
+impl Link {
+    fn add(&mut self, other: Link) {
+        self.values += other.values;
+        self.barrier |= other.barrier;
+    }
+}
+
+/// A group of units: a kernel (with its launch geometry) or one host/library unit.
+#[derive(Clone, Debug)]
+struct Group {
+    units: Vec<usize>,
+    kernel: Option<Geometry>,
+}
+
+/// The groups of one body, from which the builder emits launches and host statements.
+#[derive(Clone, Debug)]
+pub(crate) struct Partition {
+    pub units: Vec<Unit>,
+    links: BTreeMap<(usize, usize), Link>,
+    group_of: Vec<usize>,
+    groups: Vec<Option<Group>>,
+    /// The links between groups, kept up to date by every merge (rebuilding it from the
+    /// unit links after each merge made the outliner quadratic in a body's size).
+    graph: GroupGraph,
+    /// Per group, how many merges changed it: the key under which refusals are remembered.
+    versions: Vec<u32>,
+    /// Pairs [`Partition::merged`] refused, with the versions of both groups then. A refusal
+    /// stands while neither group changes: other merges only contract the graph, so a path
+    /// between the two through a third group stays one, and every other condition depends
+    /// on the two groups alone. Each step rescans all pairs after a merge; without this the
+    /// same refusals were worked out again each time.
+    refused: RefCell<HashSet<u128, BuildHasherDefault<PairHasher>>>,
+}
+
+/// The hash of a packed refusal key: the steps look up every pair again after each merge, and
+/// SipHash made the lookups a visible part of compile time.
+#[derive(Default)]
+struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_u128(&mut self, key: u128) {
+        let mixed = (key as u64) ^ ((key >> 64) as u64).rotate_left(32);
+        self.0 = (mixed ^ (mixed >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    }
+}
+
+/// The refusal key of groups `a` and `b` at their versions: exact below 2^32 groups and 2^31
+/// merges into one group (a collision beyond could only cost a fusion, never correctness).
+fn refusal_key(a: usize, version_a: u32, b: usize, version_b: u32, fusion: Fusion) -> u128 {
+    let fusion = match fusion {
+        Fusion::Identical => 0u128,
+        Fusion::Masked => 1,
+    };
+    ((a as u128) << 96)
+        | (u128::from(version_a) << 64)
+        | ((b as u128) << 32)
+        | (u128::from(version_b) << 1)
+        | fusion
+}
+
+/// A merge a step chose: `(into, from, geometry of the merged kernel)`.
+type Merge = (usize, usize, Geometry);
+
+/// One group of the final partition, in launch order.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Placed {
+    /// A kernel: its unit statements in program order and its geometry.
+    Kernel(Vec<StmtId>, Geometry),
+    /// A unit that stays outside kernels.
+    Single(usize),
+}
+
+/// The group graph at one moment: links between live groups and each group's successors.
+#[derive(Clone, Debug)]
+struct GroupGraph {
+    links: BTreeMap<(usize, usize), Link>,
+    /// Each group's successors, in ascending order (ties in step 3 go to the first).
+    successors: Vec<BTreeSet<usize>>,
+    predecessors: Vec<BTreeSet<usize>>,
+}
+
+impl GroupGraph {
+    /// The graph of one group per unit.
+    fn of_units(units: usize, links: &BTreeMap<(usize, usize), Link>) -> GroupGraph {
+        let mut successors = vec![BTreeSet::new(); units];
+        let mut predecessors = vec![BTreeSet::new(); units];
+        for &(a, b) in links.keys() {
+            successors[a].insert(b);
+            predecessors[b].insert(a);
+        }
+        GroupGraph {
+            links: links.clone(),
+            successors,
+            predecessors,
+        }
+    }
+
+    /// Moves every link of group `from` to group `into`, dropping those between the two.
+    fn absorb(&mut self, into: usize, from: usize) {
+        for next in std::mem::take(&mut self.successors[from]) {
+            self.predecessors[next].remove(&from);
+            let link = self.links.remove(&(from, next)).unwrap_or_default();
+            if next != into {
+                self.links.entry((into, next)).or_default().add(link);
+                self.successors[into].insert(next);
+                self.predecessors[next].insert(into);
+            }
+        }
+        for previous in std::mem::take(&mut self.predecessors[from]) {
+            self.successors[previous].remove(&from);
+            let link = self.links.remove(&(previous, from)).unwrap_or_default();
+            if previous != into {
+                self.links.entry((previous, into)).or_default().add(link);
+                self.predecessors[into].insert(previous);
+                self.successors[previous].insert(into);
+            }
+        }
+    }
+
+    fn link(&self, from: usize, to: usize) -> Link {
+        self.links.get(&(from, to)).copied().unwrap_or_default()
+    }
+
+    /// True when a path from `from` to `to` passes through some third group.
+    fn indirect_path(&self, from: usize, to: usize) -> bool {
+        let mut seen = vec![false; self.successors.len()];
+        let mut stack: Vec<usize> = self
+            .successors
+            .get(from)
+            .map(|s| s.iter().copied().filter(|&g| g != to).collect())
+            .unwrap_or_default();
+        while let Some(group) = stack.pop() {
+            if group == to {
+                return true;
+            }
+            if std::mem::replace(&mut seen[group], true) {
+                continue;
+            }
+            if let Some(next) = self.successors.get(group) {
+                stack.extend(next.iter().copied());
+            }
+        }
+        false
+    }
+}
+
+impl Partition {
+    /// The units of a body (its top-level statements `stmts`) and the links between them.
+    /// The statements of each of `fused` form one unit at the place of its anchor.
+    pub fn new(cx: &Context<'_>, stmts: &[StmtId], fused: &[FusedGroup]) -> Partition {
+        let mut absorbed: HashMap<StmtId, usize> = HashMap::new();
+        for (index, group) in fused.iter().enumerate() {
+            for &stmt in &group.absorbed {
+                absorbed.insert(stmt, index);
+            }
+        }
+        let units: Vec<Unit> = stmts
+            .iter()
+            .filter_map(|&stmt| match absorbed.get(&stmt) {
+                Some(&index) if fused[index].anchor == stmt => Some(Unit {
+                    stmt,
+                    role: Role::Fused(index),
+                }),
+                Some(_) => None,
+                None => Some(Unit {
+                    stmt,
+                    role: unit_role(cx, stmt),
+                }),
+            })
+            .collect();
+        let unit_of = |stmt: StmtId| -> Option<usize> {
+            if let Some(&index) = absorbed.get(&stmt) {
+                let anchor = fused[index].anchor;
+                return units.iter().position(|u| u.stmt == anchor);
+            }
+            let index = units.partition_point(|u| u.stmt <= stmt).checked_sub(1)?;
+            let unit = &units[index];
+            (stmt.0 < cx.subtree_end(unit.stmt)).then_some(index)
+        };
+        let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+        let graph = &cx.analysis.dependence;
+        for edge in graph.graph.edge_references() {
+            let (Some(from), Some(to)) = (graph.stmt(edge.source()), graph.stmt(edge.target()))
+            else {
+                continue;
+            };
+            let (Some(a), Some(b)) = (unit_of(from), unit_of(to)) else {
+                continue;
+            };
+            // Same unit: internal. Backward: carried to the next iteration of a host loop.
+            if a >= b {
+                continue;
+            }
+            let weight = edge.weight();
+            links.entry((a, b)).or_default().add(Link {
+                values: usize::from(weight.kind == DependenceKind::True),
+                barrier: cx.needs_barrier(from, weight),
+            });
+        }
+        // Effects and exits stay in place: everything before runs before, everything after
+        // runs after.
+        for (index, unit) in units.iter().enumerate() {
+            if cx.is_barrier(unit.stmt) {
+                for other in 0..units.len() {
+                    let key = match other.cmp(&index) {
+                        std::cmp::Ordering::Less => (other, index),
+                        std::cmp::Ordering::Greater => (index, other),
+                        std::cmp::Ordering::Equal => continue,
+                    };
+                    links.entry(key).or_default();
+                }
+            }
+        }
+        let groups = units
+            .iter()
+            .enumerate()
+            .map(|(index, unit)| {
+                Some(Group {
+                    units: vec![index],
+                    kernel: match &unit.role {
+                        Role::Gpu(geometry) => Some(geometry.clone()),
+                        _ => None,
+                    },
+                })
+            })
+            .collect();
+        Partition {
+            group_of: (0..units.len()).collect(),
+            graph: GroupGraph::of_units(units.len(), &links),
+            versions: vec![0; units.len()],
+            refused: RefCell::new(HashSet::default()),
+            units,
+            links,
+            groups,
+        }
+    }
+
+    /// Runs the three steps.
+    pub fn outline(&mut self, cx: &Context<'_>) {
+        self.pipeline(cx);
+        loop {
+            loop {
+                let merged_siblings = self.merge_while(cx, Partition::sibling_merge);
+                let merged_parent = self.merge_while(cx, Partition::parent_merge);
+                if !merged_siblings && !merged_parent {
+                    break;
+                }
+            }
+            if !self.merge_while(cx, Partition::independent_merge) {
+                break;
+            }
+        }
+    }
+
+    fn kernel_geometry(&self, group: usize) -> Option<&Geometry> {
+        self.groups.get(group)?.as_ref()?.kernel.as_ref()
+    }
+
+    fn unit_statements(&self, groups: &[usize]) -> Vec<StmtId> {
+        groups
+            .iter()
+            .filter_map(|&g| self.groups.get(g)?.as_ref())
+            .flat_map(|group| group.units.iter().map(|&u| self.units[u].stmt))
+            .collect()
+    }
+
+    /// The geometry of kernels `a` and `b` merged, or `None` when they must stay apart.
+    fn merged(
+        &self,
+        cx: &Context<'_>,
+        graph: &GroupGraph,
+        a: usize,
+        b: usize,
+        fusion: Fusion,
+    ) -> Option<Geometry> {
+        if a == b {
+            return None;
+        }
+        let key = refusal_key(a, self.versions[a], b, self.versions[b], fusion);
+        if self.refused.borrow().contains(&key) {
+            return None;
+        }
+        let merged = self.merged_uncached(cx, graph, a, b, fusion);
+        if merged.is_none() {
+            self.refused.borrow_mut().insert(key);
+        }
+        merged
+    }
+
+    fn merged_uncached(
+        &self,
+        cx: &Context<'_>,
+        graph: &GroupGraph,
+        a: usize,
+        b: usize,
+        fusion: Fusion,
+    ) -> Option<Geometry> {
+        let geometry = merge_geometry(self.kernel_geometry(a)?, self.kernel_geometry(b)?, fusion)?;
+        if graph.link(a, b).barrier || graph.link(b, a).barrier {
+            return None;
+        }
+        if graph.indirect_path(a, b) || graph.indirect_path(b, a) {
+            return None;
+        }
+        let members = Members::new(cx, &self.unit_statements(&[a, b]));
+        (cx.masked_reads_are_inside(&members, &geometry)
+            && cx.refusing_scalars_stay_scalar(&members, &geometry)
+            && cx.scalar_outputs_stay_scalar(&members, &geometry)
+            && cx.failures_hide_no_earlier_error(&members)
+            && cx.storage_bindings(&members) <= MAX_STORAGE_BINDINGS)
+            .then_some(geometry)
+    }
+
+    fn merge(&mut self, into: usize, from: usize, geometry: Geometry) {
+        let Some(moved) = self.groups.get_mut(from).and_then(Option::take) else {
+            return;
+        };
+        for &unit in &moved.units {
+            self.group_of[unit] = into;
+        }
+        if let Some(Some(target)) = self.groups.get_mut(into) {
+            target.units.extend(moved.units);
+            target.units.sort_unstable();
+            target.kernel = Some(geometry);
+        }
+        self.graph.absorb(into, from);
+        self.versions[into] += 1;
+        self.versions[from] += 1;
+    }
+
+    /// Step 1, in reverse program order: a GPU unit joins the kernel holding all of its data
+    /// successors when the geometries are equal and nothing needs a barrier.
+    fn pipeline(&mut self, cx: &Context<'_>) {
+        for unit in (0..self.units.len()).rev() {
+            if !matches!(self.units[unit].role, Role::Gpu(_)) {
+                continue;
+            }
+            let successors: BTreeSet<usize> = self
+                .links
+                .range((unit, 0)..(unit + 1, 0))
+                .filter(|(_, link)| link.values > 0)
+                .map(|(&(_, to), _)| self.group_of[to])
+                .collect();
+            let [kernel] = successors.into_iter().collect::<Vec<_>>()[..] else {
+                continue;
+            };
+            let own = self.group_of[unit];
+            if let Some(geometry) = self.merged(cx, &self.graph, own, kernel, Fusion::Identical) {
+                self.merge(kernel, own, geometry);
+            }
+        }
+    }
+
+    /// Makes the merges `find` names, one at a time, until it names none (each merge changes
+    /// the graph the next is looked for in). `find` gives `(into, from, geometry)`. Returns
+    /// whether anything merged.
+    fn merge_while(
+        &mut self,
+        cx: &Context<'_>,
+        find: fn(&Partition, &Context<'_>) -> Option<Merge>,
+    ) -> bool {
+        let mut merged_any = false;
+        while let Some((into, from, geometry)) = find(self, cx) {
+            self.merge(into, from, geometry);
+            merged_any = true;
+        }
+        merged_any
+    }
+
+    /// Step 2: kernels of equal geometry that read the output of one group merge when no
+    /// path joins them: the first such pair, in group order.
+    fn sibling_merge(&self, cx: &Context<'_>) -> Option<Merge> {
+        let graph = &self.graph;
+        for parent in 0..self.groups.len() {
+            let children: Vec<usize> = graph.successors[parent]
+                .iter()
+                .copied()
+                .filter(|&c| graph.link(parent, c).values > 0 && self.kernel_geometry(c).is_some())
+                .collect();
+            for (i, &first) in children.iter().enumerate() {
+                for &second in &children[i + 1..] {
+                    if let Some(geometry) = self.merged(cx, graph, first, second, Fusion::Identical)
+                    {
+                        return Some((first, second, geometry));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Step 3, in program order of the parents: a kernel merges into the successor kernel it
+    /// passes the most values to, which may run masked over a compressed geometry: the
+    /// first such parent, with the child it merges into.
+    fn parent_merge(&self, cx: &Context<'_>) -> Option<Merge> {
+        let graph = &self.graph;
+        for parent in self.order(graph) {
+            if self.kernel_geometry(parent).is_none() {
+                continue;
+            }
+            let mut best: Option<(usize, usize, Geometry)> = None;
+            for &child in &graph.successors[parent] {
+                let values = graph.link(parent, child).values;
+                if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
+                    continue;
+                }
+                if let Some(geometry) = self.merged(cx, graph, parent, child, Fusion::Masked) {
+                    best = Some((values, child, geometry));
+                }
+            }
+            if let Some((_, child, geometry)) = best {
+                return Some((child, parent, geometry));
+            }
+        }
+        None
+    }
+
+    /// Beyond rNdN, once steps 2 and 3 are done: two kernels of equal geometry that no path
+    /// joins merge even when they share no input, saving a launch: the first such pair, in
+    /// launch order.
+    fn independent_merge(&self, cx: &Context<'_>) -> Option<Merge> {
+        let graph = &self.graph;
+        let kernels: Vec<usize> = self
+            .order(graph)
+            .into_iter()
+            .filter(|&g| self.kernel_geometry(g).is_some())
+            .collect();
+        for (i, &first) in kernels.iter().enumerate() {
+            for &second in &kernels[i + 1..] {
+                if let Some(geometry) = self.merged(cx, graph, first, second, Fusion::Identical) {
+                    return Some((first, second, geometry));
+                }
+            }
+        }
+        None
+    }
+
+    /// The live groups in a topological order of the group graph that keeps program order
+    /// wherever the dependences allow (ties go to the group whose first unit comes first).
+    /// `None` if the graph has a cycle (a bug: every merge keeps it acyclic).
+    fn topological(&self, graph: &GroupGraph) -> Option<Vec<usize>> {
+        let mut indegree = vec![0usize; self.groups.len()];
+        for &(_, to) in graph.links.keys() {
+            indegree[to] += 1;
+        }
+        let first_unit = |g: usize| {
+            self.groups[g]
+                .as_ref()
+                .and_then(|group| group.units.first().copied())
+                .unwrap_or(usize::MAX)
+        };
+        let mut ready: BinaryHeap<Reverse<(usize, usize)>> = (0..self.groups.len())
+            .filter(|&g| self.groups[g].is_some() && indegree[g] == 0)
+            .map(|g| Reverse((first_unit(g), g)))
+            .collect();
+        let mut order = Vec::new();
+        while let Some(Reverse((_, group))) = ready.pop() {
+            order.push(group);
+            for &next in &graph.successors[group] {
+                indegree[next] -= 1;
+                if indegree[next] == 0 {
+                    ready.push(Reverse((first_unit(next), next)));
+                }
+            }
+        }
+        let live = self.groups.iter().filter(|g| g.is_some()).count();
+        (order.len() == live).then_some(order)
+    }
+
+    /// Live groups in topological order, or in first-unit order if (by a bug) there is none.
+    fn order(&self, graph: &GroupGraph) -> Vec<usize> {
+        self.topological(graph).unwrap_or_else(|| {
+            (0..self.groups.len())
+                .filter(|&g| self.groups[g].is_some())
+                .collect()
+        })
+    }
+
+    /// The final groups in launch order; `None` if the group graph has a cycle.
+    pub fn placed(&self) -> Option<Vec<Placed>> {
+        let order = self.topological(&self.graph)?;
+        Some(
+            order
+                .into_iter()
+                .filter_map(|g| {
+                    let group = self.groups[g].as_ref()?;
+                    Some(match &group.kernel {
+                        Some(geometry) => Placed::Kernel(
+                            group.units.iter().map(|&u| self.units[u].stmt).collect(),
+                            geometry.clone(),
+                        ),
+                        None => Placed::Single(*group.units.first()?),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+fn unit_role(cx: &Context<'_>, stmt: StmtId) -> Role {
+    let Some(s) = cx.tree.stmt(stmt) else {
+        return Role::Host;
+    };
+    match &s.kind {
+        StmtKind::If { .. } | StmtKind::While { .. } | StmtKind::Repeat { .. } => {
+            match cx.compound_geometry(stmt) {
+                Some(geometry) => Role::Gpu(geometry),
+                None => Role::HostCompound,
+            }
+        }
+        _ => match cx.gpu_geometry(stmt) {
+            Some(geometry) => Role::Gpu(geometry),
+            None if cx.analysis.dependence.device(stmt) == Some(Device::Library) => Role::Library,
+            None => Role::Host,
+        },
+    }
+}
