@@ -262,6 +262,29 @@ fn order_several_columns_with_mixed_directions() {
     }
 }
 
+/// `@order` sorts up to 4096 rows in one workgroup (a bitonic sort, `small_sort.wgsl`) and
+/// more with the radix sort: both sides of the limit, with many ties (the order must stay
+/// stable) and every direction, agree with the CPU.
+#[test]
+fn order_on_both_sides_of_the_one_workgroup_sort_limit() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(21);
+    for n in [2, 3, 5, 64, 4095, 4096, 4097] {
+        for distinct in [1, 3, 1 << 20] {
+            let c = columns(&mut rng, n, distinct);
+            let keys = list(vec![c[1].clone(), c[5].clone(), c[0].clone()]);
+            for dirs in [vec![true], vec![false], vec![false, true, false]] {
+                ok(device, B::Order, &[], &[keys.clone(), bools(dirs)]);
+            }
+            for column in &c {
+                ok(device, B::Order, &[], &[column.clone(), bools(vec![false])]);
+            }
+        }
+    }
+}
+
 #[test]
 fn group_and_unique_match_the_cpu_with_both_strategies() {
     let Some(device) = shared_device() else {

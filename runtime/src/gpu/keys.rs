@@ -22,7 +22,7 @@ use super::compact::element_workgroups;
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
-use super::template::{render, workgroup_size_text};
+use super::template::{rendered, workgroup_size_text};
 use crate::keys::{domain_of_type, Domain};
 use crate::types::Type;
 use crate::value::{DeviceVector, StrDict, Value, Vector};
@@ -42,18 +42,18 @@ const KEYS_BINDINGS: &[BindingKind] = &[
     BindingKind::StorageReadWrite,
 ];
 
-/// The keys module, specialised.
-pub fn keys_source() -> Result<String> {
-    render(
+/// The keys module, specialised (rendered once).
+pub fn keys_source() -> Result<&'static str> {
+    rendered(
         "keys.wgsl",
         KEYS_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
     )
 }
 
-/// The min/max module, specialised.
-pub fn min_max_source() -> Result<String> {
-    render(
+/// The min/max module, specialised (rendered once).
+pub fn min_max_source() -> Result<&'static str> {
+    rendered(
         "min_max.wgsl",
         MIN_MAX_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
@@ -822,9 +822,14 @@ mod tests {
             ),
             ("like.wgsl", super::super::library::LIKE_WGSL),
         ] {
-            let source = super::render(name, text, &substitutions).expect("renders");
+            let source =
+                super::super::template::render(name, text, &substitutions).expect("renders");
             validate(name, &source);
         }
+        validate(
+            "small_sort.wgsl",
+            super::super::order::small_sort_source(4096).expect("renders"),
+        );
         // Modules with binary searches rendered in (`template::partition_points`).
         for (name, source) in [
             ("relation.wgsl", super::super::relation::relation_source()),

@@ -9,13 +9,50 @@
 //! skipped, and the sort key is `word - min` (ascending) or `max - word` (descending), so
 //! the radix sort passes only over the bits of `max - min`, without reading anything else
 //! back.
+//!
+//! Few rows (at most [`small_sort_capacity`], a query's result after filters and
+//! aggregation) sort in one workgroup instead (`shaders/small_sort.wgsl`): one dispatch and
+//! no read-back, where the radix sort takes a read-back and some ten dispatches per word.
 
 use super::buffer::GpuBuffer;
 use super::device::Device;
 use super::error::{GpuError, Result};
-use super::keys::{check_len, gather, iota, record_keys, word_min_max, KeyMatrix};
-use super::pipeline::Commands;
+use super::keys::{check_len, gather, iota, params, record_keys, word_min_max, KeyMatrix};
+use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::sort::radix_sort_u32_below;
+use super::template::{rendered, workgroup_size_text};
+
+/// `shaders/small_sort.wgsl`: the sort of few rows in one workgroup.
+pub const SMALL_SORT_WGSL: &str = include_str!("../../../shaders/small_sort.wgsl");
+
+/// Rows the one-workgroup sort takes at most (when workgroup memory allows).
+const SMALL_SORT_ROWS: usize = 4096;
+
+/// Workgroup-memory bytes per row of the one-workgroup sort: its index and leading word.
+const SMALL_SORT_ROW_BYTES: u32 = 8;
+
+/// The most rows the one-workgroup sort takes on `device`: [`SMALL_SORT_ROWS`], or the
+/// largest power of two whose indexes and leading words fit its workgroup memory.
+pub fn small_sort_capacity(device: &Device) -> usize {
+    let fits = (device.limits().max_compute_workgroup_storage_size / SMALL_SORT_ROW_BYTES) as usize;
+    if fits < 2 {
+        return 0;
+    }
+    let power_of_two = 1usize << (usize::BITS - 1 - fits.leading_zeros());
+    power_of_two.min(SMALL_SORT_ROWS)
+}
+
+/// The one-workgroup sort module for `capacity` rows (rendered once).
+pub fn small_sort_source(capacity: usize) -> Result<&'static str> {
+    rendered(
+        "small_sort.wgsl",
+        SMALL_SORT_WGSL,
+        &[
+            ("WORKGROUP_SIZE", &workgroup_size_text()),
+            ("CAPACITY", &capacity.to_string()),
+        ],
+    )
+}
 
 /// The permutation that sorts the rows of `keys` stably, column `c` ascending when
 /// `ascending[c]` (one flag may stand for every column).
@@ -49,15 +86,29 @@ pub fn order_permutation_after(
     }
     let rows = keys.rows;
     let rows32 = check_len("@order", rows)?;
+    let direction = |c: usize| {
+        ascending
+            .get(c)
+            .or(ascending.first())
+            .copied()
+            .unwrap_or(true)
+    };
+    if rows <= 1 {
+        // Nothing to move: the order so far, or the input order.
+        return match less_significant {
+            Some(p) => Ok(p),
+            None => iota(device, rows),
+        };
+    }
+    let capacity = small_sort_capacity(device);
+    if less_significant.is_none() && rows <= capacity {
+        return small_sort(device, keys, capacity, direction);
+    }
     let mut permutation = less_significant;
     // Every word's range at once: one read back for the whole sort.
     let ranges = word_min_max(device, keys)?;
     for (c, &(first, count)) in keys.columns.iter().enumerate().rev() {
-        let up = ascending
-            .get(c)
-            .or(ascending.first())
-            .copied()
-            .unwrap_or(true);
+        let up = direction(c);
         for word in (first..first + count).rev() {
             let (min, max) = ranges[word];
             if min == max {
@@ -108,4 +159,59 @@ pub fn order_permutation_after(
         // No word differs anywhere: the stable order is the input order.
         None => iota(device, rows),
     }
+}
+
+/// The stable sorting permutation of at most `capacity` rows in one workgroup, one dispatch
+/// (see `shaders/small_sort.wgsl`); column `c` ascending when `ascending(c)`.
+fn small_sort(
+    device: &Device,
+    keys: &KeyMatrix,
+    capacity: usize,
+    ascending: impl Fn(usize) -> bool,
+) -> Result<GpuBuffer<u32>> {
+    let rows = keys.rows;
+    let mut described = Vec::with_capacity(3 * keys.columns.len());
+    for (c, &(first, count)) in keys.columns.iter().enumerate() {
+        described.extend([
+            check_len("@order", first)?,
+            check_len("@order", count)?,
+            u32::from(!ascending(c)),
+        ]);
+    }
+    let columns = device.upload("order columns", &described)?;
+    let uniform = params(
+        device,
+        "small sort params",
+        [
+            check_len("@order", rows)?,
+            check_len("@order", keys.columns.len())?,
+            check_len("@order", rows.next_power_of_two())?,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ],
+    )?;
+    let source = small_sort_source(capacity)?;
+    let pipeline = device.pipeline(&KernelSpec {
+        label: "small_sort.sort_rows",
+        source: &source,
+        entry_point: "sort_rows",
+        bindings: &[
+            BindingKind::Uniform,
+            BindingKind::StorageRead,
+            BindingKind::StorageRead,
+            BindingKind::StorageReadWrite,
+        ],
+    })?;
+    let permutation = device.zeroed::<u32>("order permutation", rows)?;
+    let mut commands = Commands::new(device, "@order small sort");
+    commands.dispatch(
+        &pipeline,
+        &[&uniform, keys.words.raw(), columns.raw(), permutation.raw()],
+        1,
+    )?;
+    commands.submit()?;
+    Ok(permutation)
 }
