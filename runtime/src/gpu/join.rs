@@ -27,16 +27,16 @@ use super::hash::{record_count_slots, record_insert, record_probe, record_scatte
 use super::keys::{check_len, params, record_keys, unused, KeyMatrix};
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::scan::{record_scan, SUM_VALUES};
-use super::sort::radix_sort_u32;
-use super::template::{render, workgroup_size_text};
+use super::sort::radix_sort_u32_below;
+use super::template::{rendered, workgroup_size_text};
 use crate::builtin::Builtin;
 
 /// `shaders/join.wgsl`.
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/join.wgsl");
 
-/// The join module, specialised.
-pub fn join_source() -> Result<String> {
-    render(
+/// The join module, specialised (rendered once).
+pub fn join_source() -> Result<&'static str> {
+    rendered(
         "join.wgsl",
         JOIN_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
@@ -314,5 +314,7 @@ fn sorted_buckets(device: &Device, b: &Buckets) -> Result<GpuBuffer<u32>> {
         rows_b,
     )?;
     commands.submit()?;
-    Ok(radix_sort_u32(device, &sort_keys)?.permutation)
+    // The keys are at most the capacity: no read-back of their bits.
+    let largest = check_len("@join_index", b.capacity)?;
+    Ok(radix_sort_u32_below(device, &sort_keys, Some(largest))?.permutation)
 }
