@@ -6,6 +6,8 @@
 //   write_pairs  out_a[offsets[i] + k], out_b[...] = the k-th pair of row i (by j); with
 //                params.sort_runs, the walk's order is sorted by j (insertion sort: buckets
 //                are small then, see SMALL_BUCKET in join.rs)
+//   write_expanded  without other predicates and with candidates in b's order: the same
+//                pairs, one invocation per pair (a binary search finds its row)
 // Candidates for row i: with equality predicates, the b rows of its hash slot,
 // bucketed[bucket_start[slot] .. bucket_start[slot + 1]] (ascending after a stable sort by
 // slot, or unordered after a scatter);
@@ -23,7 +25,8 @@ struct Params {
     num_checks: u32,
     // write_pairs: 1 when the buckets are unordered (each row sorts its own pairs by j).
     sort_runs: u32,
-    unused_1: u32,
+    // write_expanded: the pair count.
+    pairs: u32,
     unused_2: u32,
     unused_3: u32,
 }
@@ -106,6 +109,11 @@ fn count_pairs(
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var i = global.x; i < params.rows_a; i = i + stride) {
         let range = candidates(i);
+        if params.num_checks == 0u {
+            // Every candidate is a pair: no walk (a bucket may hold thousands of rows).
+            counts[i] = range.y - range.x;
+            continue;
+        }
         var count = 0u;
         for (var k = range.x; k < range.y; k = k + 1u) {
             if holds(i, candidate(k)) {
@@ -159,5 +167,35 @@ fn write_pairs(
                 out_b[m] = j;
             }
         }
+    }
+}
+
+// Without other predicates, where every row's candidates are in b's order (sorted buckets,
+// or all pairs): one invocation per pair instead of one per row of a, so a row with a large
+// bucket does not write its pairs alone. Pair k belongs to the last row i with
+// offsets[i] <= k (a binary search over the scanned counts; rows without pairs share their
+// offset with the next row, so the last such i has pairs) and is its (k - offsets[i])-th
+// candidate.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn write_expanded(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x; k < params.pairs; k = k + stride) {
+        // Invariant: counts[lo] <= k < counts[hi] (counts[rows_a] is the pair count).
+        var lo = 0u;
+        var hi = params.rows_a;
+        while hi - lo > 1u {
+            let mid = lo + (hi - lo) / 2u;
+            if counts[mid] <= k {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let range = candidates(lo);
+        out_a[k] = lo;
+        out_b[k] = candidate(range.x + (k - counts[lo]));
     }
 }

@@ -262,6 +262,33 @@ fn order_several_columns_with_mixed_directions() {
     }
 }
 
+/// Large buckets without other predicates are written one pair per invocation (a binary
+/// search over the offsets finds each pair's row): rows of a without a match, repeated keys
+/// on both sides and buckets of hundreds of rows keep the CPU's pairs and order, as do the
+/// same buckets walked with another predicate.
+#[test]
+fn join_index_large_buckets_written_per_pair_keep_the_cpu_order() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(23);
+    // Keys 40..50 of a have no match in b.
+    let a = i32s(rng.i32s(500, 0, 49));
+    let b = i32s(rng.i32s(20_000, 0, 39));
+    ok(device, B::JoinIndex, &[B::Eq], &[a.clone(), b.clone()]);
+    ok(device, B::JoinIndex, &[B::Eq], &[b.clone(), a.clone()]);
+    let (xa, xb) = (
+        i32s(rng.i32s(500, 0, 1000)),
+        i32s(rng.i32s(20_000, 0, 1000)),
+    );
+    ok(
+        device,
+        B::JoinIndex,
+        &[B::Eq, B::Lt],
+        &[list(vec![a, xa]), list(vec![b, xb])],
+    );
+}
+
 /// `@order` sorts up to 4096 rows in one workgroup (a bitonic sort, `small_sort.wgsl`) and
 /// more with the radix sort: both sides of the limit, with many ties (the order must stay
 /// stable) and every direction, agree with the CPU.

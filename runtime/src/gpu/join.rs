@@ -17,6 +17,12 @@
 //!    slot with a stable radix sort (log2(slots) bits), so each bucket lists its rows
 //!    ascending and the walk needs no sort.
 //!
+//! Without other predicates every candidate is a pair: `count_pairs` takes a bucket's size
+//! without walking it, and with sorted buckets (or all pairs) `write_expanded` writes one
+//! pair per invocation, finding its row by a binary search over the offsets, so a row of a
+//! with a bucket of thousands of rows (a nation's customers) is not one invocation's
+//! serial walk.
+//!
 //! Without an equality predicate every pair is a candidate (as on the CPU).
 
 use super::buffer::GpuBuffer;
@@ -169,7 +175,7 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
             bindings: JOIN_BINDINGS,
         })
     };
-    let join_params = |sort_runs: bool| -> Result<crate::gpu::Uniform> {
+    let join_params = |sort_runs: bool, pairs: usize| -> Result<crate::gpu::Uniform> {
         params(
             device,
             "join params",
@@ -179,13 +185,13 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
                 u32::from(equality.is_none()),
                 num_checks as u32,
                 u32::from(sort_runs),
-                0,
+                check_len("@join_index", pairs)?,
                 0,
                 0,
             ],
         )
     };
-    let uniform = join_params(false)?;
+    let uniform = join_params(false, 0)?;
     let counts = device.zeroed::<u32>("join counts", rows_a)?;
     let (unused_a, unused_b) = (unused(device)?, unused(device)?);
     commands.dispatch(
@@ -252,10 +258,19 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
             _ => None,
         };
         let bucketed = sorted.as_ref().map_or(bucketed, |s| s.raw());
-        let uniform = join_params(equality.is_some() && sorted.is_none())?;
+        let uniform = join_params(equality.is_some() && sorted.is_none(), total)?;
+        // Without other predicates every candidate is a pair: with the candidates in b's
+        // order (sorted buckets, or all pairs) each pair is written by an invocation of its
+        // own, so a large bucket is not written by one invocation alone.
+        let expanded = num_checks == 0 && (equality.is_none() || sorted.is_some());
+        let (entry, invocations) = if expanded {
+            ("write_expanded", total)
+        } else {
+            ("write_pairs", rows_a)
+        };
         let mut commands = Commands::new(device, "join write");
         commands.dispatch(
-            &*pipeline("write_pairs")?,
+            &*pipeline(entry)?,
             &[
                 &uniform,
                 slot_a,
@@ -268,7 +283,7 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
                 out_a.raw(),
                 out_b.raw(),
             ],
-            element_workgroups(rows_a),
+            element_workgroups(invocations),
         )?;
         commands.submit()?;
     }
