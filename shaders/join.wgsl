@@ -3,11 +3,14 @@
 //   count_pairs  counts[i] = matching pairs of row i of a
 //   (exclusive scan of counts: offsets, total = pairs)
 //   check_wrap   out_a[0] = 1 if the u32 offsets wrapped (more than 2^32 pairs)
-//   write_pairs  out_a[offsets[i] + k], out_b[...] = the k-th pair of row i (by j); with
+//   write_pairs  pair offsets[i] + k = the k-th pair of row i (by j); with
 //                params.sort_runs, the walk's order is sorted by j (insertion sort: buckets
 //                are small then, see SMALL_BUCKET in join.rs)
 //   write_expanded  without other predicates and with candidates in b's order: the same
 //                pairs, one invocation per pair (a binary search finds its row)
+// Pairs are written as the i64 row indexes the builtin returns: pair k is out_a[2k],
+// out_a[2k + 1] (low and high word; the high word is 0) and the same of out_b, so no pass
+// widens them afterwards.
 // Candidates for row i: with equality predicates, the b rows of its hash slot,
 // bucketed[bucket_start[slot] .. bucket_start[slot + 1]] (ascending after a stable sort by
 // slot, or unordered after a scatter);
@@ -85,6 +88,14 @@ fn holds(i: u32, j: u32) -> bool {
     return true;
 }
 
+// Pair `at` is (i, j), as i64 words.
+fn put_pair(at: u32, i: u32, j: u32) {
+    out_a[2u * at] = i;
+    out_a[2u * at + 1u] = 0u;
+    out_b[2u * at] = j;
+    out_b[2u * at + 1u] = 0u;
+}
+
 // The candidate range of row i in `bucketed` (or in 0..rows_b for all pairs).
 fn candidates(i: u32) -> vec2<u32> {
     if params.all_pairs != 0u {
@@ -150,21 +161,20 @@ fn write_pairs(
         for (var k = range.x; k < range.y; k = k + 1u) {
             let j = candidate(k);
             if holds(i, j) {
-                out_a[at] = i;
-                out_b[at] = j;
+                put_pair(at, i, j);
                 at = at + 1u;
             }
         }
         if params.sort_runs != 0u {
             let first = counts[i];
             for (var k = first + 1u; k < at; k = k + 1u) {
-                let j = out_b[k];
+                let j = out_b[2u * k];
                 var m = k;
-                while m > first && out_b[m - 1u] > j {
-                    out_b[m] = out_b[m - 1u];
+                while m > first && out_b[2u * (m - 1u)] > j {
+                    out_b[2u * m] = out_b[2u * (m - 1u)];
                     m = m - 1u;
                 }
-                out_b[m] = j;
+                out_b[2u * m] = j;
             }
         }
     }
@@ -195,7 +205,6 @@ fn write_expanded(
             }
         }
         let range = candidates(lo);
-        out_a[k] = lo;
-        out_b[k] = candidate(range.x + (k - counts[lo]));
+        put_pair(k, lo, candidate(range.x + (k - counts[lo])));
     }
 }

@@ -85,9 +85,12 @@ pub struct JoinKeys {
     pub rows_b: usize,
 }
 
-/// The matching pairs: `a[k]`, `b[k]` for k < the pair count, sorted by a then b.
+/// The matching pairs, sorted by a then b: `pairs` of them, as the i64 row indexes the
+/// builtin returns, each a pair of u32 words (low, then high, which is 0): pair k is
+/// `a[2k]`, `b[2k]`.
 #[derive(Debug)]
 pub struct JoinPairs {
+    pub pairs: usize,
     pub a: GpuBuffer<u32>,
     pub b: GpuBuffer<u32>,
 }
@@ -214,22 +217,26 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
     // Word 0: the wrap flag (check_wrap writes it); 1: the pair count; 2: the largest
     // bucket.
     let facts = device.zeroed::<u32>("join facts", 3)?;
-    commands.dispatch(
-        &*pipeline("check_wrap")?,
-        &[
-            &uniform,
-            slot_a,
-            bucket_start,
-            bucketed,
-            check_a,
-            check_b,
-            check_words.raw(),
-            offsets.raw(),
-            facts.raw(),
-            unused_b.raw(),
-        ],
-        element_workgroups(rows_a),
-    )?;
+    // Fewer than 2^32 candidate pairs in all cannot wrap: no check needed.
+    let may_wrap = (rows_a as u64).saturating_mul(rows_b as u64) > u64::from(u32::MAX);
+    if may_wrap {
+        commands.dispatch(
+            &*pipeline("check_wrap")?,
+            &[
+                &uniform,
+                slot_a,
+                bucket_start,
+                bucketed,
+                check_a,
+                check_b,
+                check_words.raw(),
+                offsets.raw(),
+                facts.raw(),
+                unused_b.raw(),
+            ],
+            element_workgroups(rows_a),
+        )?;
+    }
     commands.copy_bytes(offsets.raw(), rows_a as u64 * 4, facts.raw(), 4, 4);
     if let Some(b) = &equality {
         commands.copy_bytes(b.largest.raw(), 0, facts.raw(), 8, 4);
@@ -242,13 +249,14 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         ));
     }
     let total = facts.get(1).copied().unwrap_or(0) as usize;
-    if total > super::buffer::MAX_ELEMENTS {
+    if total > super::buffer::MAX_ELEMENTS / 2 {
         return Err(unsupported(format!(
             "{total} pairs, more than a GPU buffer can index"
         )));
     }
-    let out_a = device.zeroed::<u32>("join pairs a", total)?;
-    let out_b = device.zeroed::<u32>("join pairs b", total)?;
+    // Every word is written (the high words as 0): no clear.
+    let out_a = device.scratch::<u32>("join pairs a", 2 * total)?;
+    let out_b = device.scratch::<u32>("join pairs b", 2 * total)?;
     if total > 0 {
         // Small buckets: each row of a sorts its own pairs. A large one: the bucketed rows
         // are sorted by slot first (stable), so every walk is in b's order already.
@@ -287,7 +295,11 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         )?;
         commands.submit()?;
     }
-    Ok(JoinPairs { a: out_a, b: out_b })
+    Ok(JoinPairs {
+        pairs: total,
+        a: out_a,
+        b: out_b,
+    })
 }
 
 /// The hash buckets of b's rows: `bucketed[start[s] .. start[s + 1]]` are the rows of slot
