@@ -173,7 +173,7 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
     let pipeline = |entry: &str| {
         device.pipeline(&KernelSpec {
             label: &format!("join.{entry}"),
-            source: &source,
+            source,
             entry_point: entry,
             bindings: JOIN_BINDINGS,
         })

@@ -79,7 +79,7 @@ fn keys_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
     let source = keys_source()?;
     device.pipeline(&KernelSpec {
         label: &format!("keys.{entry}"),
-        source: &source,
+        source,
         entry_point: entry,
         bindings: KEYS_BINDINGS,
     })
@@ -308,7 +308,7 @@ pub fn word_min_max(device: &Device, keys: &KeyMatrix) -> Result<Vec<(u32, u32)>
     let source = min_max_source()?;
     let pipeline = device.pipeline(&KernelSpec {
         label: "min_max.min_max",
-        source: &source,
+        source,
         entry_point: "min_max",
         bindings: &[
             BindingKind::Uniform,

@@ -196,7 +196,7 @@ fn small_sort(
     let source = small_sort_source(capacity)?;
     let pipeline = device.pipeline(&KernelSpec {
         label: "small_sort.sort_rows",
-        source: &source,
+        source,
         entry_point: "sort_rows",
         bindings: &[
             BindingKind::Uniform,

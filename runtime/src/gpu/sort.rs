@@ -74,13 +74,13 @@ pub fn radix_sort_u32_below(
     let source = radix_sort_source(device.items_per_thread())?;
     let histogram = device.pipeline(&KernelSpec {
         label: "radix_sort.histogram",
-        source: &source,
+        source,
         entry_point: "histogram",
         bindings: SORT_BINDINGS,
     })?;
     let scatter = device.pipeline(&KernelSpec {
         label: "radix_sort.scatter",
-        source: &source,
+        source,
         entry_point: "scatter",
         bindings: SORT_BINDINGS,
     })?;

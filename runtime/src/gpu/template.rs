@@ -243,7 +243,7 @@ mod tests {
                 CPU_ITEMS_PER_THREAD,
                 MAX_ITEMS_PER_THREAD,
             ] {
-                validate("scan.wgsl", &scan_source(map, items).expect("renders"));
+                validate("scan.wgsl", scan_source(map, items).expect("renders"));
             }
         }
     }
@@ -299,7 +299,7 @@ mod tests {
         ] {
             validate(
                 "radix_sort.wgsl",
-                &radix_sort_source(items).expect("renders"),
+                radix_sort_source(items).expect("renders"),
             );
         }
     }
