@@ -195,7 +195,8 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         )
     };
     let uniform = join_params(false, 0)?;
-    let counts = device.zeroed::<u32>("join counts", rows_a)?;
+    // count_pairs writes every row's count: no clear.
+    let counts = device.scratch::<u32>("join counts", rows_a)?;
     let (unused_a, unused_b) = (unused(device)?, unused(device)?);
     commands.dispatch(
         &*pipeline("count_pairs")?,
@@ -318,7 +319,7 @@ struct Buckets {
 fn sorted_buckets(device: &Device, b: &Buckets) -> Result<GpuBuffer<u32>> {
     let rows_b = b.slot_b.len();
     // b rows without a slot sort after every bucket (key = capacity).
-    let sort_keys = device.zeroed::<u32>("join bucket keys", rows_b)?;
+    let sort_keys = device.scratch::<u32>("join bucket keys", rows_b)?;
     let aux = unused(device)?;
     let mut commands = Commands::new(device, "join bucket keys");
     let values = [

@@ -71,8 +71,10 @@ pub(crate) fn params(
 
 /// A one-word buffer to bind where an entry point leaves a binding unused (wgpu forbids one
 /// buffer in a read and a read-write binding of the same dispatch, so each gets its own).
+/// Nothing reads it, so it is not cleared: a join binds some fifteen of these, and a clear
+/// is a command of its own on the device.
 pub(crate) fn unused(device: &Device) -> Result<GpuBuffer<u32>> {
-    device.zeroed::<u32>("unused binding", 1)
+    device.scratch::<u32>("unused binding", 1)
 }
 
 fn keys_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {

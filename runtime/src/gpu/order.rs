@@ -115,7 +115,7 @@ pub fn order_permutation_after(
                 // Every row has the same word: this pass would not move anything.
                 continue;
             }
-            let sort_keys = device.zeroed::<u32>("order keys", rows)?;
+            let sort_keys = device.scratch::<u32>("order keys", rows)?;
             let mut commands = Commands::new(device, "order keys");
             let identity = permutation.is_none();
             let dummy;
@@ -205,7 +205,8 @@ fn small_sort(
             BindingKind::StorageReadWrite,
         ],
     })?;
-    let permutation = device.zeroed::<u32>("order permutation", rows)?;
+    // The kernel writes every row: no clear.
+    let permutation = device.scratch::<u32>("order permutation", rows)?;
     let mut commands = Commands::new(device, "@order small sort");
     commands.dispatch(
         &pipeline,
