@@ -289,16 +289,21 @@ fn join_index_large_buckets_written_per_pair_keep_the_cpu_order() {
     );
 }
 
-/// `@order` sorts up to 4096 rows in one workgroup (a bitonic sort, `small_sort.wgsl`) and
-/// more with the radix sort: both sides of the limit, with many ties (the order must stay
-/// stable) and every direction, agree with the CPU.
+/// `@order` sorts up to 4096 rows in one workgroup (a bitonic sort, `small_sort.wgsl`), up
+/// to 2^18 by merging such chunks, and more with the radix sort: each side of both limits,
+/// with many ties (the order must stay stable) and every direction, agrees with the CPU.
 #[test]
-fn order_on_both_sides_of_the_one_workgroup_sort_limit() {
+fn order_on_both_sides_of_the_one_workgroup_and_merge_sort_limits() {
     let Some(device) = shared_device() else {
         return;
     };
     let mut rng = Rng(21);
-    for n in [2, 3, 5, 64, 4095, 4096, 4097] {
+    let merge_limit = horsec_runtime::gpu::order::MERGE_SORT_ROWS;
+    for &n in [merge_limit, merge_limit + 1].iter() {
+        let keys = list(vec![i32s(rng.i32s(n, -40, 40)), i64s(rng.i64s(n, 1 << 20))]);
+        ok(device, B::Order, &[], &[keys, bools(vec![false, true])]);
+    }
+    for n in [2, 3, 5, 64, 4095, 4096, 4097, 3 * 4096 + 5] {
         for distinct in [1, 3, 1 << 20] {
             let c = columns(&mut rng, n, distinct);
             let keys = list(vec![c[1].clone(), c[5].clone(), c[0].clone()]);
@@ -868,6 +873,17 @@ fn results_do_not_depend_on_workgroup_count_or_tile_size() {
         .set_items_per_thread(1)
         .expect("1 item per invocation is allowed");
     let mut rng = Rng(9);
+    // More chunks of @order's merge sort than workgroups.
+    let long = columns(&mut rng, 5 * 4096 + 7, 40);
+    ok(
+        &device,
+        B::Order,
+        &[],
+        &[
+            list(vec![long[5].clone(), long[0].clone()]),
+            bools(vec![true, false]),
+        ],
+    );
     let n = 3000;
     let c = columns(&mut rng, n, 40);
     let keys = list(vec![c[5].clone(), c[1].clone(), c[2].clone()]);

@@ -10,9 +10,11 @@
 //! the radix sort passes only over the bits of `max - min`, without reading anything else
 //! back.
 //!
-//! Few rows (at most [`small_sort_capacity`], a query's result after filters and
-//! aggregation) sort in one workgroup instead (`shaders/small_sort.wgsl`): one dispatch and
-//! no read-back, where the radix sort takes a read-back and some ten dispatches per word.
+//! Up to [`MERGE_SORT_ROWS`] rows (a query's result after filters and aggregation) sort
+//! without the radix sort (`shaders/small_sort.wgsl`): each workgroup sorts a chunk of
+//! [`small_sort_capacity`] rows in workgroup memory, and merge passes (one dispatch each,
+//! log2 of the chunks) merge the sorted chunks pairwise; nothing is read back, where the
+//! radix sort takes a read-back and some ten dispatches per key word.
 
 use super::buffer::GpuBuffer;
 use super::device::Device;
@@ -25,8 +27,13 @@ use super::template::{rendered, workgroup_size_text};
 /// `shaders/small_sort.wgsl`: the sort of few rows in one workgroup.
 pub const SMALL_SORT_WGSL: &str = include_str!("../../../shaders/small_sort.wgsl");
 
-/// Rows the one-workgroup sort takes at most (when workgroup memory allows).
+/// Rows one workgroup sorts at most (when workgroup memory allows).
 const SMALL_SORT_ROWS: usize = 4096;
+
+/// Rows sorted by chunks and merges at most: up to 6 merge passes of 4096-row chunks, each
+/// a binary search per row; larger inputs take the radix sort, whose passes read each key
+/// word in order.
+pub const MERGE_SORT_ROWS: usize = 1 << 18;
 
 /// Workgroup-memory bytes per row of the one-workgroup sort: its index and leading word.
 const SMALL_SORT_ROW_BYTES: u32 = 8;
@@ -101,8 +108,8 @@ pub fn order_permutation_after(
         };
     }
     let capacity = small_sort_capacity(device);
-    if less_significant.is_none() && rows <= capacity {
-        return small_sort(device, keys, capacity, direction);
+    if less_significant.is_none() && capacity > 0 && rows <= MERGE_SORT_ROWS {
+        return merge_sort(device, keys, capacity, direction);
     }
     let mut permutation = less_significant;
     // Every word's range at once: one read back for the whole sort.
@@ -161,9 +168,10 @@ pub fn order_permutation_after(
     }
 }
 
-/// The stable sorting permutation of at most `capacity` rows in one workgroup, one dispatch
-/// (see `shaders/small_sort.wgsl`); column `c` ascending when `ascending(c)`.
-fn small_sort(
+/// The stable sorting permutation: chunks of `capacity` rows sorted in workgroup memory,
+/// then merged pairwise, one dispatch per pass (see `shaders/small_sort.wgsl`); column `c`
+/// ascending when `ascending(c)`.
+fn merge_sort(
     device: &Device,
     keys: &KeyMatrix,
     capacity: usize,
@@ -179,40 +187,76 @@ fn small_sort(
         ]);
     }
     let columns = device.upload("order columns", &described)?;
-    let uniform = params(
-        device,
-        "small sort params",
-        [
-            check_len("@order", rows)?,
-            check_len("@order", keys.columns.len())?,
-            check_len("@order", rows.next_power_of_two())?,
-            0,
-            0,
-            0,
-            0,
-            0,
-        ],
-    )?;
     let source = small_sort_source(capacity)?;
-    let pipeline = device.pipeline(&KernelSpec {
-        label: "small_sort.sort_rows",
-        source,
-        entry_point: "sort_rows",
-        bindings: &[
-            BindingKind::Uniform,
-            BindingKind::StorageRead,
-            BindingKind::StorageRead,
-            BindingKind::StorageReadWrite,
-        ],
-    })?;
-    // The kernel writes every row: no clear.
-    let permutation = device.scratch::<u32>("order permutation", rows)?;
-    let mut commands = Commands::new(device, "@order small sort");
+    let pipeline = |entry: &str| {
+        device.pipeline(&KernelSpec {
+            label: &format!("small_sort.{entry}"),
+            source,
+            entry_point: entry,
+            bindings: &[
+                BindingKind::Uniform,
+                BindingKind::StorageRead,
+                BindingKind::StorageRead,
+                BindingKind::StorageReadWrite,
+                BindingKind::StorageRead,
+            ],
+        })
+    };
+    let sort_params = |width: usize| -> Result<crate::gpu::Uniform> {
+        params(
+            device,
+            "small sort params",
+            [
+                check_len("@order", rows)?,
+                check_len("@order", keys.columns.len())?,
+                check_len("@order", width)?,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    // Every kernel writes every row: no clears. Pass p writes `sorted[p % 2]`.
+    let sorted = [
+        device.scratch::<u32>("order permutation", rows)?,
+        device.scratch::<u32>("order permutation", rows)?,
+    ];
+    let unused = super::keys::unused(device)?;
+    let mut commands = Commands::new(device, "@order merge sort");
+    let chunks = rows.div_ceil(capacity);
+    let chunk_params = sort_params(capacity)?;
     commands.dispatch(
-        &pipeline,
-        &[&uniform, keys.words.raw(), columns.raw(), permutation.raw()],
-        1,
+        &*pipeline("sort_chunks")?,
+        &[
+            &chunk_params,
+            keys.words.raw(),
+            columns.raw(),
+            sorted[0].raw(),
+            unused.raw(),
+        ],
+        chunks as u64,
     )?;
+    let (mut width, mut pass) = (capacity, 0usize);
+    while width < rows {
+        let (input, output) = (&sorted[pass % 2], &sorted[(pass + 1) % 2]);
+        let merge_params = sort_params(width)?;
+        commands.dispatch(
+            &*pipeline("merge_runs")?,
+            &[
+                &merge_params,
+                keys.words.raw(),
+                columns.raw(),
+                output.raw(),
+                input.raw(),
+            ],
+            super::compact::element_workgroups(rows),
+        )?;
+        width = width.saturating_mul(2);
+        pass += 1;
+    }
     commands.submit()?;
-    Ok(permutation)
+    let [even, odd] = sorted;
+    Ok(if pass % 2 == 0 { even } else { odd })
 }
