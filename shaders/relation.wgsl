@@ -36,6 +36,24 @@
 //                      words, a = the first rows)
 //   gather_pairs       out[2j], out[2j+1] = a[2 idx[j]], a[2 idx[j] + 1] (64-bit elements)
 //
+// Relations whose key matrix passes one storage binding are keyed by column groups (a key
+// matrix per group, each within a binding; relation/grouped.rs), one dispatch per group:
+//   group_search       per row i of a, the rows [out[2i], out[2i+1]) of b equal to it on
+//                      the groups so far, narrowed to those equal on this one (mode bit 1:
+//                      the first group, the range starts as all of b). After the last
+//                      group out[2i] is the number of rows of b before row i of a, and
+//                      (mode bit 2, the last group) flag[i] = 1 if the range is empty: row i
+//                      of a is not a row of b
+//   check_sorted_group out[k] = 0 while rows k-1 and k of a are equal on the groups so far,
+//                      1 once row k-1 is before, 2 once after (mode bit 2: the first
+//                      group); mode bit 4, the last group: flag[slot] = min k with out[k] =
+//                      2, or 0 when mode bit 1 (strictly increasing) is set
+//   merge_scatter      flag[i + idx[2i]] = params.mode + i for row i of params.n: each row's
+//                      place in the merge of two disjoint sorted relations is its index
+//                      plus the number of rows of the other before it (group_search's out)
+//   gather_merged_keys word w of out's row k (out[w n + k]) = word w of row idx[k] of
+//                      a ++ b (merge_scatter's sources), params.words words
+//
 // Template parameters: {{WORKGROUP_SIZE}}; SEARCHES, in double braces: the binary searches,
 // rendered from partition_point.wgsl by relation.rs.
 
@@ -379,5 +397,84 @@ fn gather_pairs(
         let source = 2u * idx[j];
         out[2u * j] = a[source];
         out[2u * j + 1u] = a[source + 1u];
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn group_search(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.rows_a; i = i + stride) {
+        var lo = 0u;
+        var hi = params.rows_b;
+        if (params.mode & 1u) == 0u {
+            lo = out[2u * i];
+            hi = out[2u * i + 1u];
+        }
+        let first = first_row_of_b_from(lo, hi, i, false);
+        let end = first_row_of_b_from(first, hi, i, true);
+        out[2u * i] = first;
+        out[2u * i + 1u] = end;
+        if (params.mode & 2u) != 0u {
+            atomicStore(&flag[i], select(0u, 1u, first == end));
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn check_sorted_group(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x + 1u; k < params.rows_a; k = k + stride) {
+        var state = 0u;
+        if (params.mode & 2u) == 0u {
+            state = out[k];
+        }
+        if state == 0u {
+            let c = compare_aa(k - 1u, k);
+            if c < 0 {
+                state = 1u;
+            } else if c > 0 {
+                state = 2u;
+            }
+        }
+        out[k] = state;
+        let strictly = (params.mode & 1u) != 0u;
+        if (params.mode & 4u) != 0u && (state == 2u || (strictly && state == 0u)) {
+            atomicMin(&flag[params.slot], k);
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn merge_scatter(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var i = global.x; i < params.n; i = i + stride) {
+        atomicStore(&flag[i + idx[2u * i]], params.mode + i);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn gather_merged_keys(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x; k < params.n; k = k + stride) {
+        let source = idx[k];
+        for (var w = 0u; w < params.words; w = w + 1u) {
+            if source < params.rows_a {
+                out[w * params.n + k] = a[w * params.rows_a + source];
+            } else {
+                out[w * params.n + k] = b[w * params.rows_b + source - params.rows_a];
+            }
+        }
     }
 }

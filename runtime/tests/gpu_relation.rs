@@ -3,13 +3,16 @@
 //! including empty and all-duplicate ones: results must be identical, errors too. Needs a
 //! GPU adapter (lavapipe will do); HORSEC_REQUIRE_GPU=1 turns a missing one into a failure.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use horsec_runtime::builtin::Builtin as B;
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
 use horsec_runtime::error::{Result, RuntimeError};
 use horsec_runtime::gpu::library::run_library;
-use horsec_runtime::gpu::relation::{tuple_unique_within, DeviceRelation};
+use horsec_runtime::gpu::relation::{
+    tuple_diff_within, tuple_merge_within, tuple_unique_within, DeviceRelation, RelationError,
+};
 use horsec_runtime::gpu::{require_gpu_or_skip, Device};
 use horsec_runtime::plan::Callee;
 use horsec_runtime::value::{List, Table, Value, Vector};
@@ -227,6 +230,174 @@ fn tuple_diff_and_merge_match_the_cpu() {
         assert_same(device, B::TupleMerge, &[a.clone(), b.clone()]);
         assert_same(device, B::TupleMerge, &[a.clone(), a.clone()]);
         assert_same(device, B::TupleDiff, &[a.clone(), a]);
+    }
+}
+
+/// `@tuple_diff` or `@tuple_merge` on the GPU with no key matrix over `key_bytes`, as a
+/// host relation, or the precondition's message.
+fn diff_or_merge_within(
+    device: &Device,
+    b: B,
+    a: &[Vec<i64>],
+    other: &[Vec<i64>],
+    key_bytes: u64,
+) -> std::result::Result<Value, String> {
+    let upload = |columns: &[Vec<i64>]| {
+        let refs: Vec<&[i64]> = columns.iter().map(Vec::as_slice).collect();
+        DeviceRelation::upload(device, &refs).expect("uploads")
+    };
+    let (a, other) = (upload(a), upload(other));
+    let result = match b {
+        B::TupleDiff => tuple_diff_within(device, &a, &other, key_bytes),
+        _ => tuple_merge_within(device, &a, &other, key_bytes),
+    };
+    match result {
+        Ok(r) => Ok(relation(r.download(device).expect("downloads"))),
+        Err(RelationError::Precondition(m)) => Err(m),
+        Err(RelationError::Gpu(e)) => panic!("@{b} failed on the GPU: {e}"),
+    }
+}
+
+/// A relation's columns on the host.
+type HostColumns = Vec<Vec<i64>>;
+
+/// A relation's rows sorted and deduplicated, as columns.
+fn sorted_columns(columns: Vec<Vec<i64>>) -> Vec<Vec<i64>> {
+    let arity = columns.len();
+    let rows: BTreeSet<Vec<i64>> = (0..columns.first().map_or(0, Vec::len))
+        .map(|r| columns.iter().map(|c| c[r]).collect())
+        .collect();
+    (0..arity)
+        .map(|c| rows.iter().map(|row| row[c]).collect())
+        .collect()
+}
+
+#[test]
+fn tuple_diff_and_merge_keyed_by_column_groups_match_the_cpu() {
+    // Relations whose key matrix passes one storage binding (an H100's 2 GiB at 1.3·10^8
+    // rows of two columns), scaled down: the same calls with every key matrix limited to
+    // `key_bytes`, so that the operands are keyed one column (or two) per group.
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(0x5eed);
+    let empty = |arity: usize| vec![Vec::new(); arity];
+    let mut cases: Vec<(String, HostColumns, HostColumns)> = vec![
+        ("both empty".into(), empty(2), empty(2)),
+        (
+            "a empty".into(),
+            empty(2),
+            sorted_columns(rng.relation(300, 2, 9)),
+        ),
+        (
+            "b empty".into(),
+            sorted_columns(rng.relation(300, 2, 9)),
+            empty(2),
+        ),
+        (
+            "one row each".into(),
+            vec![vec![1], vec![2]],
+            vec![vec![1], vec![3]],
+        ),
+    ];
+    for (rows_a, rows_b, arity, range) in [
+        (900, 700, 2, 20),
+        (3000, 40, 2, 1 << 40),
+        (40, 3000, 3, 7),
+        (1200, 1200, 3, 3),
+        (2000, 1500, 4, 5),
+    ] {
+        let a = sorted_columns(rng.relation(rows_a, arity, range));
+        let b = sorted_columns(rng.relation(rows_b, arity, range));
+        cases.push((
+            format!("random {rows_a}, {rows_b} of {arity} below {range}"),
+            a,
+            b,
+        ));
+    }
+    // Rows equal on the first column everywhere, so the later groups decide everything.
+    let mut first_equal = sorted_columns(rng.relation(1000, 2, 50));
+    first_equal[0] = vec![-5; first_equal[0].len()];
+    let first_equal = sorted_columns(first_equal);
+    let mut other = sorted_columns(rng.relation(800, 2, 50));
+    other[0] = vec![-5; other[0].len()];
+    cases.push((
+        "first column constant".into(),
+        first_equal,
+        sorted_columns(other),
+    ));
+    for (what, a, b) in cases {
+        let rows = (a[0].len() + b[0].len()) as u64;
+        for key_bytes in [1, 2 * 8 * rows.max(1), u64::MAX] {
+            let case = format!("{what}, {key_bytes} key bytes");
+            for (a, b) in [(&a, &b), (&b, &a), (&a, &a)] {
+                for builtin in [B::TupleDiff, B::TupleMerge] {
+                    let expected = cpu(builtin, &[relation(a.clone()), relation(b.clone())]);
+                    let got = diff_or_merge_within(device, builtin, a, b, key_bytes);
+                    assert_eq!(got, Ok(expected), "@{builtin}: {case}");
+                }
+            }
+        }
+    }
+    // Unsorted and duplicated operands: the CPU's error, checked column group by group.
+    let unsorted = vec![vec![1, 1, 2, 2], vec![5, 6, 4, 3]];
+    let duplicated = vec![vec![1, 2, 2], vec![5, 6, 6]];
+    let fine = vec![vec![0, 9], vec![0, 0]];
+    for (a, b) in [
+        (&unsorted, &fine),
+        (&fine, &duplicated),
+        (&duplicated, &unsorted),
+    ] {
+        for builtin in [B::TupleDiff, B::TupleMerge] {
+            let refs = [relation(a.clone()), relation(b.clone())];
+            let refs: Vec<ArgValue<'_>> = refs.iter().map(ArgValue::Value).collect();
+            let expected = call_builtin(builtin, &refs, &mut NoEnv)
+                .unwrap_err()
+                .message;
+            // The library prefixes the builtin's name; the kernels' message is the rest.
+            let got = diff_or_merge_within(device, builtin, a, b, 1)
+                .map_err(|m| format!("@{builtin}: {m}"));
+            assert_eq!(got, Err(expected), "@{builtin}");
+        }
+    }
+}
+
+#[test]
+fn semi_naive_steps_keyed_by_column_groups_chain_like_the_cpu() {
+    // delta = new − full, full = full ∪ delta, over iterations, every key matrix in column
+    // groups: the merge's group key matrices are kept and read by the next iteration.
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(99);
+    let key_bytes = 1;
+    let upload = |columns: &[Vec<i64>]| {
+        let refs: Vec<&[i64]> = columns.iter().map(Vec::as_slice).collect();
+        DeviceRelation::upload(device, &refs).expect("uploads")
+    };
+    let ok = |r: std::result::Result<DeviceRelation, RelationError>| match r {
+        Ok(r) => r,
+        Err(RelationError::Precondition(m)) => panic!("{m}"),
+        Err(RelationError::Gpu(e)) => panic!("{e}"),
+    };
+    let mut full_cpu = relation(sorted_columns(rng.relation(200, 2, 30)));
+    let mut full = upload(&full_cpu.clone().columns_i64());
+    for step in 0..6 {
+        let new = sorted_columns(rng.relation(150 * (step + 1), 2, 30));
+        let delta_cpu = cpu(B::TupleDiff, &[relation(new.clone()), full_cpu.clone()]);
+        full_cpu = cpu(B::TupleMerge, &[full_cpu.clone(), delta_cpu.clone()]);
+        let delta = ok(tuple_diff_within(device, &upload(&new), &full, key_bytes));
+        full = ok(tuple_merge_within(device, &full, &delta, key_bytes));
+        assert_eq!(
+            relation(delta.download(device).expect("downloads")),
+            delta_cpu,
+            "delta {step}"
+        );
+        assert_eq!(
+            relation(full.download(device).expect("downloads")),
+            full_cpu,
+            "full {step}"
+        );
     }
 }
 
@@ -605,6 +776,23 @@ fn unsorted_inputs_are_the_same_error_on_both_backends() {
     }
     // Duplicates are fine on the build side of a join.
     assert_same(device, B::SortedJoin, &[sorted_one, duplicated]);
+}
+
+trait Columns {
+    /// The i64 columns of a relation value.
+    fn columns_i64(self) -> Vec<Vec<i64>>;
+}
+
+impl Columns for Value {
+    fn columns_i64(self) -> Vec<Vec<i64>> {
+        let Value::List(list) = self else {
+            panic!("expected a relation")
+        };
+        list.cells()
+            .iter()
+            .map(|c| c.clone().into_i64_column())
+            .collect()
+    }
 }
 
 trait I64Column {

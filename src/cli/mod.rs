@@ -88,7 +88,13 @@ enum GraphKind {
     PowerLaw,
     /// Road-like: links between neighbours of a square grid.
     Grid,
-    /// CSPA-like assign/dereference facts (`--out` is a directory).
+    /// CSPA-like assign/dereference facts (`--out` is a directory) with the locality of
+    /// real points-to facts: variables in functions of 4–28 (16 on average), 98 % of
+    /// assigns local and short (`a = b`, `b` among the 4 variables declared before `a`),
+    /// 2 % calls (an argument into or a return value out of a callee of power-law
+    /// popularity), dereferences inside one function on a few popular pointers. httpd's
+    /// size: `--vertices 1000000 --assign 360000 --dereference 1100000` (fewer variables
+    /// than dereferences makes the aliases spread across the program).
     Cspa,
 }
 
@@ -96,7 +102,8 @@ enum GraphKind {
 struct GenGraphArgs {
     #[arg(long, value_enum)]
     kind: GraphKind,
-    /// Vertices of a graph, or program variables of CSPA facts.
+    /// Vertices of a graph, or program variables of CSPA facts (at least 8; about one per
+    /// dereference keeps the points-to fixpoint local).
     #[arg(long)]
     vertices: u64,
     /// Edges of a graph.

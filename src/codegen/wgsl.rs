@@ -277,6 +277,12 @@ fn negative_f32(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x80000000u) != 0u;
 }
 
+// A zero with the sign IEEE gives it: a compiler folds x * 0 to +0 and x + 0 to x, losing
+// the sign that a later division by it turns into the infinity's sign.
+fn signed_zero_f32(negative: bool) -> f32 {
+    return special_f32(select(0u, 0x80000000u, negative));
+}
+
 fn nan_f32() -> f32 {
     return special_f32(0x7fc00000u);
 }
@@ -285,21 +291,39 @@ fn plus_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) != negative_f32(b));
-    return select(a + b, nan_f32(), nan);
+    var sum = select(a + b, nan_f32(), nan);
+    if ca == 0u || cb == 0u {
+        sum = select(a, b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            sum = signed_zero_f32(negative_f32(a) && negative_f32(b));
+        }
+    }
+    return sum;
 }
 
 fn minus_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) == negative_f32(b));
-    return select(a - b, nan_f32(), nan);
+    var difference = select(a - b, nan_f32(), nan);
+    if ca == 0u || cb == 0u {
+        difference = select(a, -b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            difference = signed_zero_f32(negative_f32(a) && !negative_f32(b));
+        }
+    }
+    return difference;
 }
 
 fn mul_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
-    return select(a * b, nan_f32(), nan);
+    var product = select(a * b, nan_f32(), nan);
+    if !nan && (ca == 0u || cb == 0u) {
+        product = signed_zero_f32(negative_f32(a) != negative_f32(b));
+    }
+    return product;
 }
 
 fn unordered_f32(a: f32, b: f32) -> bool {
@@ -337,6 +361,12 @@ fn negative_f64(x: f64) -> bool {
     return (u32(bitcast<u64>(x) >> 32u) & 0x80000000u) != 0u;
 }
 
+// A zero with the sign IEEE gives it: a compiler folds x * 0 to +0 and x + 0 to x, losing
+// the sign that a later division by it turns into the infinity's sign.
+fn signed_zero_f64(negative: bool) -> f64 {
+    return special_f64(select(0lu, 9223372036854775808lu, negative));
+}
+
 fn nan_f64() -> f64 {
     return special_f64(9221120237041090560lu);
 }
@@ -345,21 +375,47 @@ fn plus_f64(a: f64, b: f64) -> f64 {
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) != negative_f64(b));
-    return select(a + b, nan_f64(), nan);
+    var sum = select(a + b, nan_f64(), nan);
+    if ca == 0u || cb == 0u {
+        sum = select(a, b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            sum = signed_zero_f64(negative_f64(a) && negative_f64(b));
+        }
+    }
+    return sum;
 }
 
 fn minus_f64(a: f64, b: f64) -> f64 {
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) == negative_f64(b));
-    return select(a - b, nan_f64(), nan);
+    var difference = select(a - b, nan_f64(), nan);
+    if ca == 0u || cb == 0u {
+        difference = select(a, -b, ca == 0u);
+        if ca == 0u && cb == 0u {
+            difference = signed_zero_f64(negative_f64(a) && !negative_f64(b));
+        }
+    }
+    return difference;
 }
 
 fn mul_f64(a: f64, b: f64) -> f64 {
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
-    return select(a * b, nan_f64(), nan);
+    var product = select(a * b, nan_f64(), nan);
+    if !nan && (ca == 0u || cb == 0u) {
+        product = signed_zero_f64(negative_f64(a) != negative_f64(b));
+    }
+    return product;
+}
+
+// True where f64 fma rounds once, as on NVIDIA: (1 + 2^-30)^2 - (1 + 2^-29) is 2^-60 fused
+// and 0 as a multiply and an add, which lavapipe makes of it. Run-time bits, so that no
+// compiler can fold the test.
+fn fma_is_fused_f64() -> bool {
+    let x = special_f64(4607182418804211712lu);
+    return class_f64(fma(x, x, special_f64(13830554455663181824lu))) != 0u;
 }
 
 // Every special case of a quotient is chosen on the bits: besides the folds above, lavapipe
@@ -369,11 +425,17 @@ fn div_f64(a: f64, b: f64) -> f64 {
     let cb = class_f64(b);
     let negative = negative_f64(a) != negative_f64(b);
     var q = a / b;
+    // Vulkan lets f64 division be 2.5 ulp off (NVIDIA's is, so x / 5 missed an equal value
+    // in @member): one correction by the exact residual a - q * b makes it the correctly
+    // rounded quotient the CPU computes. The residual is exact only from a fused fma.
+    if class_f64(q) == 1u && fma_is_fused_f64() {
+        q = q + fma(-q, b, a) / b;
+    }
     if ca == 2u || cb == 0u {
         q = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative);
     }
     if ca == 0u || cb == 2u {
-        q = select(0.0lf, bitcast<f64>(9223372036854775808lu), negative);
+        q = signed_zero_f64(negative);
     }
     if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
         q = nan_f64();
@@ -413,7 +475,7 @@ fn div_f32(a: f32, b: f32) -> f32 {
         q = select(special_f32(0x7f800000u), special_f32(0xff800000u), negative);
     }
     if ca == 0u || cb == 2u {
-        q = select(0.0f, bitcast<f32>(0x80000000u), negative);
+        q = signed_zero_f32(negative);
     }
     if max(ca, cb) == 3u || (ca == cb && ca != 1u) {
         q = nan_f32();

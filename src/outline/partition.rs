@@ -242,6 +242,29 @@ impl<'p> Context<'p> {
         })
     }
 
+    /// True unless a scalar statement's value would leave a kernel of a vector geometry. Fused
+    /// there, the statement runs once per thread: fine for values the kernel uses itself, but
+    /// an output is written per element, and a scalar has one (a loop counter's test fused
+    /// into the kernel before the loop made that kernel fail to generate and run on the CPU).
+    /// Reductions are outputs of their own kind and are not scalar statements here.
+    fn scalar_outputs_stay_scalar(&self, members: &Members, kernel: &Geometry) -> bool {
+        if super::compatibility::is_scalar(kernel) {
+            return true;
+        }
+        let (_, outputs) = self.interface(members);
+        members.statements().all(|id| {
+            let scalar = self
+                .gpu_geometry(id)
+                .is_some_and(|own| super::compatibility::is_scalar(&own));
+            !scalar
+                || self.tree.stmt(id).is_none_or(|stmt| {
+                    definitions(stmt)
+                        .iter()
+                        .all(|local| !outputs.contains(local))
+                })
+        })
+    }
+
     /// True unless a statement of `members` that may fail as a whole kernel fails would hide
     /// the error of a statement before it in the source. Two kinds fail so: a launch check
     /// the shape analysis cannot prove to pass ([`Context::unproven_launch_check`]), which
@@ -975,6 +998,7 @@ impl Partition {
         let members = Members::new(cx, &self.unit_statements(&[a, b]));
         (cx.masked_reads_are_inside(&members, &geometry)
             && cx.refusing_scalars_stay_scalar(&members, &geometry)
+            && cx.scalar_outputs_stay_scalar(&members, &geometry)
             && cx.failures_hide_no_earlier_error(&members)
             && cx.storage_bindings(&members) <= MAX_STORAGE_BINDINGS)
             .then_some(geometry)

@@ -387,6 +387,45 @@ fn a_loop_with_a_barrier_inside_stays_on_the_host_and_its_body_is_outlined() {
 }
 
 #[test]
+fn a_scalar_whose_value_leaves_the_kernel_stays_out_of_a_vector_kernel() {
+    // y = -x; i = 0; go = i < 3; while (go) { ... } — `go` is a scalar the host loop reads:
+    // fused into y's kernel it would be computed per thread with nowhere to be written.
+    let mut f = FunctionBuilder::new("main");
+    let c = columns(&mut f, &["x"]); // s0, s1
+    let y = f.local("y", Type::F64);
+    let i = f.local("i", Type::I64);
+    let go = f.local("go", Type::Bool);
+    f.assign(y, call(Builtin::Neg, vec![var(c[0])])); // s2
+    f.assign(i, lit_i64(&[0])); // s3
+    f.assign(go, call(Builtin::Lt, vec![var(i), lit_i64(&[3])])); // s4
+    let s = f.local("s", Type::F64);
+    f.while_(var(go), |b| {
+        // s5: a reduction in the body makes it a host loop
+        b.assign(s, call(Builtin::Sum, vec![var(y)])); // s6
+        b.assign(y, call(Builtin::Div, vec![var(y), var(s)])); // s7
+        b.assign(i, call(Builtin::Plus, vec![var(i), lit_i64(&[1])])); // s8
+        b.assign(go, call(Builtin::Lt, vec![var(i), lit_i64(&[3])])); // s9
+    });
+    f.ret(vec![var(y)]); // s10
+    let (_, main) = outlined(f.finish());
+    assert!(
+        main.body
+            .iter()
+            .any(|s| matches!(s, OutlinedStmt::While { .. })),
+        "a host loop: {:?}",
+        main.body
+    );
+    let kernels = kernel_statements(&main);
+    let vector = main
+        .kernels
+        .iter()
+        .find(|k| k.statements.contains(&StmtId(2)))
+        .expect("a kernel computes y");
+    assert!(!vector.statements.contains(&StmtId(4)), "{kernels:?}");
+    assert!(!vector.outputs.contains(&go), "{kernels:?}");
+}
+
+#[test]
 fn a_loop_exit_keeps_its_place_in_the_host_program() {
     // if (c) { return x; } — nothing after the `if` may be launched before it.
     let mut f = FunctionBuilder::new("main");

@@ -160,7 +160,7 @@ fn resident_key_type(ty: &Type) -> bool {
 impl GpuEngine<'_> {
     /// For the key builtins of the library (`@join_index`, `@member`, `@index_of`, and
     /// `@order`, `@group`, `@unique` on their keys, `@group_aggregate` on its keys and value
-    /// columns), which read their keys and never write
+    /// columns, `@index_a` on its positions), which read these arguments and never write
     /// them: each host key column as a device vector holding the engine's device copy
     /// (uploaded once per column, see `location`), so that warm runs do not upload the
     /// table's columns again on every call. None for an argument left as it is.
@@ -174,6 +174,9 @@ impl GpuEngine<'_> {
         let keys = |i: usize| match b {
             Builtin::JoinIndex | Builtin::Member | Builtin::IndexOf => true,
             Builtin::Order | Builtin::Group | Builtin::Unique => i == 0,
+            // The positions assigned at (q22's order_customer_row: a host column of orders
+            // uploaded on every run otherwise).
+            Builtin::IndexA => i == 1,
             // The key and the value columns (not the ops): a host column summed per group
             // would otherwise be uploaded on every run (q18's l_quantity, 48 MB at SF 1).
             Builtin::GroupAggregate => i != 1,
@@ -279,6 +282,16 @@ impl GpuEngine<'_> {
                     buffer,
                 ))))
             }
+            // A string column as its codes (into a sorted dictionary, so code order is string
+            // order) with the dictionary: the pairing merges dictionaries per distinct string
+            // as for host keys (q12's `@member` on l_shipmode uploaded the column every run).
+            Value::Vector(v) => match v.as_strings() {
+                Some(strings) => {
+                    let dict = strings.dict.clone();
+                    self.resident_codes(value, dict, step, profile)
+                }
+                None => Ok(None),
+            },
             Value::List(List::Flat { .. }) => {
                 let Some(cells) = self.listed_cells(value).map(<[Value]>::to_vec) else {
                     return Ok(None);

@@ -27,6 +27,11 @@
 //!   counts gives the output offsets, then one invocation per output pair finds its probe
 //!   row by binary search over the scan (load-balanced write).
 //!
+//! A relation whose key matrix passes one storage binding (two i64 columns past 1.3·10^8
+//! rows at 2 GiB) is keyed by column groups instead, a key matrix per group: `@tuple_unique`
+//! sorts it one group at a time, and `@tuple_diff` and `@tuple_merge` search and merge it
+//! one group at a time (`relation/grouped.rs`).
+//!
 //! Preconditions (sorted, duplicate-free) are checked on the GPU (`check_sorted`) and fail
 //! with the CPU's message (`crate::relation::not_sorted`); the checks of one call share one
 //! status buffer, read back once, and only when some check ran. A relation these kernels
@@ -68,6 +73,7 @@ use super::scan::{record_scan, SUM_VALUES};
 use super::template::{partition_points, render, workgroup_size_text, Search};
 use crate::relation::{not_sorted, RelationArgument, RelationColumn, TOO_MANY_PAIRS};
 
+mod grouped;
 mod join_unique;
 pub use join_unique::{join_batch_rows, join_unique, take_join_stats, JoinStats, JOIN_BATCH_WGSL};
 
@@ -733,10 +739,25 @@ fn checked_pair(
 /// `a` in `b` (no pass over `b`: in a semi-naive loop `a` is the new tuples, `b` all of
 /// `full`). One read-back: the number of rows kept.
 pub fn tuple_diff(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Out<DeviceRelation> {
+    tuple_diff_within(device, a, b, tuple_key_bytes(device))
+}
+
+/// [`tuple_diff`] with no key matrix over `key_bytes` bytes: past it, keyed by column
+/// groups (`grouped.rs`).
+pub fn tuple_diff_within(
+    device: &Device,
+    a: &DeviceRelation,
+    b: &DeviceRelation,
+    key_bytes: u64,
+) -> Out<DeviceRelation> {
     // `a` is known to have no row of `b` (`@join_unique(…, b)` or `@tuple_diff(_, b)` made
     // it, so both are sorted and duplicate-free): nothing to search.
     if a.disjoint_from(b) {
         return Ok(a.clone());
+    }
+    let groups = grouped::shared_groups(a, b, key_bytes);
+    if groups.len() > 1 {
+        return grouped::tuple_diff(device, a, b, &groups);
     }
     let (ka, kb) = checked_pair(device, "@tuple_diff", a, b)?;
     if a.rows == 0 {
@@ -764,6 +785,21 @@ pub fn tuple_diff(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Ou
 /// row of `b` and a read-back of their number), unless `b` is known to have none: it came
 /// from `@tuple_diff(_, a)`, as a delta does; then the call reads nothing back.
 pub fn tuple_merge(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Out<DeviceRelation> {
+    tuple_merge_within(device, a, b, tuple_key_bytes(device))
+}
+
+/// [`tuple_merge`] with no key matrix over `key_bytes` bytes (the merged one included):
+/// past it, keyed by column groups (`grouped.rs`).
+pub fn tuple_merge_within(
+    device: &Device,
+    a: &DeviceRelation,
+    b: &DeviceRelation,
+    key_bytes: u64,
+) -> Out<DeviceRelation> {
+    let groups = grouped::shared_groups(a, b, key_bytes);
+    if groups.len() > 1 {
+        return grouped::tuple_merge(device, a, b, &groups);
+    }
     let (ka, kb) = checked_pair(device, "@tuple_merge", a, b)?;
     if b.rows == 0 {
         return Ok(a.clone().sorted());

@@ -14,7 +14,9 @@
 //!   gathered through one of the two (one submission);
 //! - the batch's tuples are sorted and deduplicated (`@tuple_unique`), those in `full` are
 //!   dropped (`@tuple_diff`), and what is left is merged into the tuples of the batches
-//!   before (`@tuple_merge`).
+//!   before (`@tuple_merge`). The tuples found so far, and `full`, can pass one storage
+//!   binding as key matrices: the diff and the merge then key them by column groups
+//!   (`grouped.rs`), so a join's answer is bounded by device memory, not by one binding.
 //!
 //! The batch's buffers go back to the pool before the next batch takes them, so the device
 //! holds one batch of pairs and the distinct tuples found so far, never all pairs.
@@ -26,9 +28,11 @@ use super::super::device::Device;
 use super::super::error::{GpuError, Result};
 use super::super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::super::template::{render, workgroup_size_text};
+use super::grouped::check_sorted_in_groups;
 use super::{
-    hisa_table, record_gather_column, record_join_counts, sorted_or_error, tuple_diff, tuple_merge,
-    tuple_unique, DeviceRelation, JoinCounts, JoinSides, Out, RelationError, Status,
+    hisa_table, key_column_groups, record_gather_column, record_join_counts, sorted_or_error,
+    tuple_diff, tuple_key_bytes, tuple_merge, tuple_unique, DeviceRelation, JoinCounts, JoinSides,
+    Out, RelationError, Status,
 };
 use crate::relation::TOO_MANY_PAIRS;
 
@@ -125,8 +129,10 @@ pub fn join_unique(
     let status = Status::new(4);
     status.check_sorted(device, &build_keys, &kb, 0, false)?;
     if let Some(full) = full {
-        let kf = full.keys(device, "@join_unique")?;
-        status.check_sorted(device, full, &kf, 1, true)?;
+        // `full` may be keyed by column groups (its keys past one binding): checked so,
+        // and encoded only when not known sorted.
+        let groups = key_column_groups(full.rows, full.arity(), tuple_key_bytes(device));
+        check_sorted_in_groups(&status, device, "@join_unique", full, &groups, 1, true)?;
     }
     let checks = [(0, 1, false), (1, 4, true)];
     let arity = picks.len();
