@@ -3,9 +3,14 @@
 //   count_pairs  counts[i] = matching pairs of row i of a
 //   (exclusive scan of counts: offsets, total = pairs)
 //   check_wrap   out_a[0] = 1 if the u32 offsets wrapped (more than 2^32 pairs)
-//   write_pairs  out_a[offsets[i] + k], out_b[...] = the k-th pair of row i (by j); with
+//   write_pairs  pair offsets[i] + k = the k-th pair of row i (by j); with
 //                params.sort_runs, the walk's order is sorted by j (insertion sort: buckets
 //                are small then, see SMALL_BUCKET in join.rs)
+//   write_expanded  without other predicates and with candidates in b's order: the same
+//                pairs, one invocation per pair (a binary search finds its row)
+// Pairs are written as the i64 row indexes the builtin returns: pair k is out_a[2k],
+// out_a[2k + 1] (low and high word; the high word is 0) and the same of out_b, so no pass
+// widens them afterwards.
 // Candidates for row i: with equality predicates, the b rows of its hash slot,
 // bucketed[bucket_start[slot] .. bucket_start[slot + 1]] (ascending after a stable sort by
 // slot, or unordered after a scatter);
@@ -23,7 +28,8 @@ struct Params {
     num_checks: u32,
     // write_pairs: 1 when the buckets are unordered (each row sorts its own pairs by j).
     sort_runs: u32,
-    unused_1: u32,
+    // write_expanded: the pair count.
+    pairs: u32,
     unused_2: u32,
     unused_3: u32,
 }
@@ -82,6 +88,14 @@ fn holds(i: u32, j: u32) -> bool {
     return true;
 }
 
+// Pair `at` is (i, j), as i64 words.
+fn put_pair(at: u32, i: u32, j: u32) {
+    out_a[2u * at] = i;
+    out_a[2u * at + 1u] = 0u;
+    out_b[2u * at] = j;
+    out_b[2u * at + 1u] = 0u;
+}
+
 // The candidate range of row i in `bucketed` (or in 0..rows_b for all pairs).
 fn candidates(i: u32) -> vec2<u32> {
     if params.all_pairs != 0u {
@@ -106,6 +120,11 @@ fn count_pairs(
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var i = global.x; i < params.rows_a; i = i + stride) {
         let range = candidates(i);
+        if params.num_checks == 0u {
+            // Every candidate is a pair: no walk (a bucket may hold thousands of rows).
+            counts[i] = range.y - range.x;
+            continue;
+        }
         var count = 0u;
         for (var k = range.x; k < range.y; k = k + 1u) {
             if holds(i, candidate(k)) {
@@ -142,22 +161,50 @@ fn write_pairs(
         for (var k = range.x; k < range.y; k = k + 1u) {
             let j = candidate(k);
             if holds(i, j) {
-                out_a[at] = i;
-                out_b[at] = j;
+                put_pair(at, i, j);
                 at = at + 1u;
             }
         }
         if params.sort_runs != 0u {
             let first = counts[i];
             for (var k = first + 1u; k < at; k = k + 1u) {
-                let j = out_b[k];
+                let j = out_b[2u * k];
                 var m = k;
-                while m > first && out_b[m - 1u] > j {
-                    out_b[m] = out_b[m - 1u];
+                while m > first && out_b[2u * (m - 1u)] > j {
+                    out_b[2u * m] = out_b[2u * (m - 1u)];
                     m = m - 1u;
                 }
-                out_b[m] = j;
+                out_b[2u * m] = j;
             }
         }
+    }
+}
+
+// Without other predicates, where every row's candidates are in b's order (sorted buckets,
+// or all pairs): one invocation per pair instead of one per row of a, so a row with a large
+// bucket does not write its pairs alone. Pair k belongs to the last row i with
+// offsets[i] <= k (a binary search over the scanned counts; rows without pairs share their
+// offset with the next row, so the last such i has pairs) and is its (k - offsets[i])-th
+// candidate.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn write_expanded(
+    @builtin(global_invocation_id) global: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var k = global.x; k < params.pairs; k = k + stride) {
+        // Invariant: counts[lo] <= k < counts[hi] (counts[rows_a] is the pair count).
+        var lo = 0u;
+        var hi = params.rows_a;
+        while hi - lo > 1u {
+            let mid = lo + (hi - lo) / 2u;
+            if counts[mid] <= k {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let range = candidates(lo);
+        put_pair(k, lo, candidate(range.x + (k - counts[lo])));
     }
 }

@@ -15,7 +15,9 @@ use horsec_runtime::data::Database;
 use horsec_runtime::engine::GpuEngine;
 use horsec_runtime::gpu::{Device, HostCosts};
 use horsec_runtime::interp;
-use horsec_runtime::profile::{Placement, Profile};
+use horsec_runtime::profile::{
+    Placement, Profile, DISPATCHES, HOST_WAITS, PIPELINE_LOOKUPS, SUBMISSIONS,
+};
 
 use crate::driver::{compile_for, Stage, Target};
 
@@ -245,7 +247,17 @@ fn breakdown_lines(run: &WarmRun) -> Vec<String> {
     library_steps.sort_by_key(|s| std::cmp::Reverse(s.1));
     let library_list: Vec<String> = library_steps
         .iter()
-        .map(|(name, t, n)| format!("{name} ×{n} {:.3} ms", ms(*t)))
+        .map(|(name, t, n)| {
+            let tally = |what| p.tallied(name, what);
+            format!(
+                "{name} ×{n} {:.3} ms ({} waits, {} dispatches, {} submissions, {} look-ups)",
+                ms(*t),
+                tally(HOST_WAITS),
+                tally(DISPATCHES),
+                tally(SUBMISSIONS),
+                tally(PIPELINE_LOOKUPS),
+            )
+        })
         .collect();
     let transfers: Vec<String> = p
         .steps()

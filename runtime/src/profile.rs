@@ -63,6 +63,14 @@ pub fn is_host_builtin(b: Builtin) -> bool {
     )
 }
 
+/// Tallies every GPU library step reports of the host's device operations during it (see
+/// [`Profile::tally`]): blocking waits, dispatches recorded, queue submissions, pipeline
+/// look-ups.
+pub const HOST_WAITS: &str = "host waits";
+pub const DISPATCHES: &str = "dispatches";
+pub const SUBMISSIONS: &str = "submissions";
+pub const PIPELINE_LOOKUPS: &str = "pipeline look-ups";
+
 /// Count and total time of one kind of step.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StepTotals {
@@ -133,6 +141,14 @@ impl Profile {
             Some((_, total)) => *total += n,
             None => counters.push((what.to_string(), n)),
         }
+    }
+
+    /// Counter `what` of step `step` (0 when never reported).
+    pub fn tallied(&self, step: &str, what: &str) -> u64 {
+        self.tallies
+            .get(step)
+            .and_then(|c| c.iter().find(|(name, _)| name == what))
+            .map_or(0, |(_, n)| *n)
     }
 
     /// The counters steps reported: (step, [(counter, total)]).

@@ -262,6 +262,61 @@ fn order_several_columns_with_mixed_directions() {
     }
 }
 
+/// Large buckets without other predicates are written one pair per invocation (a binary
+/// search over the offsets finds each pair's row): rows of a without a match, repeated keys
+/// on both sides and buckets of hundreds of rows keep the CPU's pairs and order, as do the
+/// same buckets walked with another predicate.
+#[test]
+fn join_index_large_buckets_written_per_pair_keep_the_cpu_order() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(23);
+    // Keys 40..50 of a have no match in b.
+    let a = i32s(rng.i32s(500, 0, 49));
+    let b = i32s(rng.i32s(20_000, 0, 39));
+    ok(device, B::JoinIndex, &[B::Eq], &[a.clone(), b.clone()]);
+    ok(device, B::JoinIndex, &[B::Eq], &[b.clone(), a.clone()]);
+    let (xa, xb) = (
+        i32s(rng.i32s(500, 0, 1000)),
+        i32s(rng.i32s(20_000, 0, 1000)),
+    );
+    ok(
+        device,
+        B::JoinIndex,
+        &[B::Eq, B::Lt],
+        &[list(vec![a, xa]), list(vec![b, xb])],
+    );
+}
+
+/// `@order` sorts up to 4096 rows in one workgroup (a bitonic sort, `small_sort.wgsl`), up
+/// to 2^18 by merging such chunks, and more with the radix sort: each side of both limits,
+/// with many ties (the order must stay stable) and every direction, agrees with the CPU.
+#[test]
+fn order_on_both_sides_of_the_one_workgroup_and_merge_sort_limits() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    let mut rng = Rng(21);
+    let merge_limit = horsec_runtime::gpu::order::MERGE_SORT_ROWS;
+    for &n in [merge_limit, merge_limit + 1].iter() {
+        let keys = list(vec![i32s(rng.i32s(n, -40, 40)), i64s(rng.i64s(n, 1 << 20))]);
+        ok(device, B::Order, &[], &[keys, bools(vec![false, true])]);
+    }
+    for n in [2, 3, 5, 64, 4095, 4096, 4097, 3 * 4096 + 5] {
+        for distinct in [1, 3, 1 << 20] {
+            let c = columns(&mut rng, n, distinct);
+            let keys = list(vec![c[1].clone(), c[5].clone(), c[0].clone()]);
+            for dirs in [vec![true], vec![false], vec![false, true, false]] {
+                ok(device, B::Order, &[], &[keys.clone(), bools(dirs)]);
+            }
+            for column in &c {
+                ok(device, B::Order, &[], &[column.clone(), bools(vec![false])]);
+            }
+        }
+    }
+}
+
 #[test]
 fn group_and_unique_match_the_cpu_with_both_strategies() {
     let Some(device) = shared_device() else {
@@ -818,6 +873,17 @@ fn results_do_not_depend_on_workgroup_count_or_tile_size() {
         .set_items_per_thread(1)
         .expect("1 item per invocation is allowed");
     let mut rng = Rng(9);
+    // More chunks of @order's merge sort than workgroups.
+    let long = columns(&mut rng, 5 * 4096 + 7, 40);
+    ok(
+        &device,
+        B::Order,
+        &[],
+        &[
+            list(vec![long[5].clone(), long[0].clone()]),
+            bools(vec![true, false]),
+        ],
+    );
     let n = 3000;
     let c = columns(&mut rng, n, 40);
     let keys = list(vec![c[5].clone(), c[1].clone(), c[2].clone()]);

@@ -32,7 +32,7 @@ use crate::graph::grail_gpu::{GpuReachIndex, GrailKernels};
 use crate::interp::Accelerator;
 use crate::kernel::KernelLaunch;
 use crate::plan::{Location, Slot};
-use crate::profile::{Placement, Profile};
+use crate::profile::{Placement, Profile, DISPATCHES, HOST_WAITS, PIPELINE_LOOKUPS, SUBMISSIONS};
 use crate::types::Type;
 use crate::value::{List, Value, Vector};
 use std::sync::Arc;
@@ -608,6 +608,7 @@ impl Accelerator for GpuEngine<'_> {
             .collect();
         let args = args.as_slice();
         let before = self.device.traffic();
+        let costs_before = self.device.host_costs();
         let result = if matches!(
             b,
             Builtin::ShortestPathLength | Builtin::Reachable | Builtin::ReachIndex
@@ -619,6 +620,16 @@ impl Accelerator for GpuEngine<'_> {
             run_library(self.device, b, args)
         };
         profile.step_read(&step, (self.device.traffic() - before).downloaded);
+        // What the step cost the host in device operations (`bench --time` lists them).
+        let costs = self.device.host_costs() - costs_before;
+        for (what, (n, _)) in [
+            (HOST_WAITS, costs.waits),
+            (DISPATCHES, costs.encodes),
+            (SUBMISSIONS, costs.submits),
+            (PIPELINE_LOOKUPS, costs.pipelines),
+        ] {
+            profile.tally(&step, what, u64::from(n));
+        }
         if b == Builtin::JoinUnique {
             // Pairs and batches of the batched join.
             for (what, n) in crate::gpu::relation::take_join_stats().fields() {

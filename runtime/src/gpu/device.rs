@@ -1,11 +1,9 @@
 //! Adapter selection and the logical device the GPU layer runs on.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::error::{GpuError, Result};
-use super::pipeline::Pipeline;
 use super::template::{
     CPU_ITEMS_PER_THREAD, GPU_ITEMS_PER_THREAD, MAX_ITEMS_PER_THREAD, WORKGROUP_SIZE,
 };
@@ -39,7 +37,7 @@ pub struct Device {
     info: wgpu::AdapterInfo,
     features: wgpu::Features,
     limits: wgpu::Limits,
-    pub(crate) pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    pub(crate) pipelines: Mutex<super::pipeline::PipelineCache>,
     /// Cap on workgroups per dispatch below the device limit; 0 means no cap.
     workgroup_cap: AtomicU32,
     /// Elements per invocation in the tiled kernels.
@@ -151,9 +149,6 @@ pub(crate) struct CachedSubString {
     pub map: std::sync::Arc<super::GpuBuffer<u32>>,
 }
 
-/// Pipelines are cached by their full WGSL text and entry point.
-pub(crate) type PipelineKey = (String, String);
-
 impl Device {
     /// Opens the best adapter: a discrete GPU first, then an integrated one, then anything
     /// else, a software rasterizer (lavapipe) last. `HORSEC_ADAPTER=<substring>` overrides.
@@ -201,7 +196,7 @@ impl Device {
                         info,
                         features,
                         limits,
-                        pipelines: Mutex::new(HashMap::new()),
+                        pipelines: Mutex::new(Default::default()),
                         workgroup_cap: AtomicU32::new(0),
                         items_per_thread: AtomicU32::new(items_per_thread),
                         staging: Mutex::new(None),

@@ -17,6 +17,12 @@
 //!    slot with a stable radix sort (log2(slots) bits), so each bucket lists its rows
 //!    ascending and the walk needs no sort.
 //!
+//! Without other predicates every candidate is a pair: `count_pairs` takes a bucket's size
+//! without walking it, and with sorted buckets (or all pairs) `write_expanded` writes one
+//! pair per invocation, finding its row by a binary search over the offsets, so a row of a
+//! with a bucket of thousands of rows (a nation's customers) is not one invocation's
+//! serial walk.
+//!
 //! Without an equality predicate every pair is a candidate (as on the CPU).
 
 use super::buffer::GpuBuffer;
@@ -27,16 +33,16 @@ use super::hash::{record_count_slots, record_insert, record_probe, record_scatte
 use super::keys::{check_len, params, record_keys, unused, KeyMatrix};
 use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::scan::{record_scan, SUM_VALUES};
-use super::sort::radix_sort_u32;
-use super::template::{render, workgroup_size_text};
+use super::sort::radix_sort_u32_below;
+use super::template::{rendered, workgroup_size_text};
 use crate::builtin::Builtin;
 
 /// `shaders/join.wgsl`.
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/join.wgsl");
 
-/// The join module, specialised.
-pub fn join_source() -> Result<String> {
-    render(
+/// The join module, specialised (rendered once).
+pub fn join_source() -> Result<&'static str> {
+    rendered(
         "join.wgsl",
         JOIN_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
@@ -79,9 +85,12 @@ pub struct JoinKeys {
     pub rows_b: usize,
 }
 
-/// The matching pairs: `a[k]`, `b[k]` for k < the pair count, sorted by a then b.
+/// The matching pairs, sorted by a then b: `pairs` of them, as the i64 row indexes the
+/// builtin returns, each a pair of u32 words (low, then high, which is 0): pair k is
+/// `a[2k]`, `b[2k]`.
 #[derive(Debug)]
 pub struct JoinPairs {
+    pub pairs: usize,
     pub a: GpuBuffer<u32>,
     pub b: GpuBuffer<u32>,
 }
@@ -164,12 +173,12 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
     let pipeline = |entry: &str| {
         device.pipeline(&KernelSpec {
             label: &format!("join.{entry}"),
-            source: &source,
+            source,
             entry_point: entry,
             bindings: JOIN_BINDINGS,
         })
     };
-    let join_params = |sort_runs: bool| -> Result<crate::gpu::Uniform> {
+    let join_params = |sort_runs: bool, pairs: usize| -> Result<crate::gpu::Uniform> {
         params(
             device,
             "join params",
@@ -179,14 +188,15 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
                 u32::from(equality.is_none()),
                 num_checks as u32,
                 u32::from(sort_runs),
-                0,
+                check_len("@join_index", pairs)?,
                 0,
                 0,
             ],
         )
     };
-    let uniform = join_params(false)?;
-    let counts = device.zeroed::<u32>("join counts", rows_a)?;
+    let uniform = join_params(false, 0)?;
+    // count_pairs writes every row's count: no clear.
+    let counts = device.scratch::<u32>("join counts", rows_a)?;
     let (unused_a, unused_b) = (unused(device)?, unused(device)?);
     commands.dispatch(
         &*pipeline("count_pairs")?,
@@ -208,22 +218,26 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
     // Word 0: the wrap flag (check_wrap writes it); 1: the pair count; 2: the largest
     // bucket.
     let facts = device.zeroed::<u32>("join facts", 3)?;
-    commands.dispatch(
-        &*pipeline("check_wrap")?,
-        &[
-            &uniform,
-            slot_a,
-            bucket_start,
-            bucketed,
-            check_a,
-            check_b,
-            check_words.raw(),
-            offsets.raw(),
-            facts.raw(),
-            unused_b.raw(),
-        ],
-        element_workgroups(rows_a),
-    )?;
+    // Fewer than 2^32 candidate pairs in all cannot wrap: no check needed.
+    let may_wrap = (rows_a as u64).saturating_mul(rows_b as u64) > u64::from(u32::MAX);
+    if may_wrap {
+        commands.dispatch(
+            &*pipeline("check_wrap")?,
+            &[
+                &uniform,
+                slot_a,
+                bucket_start,
+                bucketed,
+                check_a,
+                check_b,
+                check_words.raw(),
+                offsets.raw(),
+                facts.raw(),
+                unused_b.raw(),
+            ],
+            element_workgroups(rows_a),
+        )?;
+    }
     commands.copy_bytes(offsets.raw(), rows_a as u64 * 4, facts.raw(), 4, 4);
     if let Some(b) = &equality {
         commands.copy_bytes(b.largest.raw(), 0, facts.raw(), 8, 4);
@@ -236,13 +250,14 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
         ));
     }
     let total = facts.get(1).copied().unwrap_or(0) as usize;
-    if total > super::buffer::MAX_ELEMENTS {
+    if total > super::buffer::MAX_ELEMENTS / 2 {
         return Err(unsupported(format!(
             "{total} pairs, more than a GPU buffer can index"
         )));
     }
-    let out_a = device.zeroed::<u32>("join pairs a", total)?;
-    let out_b = device.zeroed::<u32>("join pairs b", total)?;
+    // Every word is written (the high words as 0): no clear.
+    let out_a = device.scratch::<u32>("join pairs a", 2 * total)?;
+    let out_b = device.scratch::<u32>("join pairs b", 2 * total)?;
     if total > 0 {
         // Small buckets: each row of a sorts its own pairs. A large one: the bucketed rows
         // are sorted by slot first (stable), so every walk is in b's order already.
@@ -252,10 +267,19 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
             _ => None,
         };
         let bucketed = sorted.as_ref().map_or(bucketed, |s| s.raw());
-        let uniform = join_params(equality.is_some() && sorted.is_none())?;
+        let uniform = join_params(equality.is_some() && sorted.is_none(), total)?;
+        // Without other predicates every candidate is a pair: with the candidates in b's
+        // order (sorted buckets, or all pairs) each pair is written by an invocation of its
+        // own, so a large bucket is not written by one invocation alone.
+        let expanded = num_checks == 0 && (equality.is_none() || sorted.is_some());
+        let (entry, invocations) = if expanded {
+            ("write_expanded", total)
+        } else {
+            ("write_pairs", rows_a)
+        };
         let mut commands = Commands::new(device, "join write");
         commands.dispatch(
-            &*pipeline("write_pairs")?,
+            &*pipeline(entry)?,
             &[
                 &uniform,
                 slot_a,
@@ -268,11 +292,15 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
                 out_a.raw(),
                 out_b.raw(),
             ],
-            element_workgroups(rows_a),
+            element_workgroups(invocations),
         )?;
         commands.submit()?;
     }
-    Ok(JoinPairs { a: out_a, b: out_b })
+    Ok(JoinPairs {
+        pairs: total,
+        a: out_a,
+        b: out_b,
+    })
 }
 
 /// The hash buckets of b's rows: `bucketed[start[s] .. start[s + 1]]` are the rows of slot
@@ -291,7 +319,7 @@ struct Buckets {
 fn sorted_buckets(device: &Device, b: &Buckets) -> Result<GpuBuffer<u32>> {
     let rows_b = b.slot_b.len();
     // b rows without a slot sort after every bucket (key = capacity).
-    let sort_keys = device.zeroed::<u32>("join bucket keys", rows_b)?;
+    let sort_keys = device.scratch::<u32>("join bucket keys", rows_b)?;
     let aux = unused(device)?;
     let mut commands = Commands::new(device, "join bucket keys");
     let values = [
@@ -314,5 +342,7 @@ fn sorted_buckets(device: &Device, b: &Buckets) -> Result<GpuBuffer<u32>> {
         rows_b,
     )?;
     commands.submit()?;
-    Ok(radix_sort_u32(device, &sort_keys)?.permutation)
+    // The keys are at most the capacity: no read-back of their bits.
+    let largest = check_len("@join_index", b.capacity)?;
+    Ok(radix_sort_u32_below(device, &sort_keys, Some(largest))?.permutation)
 }

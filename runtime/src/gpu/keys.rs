@@ -22,7 +22,7 @@ use super::compact::element_workgroups;
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
-use super::template::{render, workgroup_size_text};
+use super::template::{rendered, workgroup_size_text};
 use crate::keys::{domain_of_type, Domain};
 use crate::types::Type;
 use crate::value::{DeviceVector, StrDict, Value, Vector};
@@ -42,18 +42,18 @@ const KEYS_BINDINGS: &[BindingKind] = &[
     BindingKind::StorageReadWrite,
 ];
 
-/// The keys module, specialised.
-pub fn keys_source() -> Result<String> {
-    render(
+/// The keys module, specialised (rendered once).
+pub fn keys_source() -> Result<&'static str> {
+    rendered(
         "keys.wgsl",
         KEYS_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
     )
 }
 
-/// The min/max module, specialised.
-pub fn min_max_source() -> Result<String> {
-    render(
+/// The min/max module, specialised (rendered once).
+pub fn min_max_source() -> Result<&'static str> {
+    rendered(
         "min_max.wgsl",
         MIN_MAX_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
@@ -71,15 +71,17 @@ pub(crate) fn params(
 
 /// A one-word buffer to bind where an entry point leaves a binding unused (wgpu forbids one
 /// buffer in a read and a read-write binding of the same dispatch, so each gets its own).
+/// Nothing reads it, so it is not cleared: a join binds some fifteen of these, and a clear
+/// is a command of its own on the device.
 pub(crate) fn unused(device: &Device) -> Result<GpuBuffer<u32>> {
-    device.zeroed::<u32>("unused binding", 1)
+    device.scratch::<u32>("unused binding", 1)
 }
 
 fn keys_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
     let source = keys_source()?;
     device.pipeline(&KernelSpec {
         label: &format!("keys.{entry}"),
-        source: &source,
+        source,
         entry_point: entry,
         bindings: KEYS_BINDINGS,
     })
@@ -308,7 +310,7 @@ pub fn word_min_max(device: &Device, keys: &KeyMatrix) -> Result<Vec<(u32, u32)>
     let source = min_max_source()?;
     let pipeline = device.pipeline(&KernelSpec {
         label: "min_max.min_max",
-        source: &source,
+        source,
         entry_point: "min_max",
         bindings: &[
             BindingKind::Uniform,
@@ -822,9 +824,14 @@ mod tests {
             ),
             ("like.wgsl", super::super::library::LIKE_WGSL),
         ] {
-            let source = super::render(name, text, &substitutions).expect("renders");
+            let source =
+                super::super::template::render(name, text, &substitutions).expect("renders");
             validate(name, &source);
         }
+        validate(
+            "small_sort.wgsl",
+            super::super::order::small_sort_source(4096).expect("renders"),
+        );
         // Modules with binary searches rendered in (`template::partition_points`).
         for (name, source) in [
             ("relation.wgsl", super::super::relation::relation_source()),

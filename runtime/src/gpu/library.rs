@@ -472,10 +472,18 @@ fn join(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         rows_b,
     };
     let pairs = join_index(device, &keys)?;
-    // Two cells of row indexes, each an i64 vector on the device.
+    // Two cells of row indexes, each an i64 vector on the device (written as i64 words).
+    let cell = |words| {
+        Value::Device(DeviceVector::new(
+            Type::I64,
+            pairs.pairs,
+            None,
+            Arc::new(words),
+        ))
+    };
     Ok(Value::List(List::Mixed(Arc::new(vec![
-        resident_i64(device, &[&pairs.a])?,
-        resident_i64(device, &[&pairs.b])?,
+        cell(pairs.a),
+        cell(pairs.b),
     ]))))
 }
 

@@ -9,13 +9,57 @@
 //! skipped, and the sort key is `word - min` (ascending) or `max - word` (descending), so
 //! the radix sort passes only over the bits of `max - min`, without reading anything else
 //! back.
+//!
+//! Up to [`MERGE_SORT_ROWS`] rows (a query's result after filters and aggregation) sort
+//! without the radix sort (`shaders/small_sort.wgsl`): each workgroup sorts a chunk of
+//! [`small_sort_capacity`] rows in workgroup memory, and merge passes (one dispatch each,
+//! log2 of the chunks) merge the sorted chunks pairwise; nothing is read back, where the
+//! radix sort takes a read-back and some ten dispatches per key word.
 
 use super::buffer::GpuBuffer;
 use super::device::Device;
 use super::error::{GpuError, Result};
-use super::keys::{check_len, gather, iota, record_keys, word_min_max, KeyMatrix};
-use super::pipeline::Commands;
+use super::keys::{check_len, gather, iota, params, record_keys, word_min_max, KeyMatrix};
+use super::pipeline::{BindingKind, Commands, KernelSpec};
 use super::sort::radix_sort_u32_below;
+use super::template::{rendered, workgroup_size_text};
+
+/// `shaders/small_sort.wgsl`: the sort of few rows in one workgroup.
+pub const SMALL_SORT_WGSL: &str = include_str!("../../../shaders/small_sort.wgsl");
+
+/// Rows one workgroup sorts at most (when workgroup memory allows).
+const SMALL_SORT_ROWS: usize = 4096;
+
+/// Rows sorted by chunks and merges at most: up to 6 merge passes of 4096-row chunks, each
+/// a binary search per row; larger inputs take the radix sort, whose passes read each key
+/// word in order.
+pub const MERGE_SORT_ROWS: usize = 1 << 18;
+
+/// Workgroup-memory bytes per row of the one-workgroup sort: its index and leading word.
+const SMALL_SORT_ROW_BYTES: u32 = 8;
+
+/// The most rows the one-workgroup sort takes on `device`: [`SMALL_SORT_ROWS`], or the
+/// largest power of two whose indexes and leading words fit its workgroup memory.
+pub fn small_sort_capacity(device: &Device) -> usize {
+    let fits = (device.limits().max_compute_workgroup_storage_size / SMALL_SORT_ROW_BYTES) as usize;
+    if fits < 2 {
+        return 0;
+    }
+    let power_of_two = 1usize << (usize::BITS - 1 - fits.leading_zeros());
+    power_of_two.min(SMALL_SORT_ROWS)
+}
+
+/// The one-workgroup sort module for `capacity` rows (rendered once).
+pub fn small_sort_source(capacity: usize) -> Result<&'static str> {
+    rendered(
+        "small_sort.wgsl",
+        SMALL_SORT_WGSL,
+        &[
+            ("WORKGROUP_SIZE", &workgroup_size_text()),
+            ("CAPACITY", &capacity.to_string()),
+        ],
+    )
+}
 
 /// The permutation that sorts the rows of `keys` stably, column `c` ascending when
 /// `ascending[c]` (one flag may stand for every column).
@@ -49,22 +93,36 @@ pub fn order_permutation_after(
     }
     let rows = keys.rows;
     let rows32 = check_len("@order", rows)?;
+    let direction = |c: usize| {
+        ascending
+            .get(c)
+            .or(ascending.first())
+            .copied()
+            .unwrap_or(true)
+    };
+    if rows <= 1 {
+        // Nothing to move: the order so far, or the input order.
+        return match less_significant {
+            Some(p) => Ok(p),
+            None => iota(device, rows),
+        };
+    }
+    let capacity = small_sort_capacity(device);
+    if less_significant.is_none() && capacity > 0 && rows <= MERGE_SORT_ROWS {
+        return merge_sort(device, keys, capacity, direction);
+    }
     let mut permutation = less_significant;
     // Every word's range at once: one read back for the whole sort.
     let ranges = word_min_max(device, keys)?;
     for (c, &(first, count)) in keys.columns.iter().enumerate().rev() {
-        let up = ascending
-            .get(c)
-            .or(ascending.first())
-            .copied()
-            .unwrap_or(true);
+        let up = direction(c);
         for word in (first..first + count).rev() {
             let (min, max) = ranges[word];
             if min == max {
                 // Every row has the same word: this pass would not move anything.
                 continue;
             }
-            let sort_keys = device.zeroed::<u32>("order keys", rows)?;
+            let sort_keys = device.scratch::<u32>("order keys", rows)?;
             let mut commands = Commands::new(device, "order keys");
             let identity = permutation.is_none();
             let dummy;
@@ -108,4 +166,97 @@ pub fn order_permutation_after(
         // No word differs anywhere: the stable order is the input order.
         None => iota(device, rows),
     }
+}
+
+/// The stable sorting permutation: chunks of `capacity` rows sorted in workgroup memory,
+/// then merged pairwise, one dispatch per pass (see `shaders/small_sort.wgsl`); column `c`
+/// ascending when `ascending(c)`.
+fn merge_sort(
+    device: &Device,
+    keys: &KeyMatrix,
+    capacity: usize,
+    ascending: impl Fn(usize) -> bool,
+) -> Result<GpuBuffer<u32>> {
+    let rows = keys.rows;
+    let mut described = Vec::with_capacity(3 * keys.columns.len());
+    for (c, &(first, count)) in keys.columns.iter().enumerate() {
+        described.extend([
+            check_len("@order", first)?,
+            check_len("@order", count)?,
+            u32::from(!ascending(c)),
+        ]);
+    }
+    let columns = device.upload("order columns", &described)?;
+    let source = small_sort_source(capacity)?;
+    let pipeline = |entry: &str| {
+        device.pipeline(&KernelSpec {
+            label: &format!("small_sort.{entry}"),
+            source,
+            entry_point: entry,
+            bindings: &[
+                BindingKind::Uniform,
+                BindingKind::StorageRead,
+                BindingKind::StorageRead,
+                BindingKind::StorageReadWrite,
+                BindingKind::StorageRead,
+            ],
+        })
+    };
+    let sort_params = |width: usize| -> Result<crate::gpu::Uniform> {
+        params(
+            device,
+            "small sort params",
+            [
+                check_len("@order", rows)?,
+                check_len("@order", keys.columns.len())?,
+                check_len("@order", width)?,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    // Every kernel writes every row: no clears. Pass p writes `sorted[p % 2]`.
+    let sorted = [
+        device.scratch::<u32>("order permutation", rows)?,
+        device.scratch::<u32>("order permutation", rows)?,
+    ];
+    let unused = super::keys::unused(device)?;
+    let mut commands = Commands::new(device, "@order merge sort");
+    let chunks = rows.div_ceil(capacity);
+    let chunk_params = sort_params(capacity)?;
+    commands.dispatch(
+        &*pipeline("sort_chunks")?,
+        &[
+            &chunk_params,
+            keys.words.raw(),
+            columns.raw(),
+            sorted[0].raw(),
+            unused.raw(),
+        ],
+        chunks as u64,
+    )?;
+    let (mut width, mut pass) = (capacity, 0usize);
+    while width < rows {
+        let (input, output) = (&sorted[pass % 2], &sorted[(pass + 1) % 2]);
+        let merge_params = sort_params(width)?;
+        commands.dispatch(
+            &*pipeline("merge_runs")?,
+            &[
+                &merge_params,
+                keys.words.raw(),
+                columns.raw(),
+                output.raw(),
+                input.raw(),
+            ],
+            super::compact::element_workgroups(rows),
+        )?;
+        width = width.saturating_mul(2);
+        pass += 1;
+    }
+    commands.submit()?;
+    let [even, odd] = sorted;
+    Ok(if pass % 2 == 0 { even } else { odd })
 }

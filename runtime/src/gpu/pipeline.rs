@@ -1,5 +1,6 @@
 //! Compute pipelines (cached by WGSL text and entry point) and the recording of dispatches.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -38,16 +39,111 @@ pub struct Pipeline {
     bindings: Vec<BindingKind>,
 }
 
+/// A cached pipeline with the WGSL text and entry point it was compiled from.
+struct CachedPipeline {
+    source: Box<str>,
+    entry_point: Box<str>,
+    pipeline: Arc<Pipeline>,
+}
+
+impl CachedPipeline {
+    fn is_for(&self, spec: &KernelSpec<'_>) -> bool {
+        *self.entry_point == *spec.entry_point && *self.source == *spec.source
+    }
+}
+
+/// Compiled pipelines by WGSL text and entry point. A look-up happens per dispatch, so it
+/// neither copies nor hashes the text when it can help it: a text seen before at the same
+/// address (library modules are rendered once, see `template::rendered`) is found by its
+/// address and confirmed by one comparison of the text; otherwise a fast hash of the text
+/// picks the bucket, again confirmed by comparing the text.
+#[derive(Default)]
+pub(crate) struct PipelineCache {
+    by_text: HashMap<u64, Vec<Arc<CachedPipeline>>>,
+    by_address: HashMap<(usize, usize, u64), Arc<CachedPipeline>>,
+}
+
+/// Addresses remembered at most: texts of generated kernels come and go, so the map is
+/// emptied when it grows past this (the texts stay in `by_text`).
+const MAX_ADDRESSES: usize = 4096;
+
+impl PipelineCache {
+    fn get(&mut self, spec: &KernelSpec<'_>) -> Option<Arc<Pipeline>> {
+        let entry_hash = fast_hash(spec.entry_point.as_bytes(), 0);
+        let address = (spec.source.as_ptr() as usize, spec.source.len(), entry_hash);
+        if let Some(cached) = self.by_address.get(&address).filter(|c| c.is_for(spec)) {
+            return Some(Arc::clone(&cached.pipeline));
+        }
+        let text_hash = fast_hash(spec.source.as_bytes(), entry_hash);
+        let cached = self
+            .by_text
+            .get(&text_hash)?
+            .iter()
+            .find(|c| c.is_for(spec))
+            .cloned()?;
+        self.remember_address(address, &cached);
+        Some(Arc::clone(&cached.pipeline))
+    }
+
+    /// Adds `pipeline` for `spec` unless one is there already; returns the cached one.
+    fn insert(&mut self, spec: &KernelSpec<'_>, pipeline: Arc<Pipeline>) -> Arc<Pipeline> {
+        if let Some(existing) = self.get(spec) {
+            return existing;
+        }
+        let entry_hash = fast_hash(spec.entry_point.as_bytes(), 0);
+        let address = (spec.source.as_ptr() as usize, spec.source.len(), entry_hash);
+        let cached = Arc::new(CachedPipeline {
+            source: spec.source.into(),
+            entry_point: spec.entry_point.into(),
+            pipeline,
+        });
+        self.by_text
+            .entry(fast_hash(spec.source.as_bytes(), entry_hash))
+            .or_default()
+            .push(Arc::clone(&cached));
+        self.remember_address(address, &cached);
+        Arc::clone(&cached.pipeline)
+    }
+
+    fn remember_address(&mut self, address: (usize, usize, u64), cached: &Arc<CachedPipeline>) {
+        if self.by_address.len() >= MAX_ADDRESSES {
+            self.by_address.clear();
+        }
+        self.by_address.insert(address, Arc::clone(cached));
+    }
+
+    fn len(&self) -> usize {
+        self.by_text.values().map(Vec::len).sum()
+    }
+}
+
+/// A fast, non-cryptographic hash of `bytes` (FxHash's multiply-rotate over 8-byte words):
+/// a bucket index only, every hit is confirmed by comparing the text.
+fn fast_hash(bytes: &[u8], seed: u64) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let step = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(K);
+    let mut hash = step(seed, bytes.len() as u64);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(word);
+        hash = step(hash, u64::from_le_bytes(eight));
+    }
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    step(hash, u64::from_le_bytes(last))
+}
+
 impl Device {
     /// The pipeline for `spec`, compiled on first use and cached afterwards (keyed by the
-    /// WGSL text and entry point). A shader that naga or the driver rejects is an error.
+    /// WGSL text and entry point, see [`PipelineCache`]). A shader that naga or the driver
+    /// rejects is an error.
     pub fn pipeline(&self, spec: &KernelSpec<'_>) -> Result<Arc<Pipeline>> {
         let _timer = self.costs.pipelines.timer();
-        let key = (spec.source.to_string(), spec.entry_point.to_string());
         {
-            let cache = self.pipelines.lock().map_err(|_| poisoned(spec.label))?;
-            if let Some(pipeline) = cache.get(&key) {
-                return Ok(Arc::clone(pipeline));
+            let mut cache = self.pipelines.lock().map_err(|_| poisoned(spec.label))?;
+            if let Some(pipeline) = cache.get(spec) {
+                return Ok(pipeline);
             }
         }
         // Compile outside the lock: compiling can take a while on a software driver.
@@ -59,7 +155,7 @@ impl Device {
             Ordering::Relaxed,
         );
         let mut cache = self.pipelines.lock().map_err(|_| poisoned(spec.label))?;
-        Ok(Arc::clone(cache.entry(key).or_insert(pipeline)))
+        Ok(cache.insert(spec, pipeline))
     }
 
     /// Pipelines this process compiled, and the time that took.

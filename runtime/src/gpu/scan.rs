@@ -58,13 +58,13 @@ pub(crate) fn record_scan(
     let source = scan_source(map, device.items_per_thread())?;
     let reduce = device.pipeline(&KernelSpec {
         label: "scan.reduce_tiles",
-        source: &source,
+        source,
         entry_point: "reduce_tiles",
         bindings: SCAN_BINDINGS,
     })?;
     let scan = device.pipeline(&KernelSpec {
         label: "scan.scan_tiles",
-        source: &source,
+        source,
         entry_point: "scan_tiles",
         bindings: SCAN_BINDINGS,
     })?;

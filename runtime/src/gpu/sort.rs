@@ -46,15 +46,15 @@ pub fn radix_sort_u32_below(
     largest: Option<u32>,
 ) -> Result<SortedU32> {
     let n = keys.len();
-    // Ping-pong buffers: pass p writes set p % 2.
+    // Ping-pong buffers: pass p writes set p % 2, every element (not cleared first).
     let sets = [
         (
-            device.zeroed::<u32>("sort keys A", n)?,
-            device.zeroed::<u32>("sort payload A", n)?,
+            device.scratch::<u32>("sort keys A", n)?,
+            device.scratch::<u32>("sort payload A", n)?,
         ),
         (
-            device.zeroed::<u32>("sort keys B", n)?,
-            device.zeroed::<u32>("sort payload B", n)?,
+            device.scratch::<u32>("sort keys B", n)?,
+            device.scratch::<u32>("sort payload B", n)?,
         ),
     ];
     if n == 0 {
@@ -74,19 +74,20 @@ pub fn radix_sort_u32_below(
     let source = radix_sort_source(device.items_per_thread())?;
     let histogram = device.pipeline(&KernelSpec {
         label: "radix_sort.histogram",
-        source: &source,
+        source,
         entry_point: "histogram",
         bindings: SORT_BINDINGS,
     })?;
     let scatter = device.pipeline(&KernelSpec {
         label: "radix_sort.scatter",
-        source: &source,
+        source,
         entry_point: "scatter",
         bindings: SORT_BINDINGS,
     })?;
     let num_tiles = tile_count(n, device.tile_size());
     let counts_len = RADIX as usize * num_tiles as usize;
-    let tile_counts = device.zeroed::<u32>("sort tile counts", counts_len)?;
+    // Every tile writes its counts of every digit: no clear.
+    let tile_counts = device.scratch::<u32>("sort tile counts", counts_len)?;
     let mut commands = Commands::new(device, "radix_sort_u32");
     for pass in 0..passes {
         let params = device.uniform(

@@ -84,6 +84,35 @@ pub fn render(name: &str, source: &str, substitutions: &[(&str, &str)]) -> Resul
     Ok(out)
 }
 
+/// [`render`], once per template and substitutions for the life of the process: library
+/// modules are specialised by a few device settings only, and a kernel's look-up
+/// (`Device::pipeline`) finds a text it saw before at the same address without hashing it.
+pub fn rendered(
+    name: &str,
+    source: &'static str,
+    substitutions: &[(&str, &str)],
+) -> Result<&'static str> {
+    type Rendered = std::collections::HashMap<(usize, String), &'static str>;
+    static RENDERED: std::sync::OnceLock<std::sync::Mutex<Rendered>> = std::sync::OnceLock::new();
+    let mut values = String::new();
+    for (key, value) in substitutions {
+        values.push_str(key);
+        values.push('=');
+        values.push_str(value);
+        values.push('\0');
+    }
+    let key = (source.as_ptr() as usize, values);
+    let cache = RENDERED.get_or_init(Default::default);
+    if let Some(text) = cache.lock().ok().and_then(|c| c.get(&key).copied()) {
+        return Ok(text);
+    }
+    let text: &'static str = Box::leak(render(name, source, substitutions)?.into_boxed_str());
+    match cache.lock() {
+        Ok(mut c) => Ok(*c.entry(key).or_insert(text)),
+        Err(_) => Ok(text),
+    }
+}
+
 fn template_error(name: &str, message: &str) -> GpuError {
     GpuError::Shader {
         label: name.to_string(),
@@ -122,8 +151,8 @@ pub(crate) fn workgroup_size_text() -> String {
 
 /// The scan module with tiles of `WORKGROUP_SIZE × items_per_thread`, loading each input
 /// through `map` (an expression in `x: u32`).
-pub fn scan_source(map: &str, items_per_thread: u32) -> Result<String> {
-    render(
+pub fn scan_source(map: &str, items_per_thread: u32) -> Result<&'static str> {
+    rendered(
         "scan.wgsl",
         SCAN_WGSL,
         &[
@@ -162,8 +191,8 @@ pub fn or_reduce_source() -> Result<String> {
 }
 
 /// The radix sort module with tiles of `WORKGROUP_SIZE × items_per_thread`.
-pub fn radix_sort_source(items_per_thread: u32) -> Result<String> {
-    render(
+pub fn radix_sort_source(items_per_thread: u32) -> Result<&'static str> {
+    rendered(
         "radix_sort.wgsl",
         RADIX_SORT_WGSL,
         &[
@@ -214,7 +243,7 @@ mod tests {
                 CPU_ITEMS_PER_THREAD,
                 MAX_ITEMS_PER_THREAD,
             ] {
-                validate("scan.wgsl", &scan_source(map, items).expect("renders"));
+                validate("scan.wgsl", scan_source(map, items).expect("renders"));
             }
         }
     }
@@ -270,7 +299,7 @@ mod tests {
         ] {
             validate(
                 "radix_sort.wgsl",
-                &radix_sort_source(items).expect("renders"),
+                radix_sort_source(items).expect("renders"),
             );
         }
     }
