@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::compact::{element_workgroups, where_true};
+use super::dense_group::{dense_ranks, DenseRanks, KeyRanges};
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::keys::{
@@ -453,25 +454,42 @@ pub struct Groups {
 /// How `@group` assigns rows to groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupStrategy {
-    /// Hashing when the table fits the device's limits, sorting otherwise.
+    /// Slots in a small key domain where the keys span short ranges, else hashing when the
+    /// table fits the device's limits, else sorting.
     Auto,
+    /// Slots in a small key domain where the keys span short ranges, hashing otherwise.
+    Dense,
     /// Hash the keys (rows per group then by a radix sort on the group rank only).
     Hash,
     /// Sort all key words, then cut at the boundaries.
     Sort,
 }
 
-/// `@group` on the GPU; both strategies give the CPU builtin's exact result.
+/// `@group` on the GPU; every strategy gives the CPU builtin's exact result.
 ///
-/// Hash: insert every row (its slot is its group), find each group's first row, sort just
-/// those first rows by key (few rows when there are few groups) to rank the groups, and
-/// place each row by a stable radix sort of its group rank — log2(groups) bits, not the
-/// key's width. Sort: the full multi-key radix sort of `@order`, then a group starts where a
+/// Dense: when each key word spans a short range, a row's group is its slot in the product
+/// of the ranges (`dense_group`), ranked by counting the occupied slots. Hash: insert every
+/// row (its slot is its group), find each group's first row, sort just those first rows by
+/// key (few rows when there are few groups) to rank the groups. Either way each row is
+/// then placed by a stable radix sort of its group rank — log2(groups) bits, not the key's
+/// width. Sort: the full multi-key radix sort of `@order`, then a group starts where a
 /// row's key differs from the one before. Sorting serves where hashing cannot: when the
 /// table of 2 × rows slots does not fit the device's buffer or binding limits.
-pub fn group(device: &Device, keys: &KeyMatrix, strategy: GroupStrategy) -> Result<Groups> {
+///
+/// `ranges` is what the key's types say of its words' ranges (see [`KeyRanges`]).
+pub fn group(
+    device: &Device,
+    keys: &KeyMatrix,
+    strategy: GroupStrategy,
+    ranges: &KeyRanges,
+) -> Result<Groups> {
+    if matches!(strategy, GroupStrategy::Auto | GroupStrategy::Dense) {
+        if let Some(ranked) = dense_ranks(device, "@group", keys, ranges)? {
+            return group_dense(device, ranked);
+        }
+    }
     let hash = match strategy {
-        GroupStrategy::Hash => true,
+        GroupStrategy::Hash | GroupStrategy::Dense => true,
         GroupStrategy::Sort => false,
         GroupStrategy::Auto => hash_table_fits(device, keys.rows),
     };
@@ -480,6 +498,19 @@ pub fn group(device: &Device, keys: &KeyMatrix, strategy: GroupStrategy) -> Resu
     } else {
         group_by_sort(device, keys)
     }
+}
+
+/// The groups of rows ranked by slot: each group's rows ascending by a stable radix sort of
+/// the ranks; the offsets come from the slot counts.
+fn group_dense(device: &Device, ranked: DenseRanks) -> Result<Groups> {
+    let ranks = ranked.ranks(device)?;
+    let largest = check_len("@group", ranked.groups.saturating_sub(1))?;
+    let sorted = radix_sort_u32_below(device, &ranks, Some(largest))?;
+    Ok(Groups {
+        keys: ranked.keys,
+        rows: sorted.permutation,
+        offsets: ranked.offsets,
+    })
 }
 
 /// Each row's group as its rank in key order: `@group`'s group numbers, before the rows are
