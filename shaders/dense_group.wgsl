@@ -8,14 +8,16 @@
 // group's rank is the number of occupied slots below its slot. Every count is an integer
 // atomic (order-independent), so the result is the same on every run.
 //
-// `ranges` holds per word its minimum and its stride, then the domain's size. The host
-// uploads it when it read the words' ranges back; where it knows bounds on every word from
-// the key's types (chars, bools, codes of a dictionary), `set_ranges` computes it on the
-// device from the measured `min, max` per word instead, and `params.domain` is the bounds'
-// product, the size of the slot buffers (slots past the measured domain stay empty).
+// `ranges` holds per word its minimum and its stride, then the domain's size; `set_ranges`
+// computes it on the device from the measured `min, max` per word (nothing is read back to
+// decide). `params.domain` is the capacity of the slot buffers: a bound on the domain from
+// the key's types, or as many slots as the caller affords. A measured domain beyond it is
+// marked NONE: the counting pass then does nothing and the summary says NONE groups (the
+// caller hashes instead).
 //
 // Entry points:
-// - `set_ranges` (one invocation): `ranges` from `minmax`.
+// - `set_ranges` (one invocation): `ranges` from `minmax`, or the domain NONE when it
+//   exceeds the capacity.
 // - `slot_counts`: writes each row's slot into `slots` and counts the rows and their lowest
 //   row per slot. Where the measured domain has at most LOCAL_SLOTS slots each workgroup
 //   counts in workgroup memory first, then adds into `counts`/`firsts` once per occupied
@@ -40,7 +42,7 @@ const NONE: u32 = 0xffffffffu;
 struct Params {
     rows: u32,
     words: u32,
-    // Slots of the slot buffers: the domain, or a bound on it.
+    // Slots of the slot buffers: at least the domain, if it is taken.
     domain: u32,
     pad0: u32,
     pad1: u32,
@@ -85,14 +87,21 @@ fn slot_of(row: u32) -> u32 {
 @compute @workgroup_size(1)
 fn set_ranges() {
     var stride = 1u;
+    var fits = true;
     for (var w = params.words; w > 0u; w = w - 1u) {
         let lo = minmax[2u * (w - 1u)];
         let hi = minmax[2u * (w - 1u) + 1u];
         ranges[2u * (w - 1u)] = lo;
         ranges[2u * (w - 1u) + 1u] = stride;
-        stride = stride * (hi - lo + 1u);
+        // stride * (hi - lo + 1) <= capacity, without overflowing u32.
+        let span = hi - lo;
+        if span >= params.domain || stride > params.domain / (span + 1u) {
+            fits = false;
+            break;
+        }
+        stride = stride * (span + 1u);
     }
-    ranges[2u * params.words] = stride;
+    ranges[2u * params.words] = select(NONE, stride, fits);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -105,6 +114,9 @@ fn slot_counts(
         measured_domain = ranges[2u * params.words];
     }
     let domain = workgroupUniformLoad(&measured_domain);
+    if domain > params.domain {
+        return;
+    }
     let in_workgroup = domain <= LOCAL_SLOTS;
     if in_workgroup {
         for (var s = local; s < domain; s = s + WORKGROUP_SIZE) {
@@ -142,6 +154,12 @@ fn compact_slots(
     @builtin(global_invocation_id) global_id: vec3<u32>,
     @builtin(num_workgroups) num_workgroups: vec3<u32>,
 ) {
+    if ranges[2u * params.words] > params.domain {
+        if global_id.x == 0u {
+            atomicStore(&summary[0], NONE);
+        }
+        return;
+    }
     let stride = num_workgroups.x * WORKGROUP_SIZE;
     for (var s = global_id.x; s < params.domain; s = s + stride) {
         let count = atomicLoad(&counts[s]);

@@ -2,12 +2,12 @@
 //! spans a short range, a row's group is its position in the product of the ranges (its
 //! *slot*), and the groups' ranks in key order come from counting the occupied slots. No
 //! hash table and no sort of the distinct keys: a min/max pass, one counting pass, two scans
-//! of the slots and one compaction.
+//! of the slots and one compaction, all decided on the device, then one read back (the
+//! group count, or that the domain was too large, and the largest group's rows).
 //!
-//! Reads back: one (the group count and the largest group's rows) where the key's types
-//! bound every word (chars, bools, dictionary codes: [`KeyRanges::Bounded`]), since the
-//! ranges are then measured and turned into strides on the device; two otherwise (the
-//! ranges first, to decide whether the domain is small).
+//! The slot buffers hold the bound the key's types put on the domain (chars, bools,
+//! dictionary codes: [`KeyRanges::Bounded`]) or else as many slots as the rows afford
+//! ([`SMALL_DOMAIN`], or [`DOMAIN_PER_ROW`] per row); only two of them start zeroed.
 
 use std::sync::Arc;
 
@@ -15,9 +15,7 @@ use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
 use super::device::Device;
 use super::error::Result;
-use super::keys::{
-    check_len, gather, params, record_word_min_max, unused, word_min_max, KeyMatrix,
-};
+use super::keys::{check_len, gather, params, record_word_min_max, unused, KeyMatrix, NONE};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::scan::{record_scan, COUNT_NONZERO, SUM_VALUES};
 use super::template::{render, workgroup_size_text, WORKGROUP_SIZE};
@@ -78,10 +76,10 @@ fn dense_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
 /// What the caller knows of a key's words before looking at them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyRanges {
-    /// Every word lies within its `(min, max)`, known from the key's types: a domain within
-    /// their product is measured on the device, without a read back.
+    /// Every word lies within its `(min, max)`, known from the key's types: the slot
+    /// buffers need no more than their product.
     Bounded(Vec<(u32, u32)>),
-    /// Nothing: the measured ranges are read back to decide.
+    /// Nothing.
     Unknown,
     /// Words that rarely span short ranges (floats): not worth a look.
     Wide,
@@ -133,40 +131,23 @@ pub fn dense_ranks(
     if rows == 0 || words == 0 {
         return Ok(None);
     }
-    let bounded = match ranges {
+    let typed = match ranges {
         KeyRanges::Wide => return Ok(None),
         KeyRanges::Bounded(bounds) if bounds.len() == words => domain_of(bounds, rows),
         _ => None,
     };
-    // The slot buffers' size; `ranges` (per word: minimum and stride, then the domain)
-    // computed on the device, or uploaded from the ranges read back.
-    let (domain, measured, ranges_buffer) = match bounded {
-        Some(domain) => {
-            let ranges_buffer = device.zeroed::<u32>("dense ranges", 2 * words + 1)?;
-            (domain, true, ranges_buffer)
-        }
-        None => {
-            let measured = word_min_max(device, keys)?;
-            let Some(domain) = domain_of(&measured, rows) else {
-                return Ok(None);
-            };
-            let mut words = vec![0u32; 2 * measured.len() + 1];
-            let mut stride = 1u64;
-            for (w, &(lo, hi)) in measured.iter().enumerate().rev() {
-                words[2 * w] = lo;
-                words[2 * w + 1] = stride as u32;
-                stride *= u64::from(hi - lo) + 1;
-            }
-            words[2 * measured.len()] = domain as u32;
-            (domain, false, device.upload("dense ranges", &words)?)
-        }
-    };
-    let domain = domain as usize;
-    let slot_bytes = (domain as u64 + 1).saturating_mul(4);
+    // Slots the buffers hold: the types' bound on the domain, or as many as afforded; a
+    // measured domain beyond it is refused on the device (see the shader).
     let limits = device.limits();
-    if slot_bytes > limits.max_storage_buffer_binding_size || slot_bytes > limits.max_buffer_size {
-        return Ok(None);
-    }
+    let most = (limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+        / 4)
+    .saturating_sub(1)
+    .min(u64::from(u32::MAX - 1));
+    let afforded = SMALL_DOMAIN.max(DOMAIN_PER_ROW.saturating_mul(rows as u64));
+    let domain = typed.unwrap_or(afforded).min(most) as usize;
+    let ranges_buffer = device.zeroed::<u32>("dense ranges", 2 * words + 1)?;
     let uniform = params(
         device,
         "dense params",
@@ -181,43 +162,40 @@ pub fn dense_ranks(
             0,
         ],
     )?;
+    // Written where read: each row's slot, and per occupied slot its rank, first row and
+    // offset; only the counts start from zero.
     let slots = device.scratch::<u32>("dense slots", rows)?;
     let counts = device.zeroed::<u32>("dense counts", domain)?;
     let firsts = device.zeroed::<u32>("dense firsts", domain)?;
-    let rank_of_slot = device.zeroed::<u32>("rank of slot", domain)?;
-    let group_keys = device.zeroed::<u32>("group keys", domain)?;
-    let group_offsets = device.zeroed::<u32>("group offsets", domain + 1)?;
+    let rank_of_slot = device.scratch::<u32>("rank of slot", domain)?;
+    let group_keys = device.scratch::<u32>("group keys", domain)?;
+    let group_offsets = device.scratch::<u32>("group offsets", domain + 1)?;
     let summary = device.zeroed::<u32>("dense summary", 2)?;
     let spare = (0..5).map(|_| unused(device)).collect::<Result<Vec<_>>>()?;
     let mut commands = Commands::new(device, "dense ranks");
-    let minmax = if measured {
-        let minmax = record_word_min_max(&mut commands, keys)?;
-        let set_ranges = dense_pipeline(device, "set_ranges")?;
-        commands.dispatch(
-            &set_ranges,
-            &[
-                &uniform,
-                keys.words.raw(),
-                ranges_buffer.raw(),
-                slots.raw(),
-                counts.raw(),
-                firsts.raw(),
-                spare[0].raw(),
-                spare[1].raw(),
-                rank_of_slot.raw(),
-                group_keys.raw(),
-                group_offsets.raw(),
-                summary.raw(),
-                spare[2].raw(),
-                spare[3].raw(),
-                minmax.raw(),
-            ],
-            1,
-        )?;
-        minmax
-    } else {
-        unused(device)?
-    };
+    let minmax = record_word_min_max(&mut commands, keys)?;
+    let set_ranges = dense_pipeline(device, "set_ranges")?;
+    commands.dispatch(
+        &set_ranges,
+        &[
+            &uniform,
+            keys.words.raw(),
+            ranges_buffer.raw(),
+            slots.raw(),
+            counts.raw(),
+            firsts.raw(),
+            spare[0].raw(),
+            spare[1].raw(),
+            rank_of_slot.raw(),
+            group_keys.raw(),
+            group_offsets.raw(),
+            summary.raw(),
+            spare[2].raw(),
+            spare[3].raw(),
+            minmax.raw(),
+        ],
+        1,
+    )?;
     let count = dense_pipeline(device, "slot_counts")?;
     let workgroups = rows
         .div_ceil(WORKGROUP_SIZE as usize * ROWS_PER_INVOCATION)
@@ -268,10 +246,14 @@ pub fn dense_ranks(
         element_workgroups(domain),
     )?;
     commands.submit()?;
-    // The one read of the ranking: the group count and the largest group.
+    // The one read of the ranking: the group count (NONE: the domain is too large) and the
+    // largest group's rows.
     let read = device.download_range(&summary, 0, 2)?;
-    let (groups, largest) = (read[0] as usize, read[1] as usize);
     drop(spare);
+    if read[0] == NONE {
+        return Ok(None);
+    }
+    let (groups, largest) = (read[0] as usize, read[1] as usize);
     Ok(Some(DenseRanks {
         slots,
         rank_of_slot,

@@ -428,19 +428,33 @@ fn group_aggregate_value(
             }
         }
     }
+    // A result asked for twice (`@len` of every `@avg`'s groups) is computed once and
+    // shared: fewer results per kernel, fewer batches reading the rows again.
+    let mut distinct: Vec<AggregateSpec> = Vec::with_capacity(specs.len());
+    let result_of: Vec<usize> = specs
+        .iter()
+        .map(|spec| {
+            let same = |d: &AggregateSpec| d.reduction == spec.reduction && d.column == spec.column;
+            distinct.iter().position(same).unwrap_or_else(|| {
+                distinct.push(*spec);
+                distinct.len() - 1
+            })
+        })
+        .collect();
     let ranges = key_ranges(value(args, 0)?);
-    let (aggregated, path) = group_aggregate(device, &keys, &ranges, &specs, &columns)?;
+    let (aggregated, path) = group_aggregate(device, &keys, &ranges, &distinct, &columns)?;
     let (groups, ranking) = (aggregated.groups, aggregated.ranking);
+    let results: Vec<Arc<GpuBuffer<u32>>> = aggregated.results.into_iter().map(Arc::new).collect();
     let mut cells = Vec::with_capacity(specs.len() + 1);
     cells.push(resident_i64(device, &[&aggregated.keys])?);
-    for (spec, buffer) in specs.iter().zip(aggregated.results) {
+    for (spec, &result) in specs.iter().zip(&result_of) {
         let value_ty = spec.column.map(|c| &columns[c].ty);
         let ty = spec.reduction.result_type(value_ty);
         cells.push(Value::Device(DeviceVector::new(
             ty,
             groups,
             None,
-            Arc::new(buffer),
+            results[result].clone(),
         )));
     }
     Ok((Value::List(List::Mixed(Arc::new(cells))), path, ranking))
