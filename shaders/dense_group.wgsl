@@ -29,6 +29,8 @@
 //   bucketed rows (`group_offsets`); `summary` gets the group count and the largest group.
 // - `scatter_rows`: each row into its group's bucket, at the next free place of its slot
 //   (`cursor`, a copy of `count_scan`); rows within a bucket come in no particular order.
+// - `sort_buckets`: one invocation per group puts its bucket's rows in ascending order
+//   (insertion sort in place: for buckets of a few rows, as the caller checks).
 //
 // `firsts` holds NONE - row (NONE = 0xffffffff), so a zeroed buffer means "no row yet" and
 // the lowest row is an atomicMax.
@@ -187,5 +189,30 @@ fn scatter_rows(
     for (var row = global_id.x; row < params.rows; row = row + stride) {
         let at = atomicAdd(&cursor[slots[row]], 1u);
         bucketed[at] = row;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn sort_buckets(
+    @builtin(global_invocation_id) global_id: vec3<u32>,
+    @builtin(num_workgroups) num_workgroups: vec3<u32>,
+) {
+    let groups = atomicLoad(&summary[0]);
+    let stride = num_workgroups.x * WORKGROUP_SIZE;
+    for (var g = global_id.x; g < groups; g = g + stride) {
+        let start = group_offsets[g];
+        let end = group_offsets[g + 1u];
+        for (var i = start + 1u; i < end; i = i + 1u) {
+            let row = bucketed[i];
+            var j = i;
+            loop {
+                if j == start || bucketed[j - 1u] <= row {
+                    break;
+                }
+                bucketed[j] = bucketed[j - 1u];
+                j = j - 1u;
+            }
+            bucketed[j] = row;
+        }
     }
 }

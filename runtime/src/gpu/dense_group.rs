@@ -114,6 +114,8 @@ pub struct DenseRanks {
     pub largest: usize,
     /// Each slot's first position in the bucketed rows (`domain + 1`).
     count_scan: GpuBuffer<u32>,
+    /// `[groups, largest]`, as read back.
+    summary: GpuBuffer<u32>,
     params: Uniform,
     rows: usize,
 }
@@ -262,6 +264,7 @@ pub fn dense_ranks(
         groups,
         largest,
         count_scan,
+        summary,
         params: uniform,
         rows,
     }))
@@ -276,14 +279,25 @@ impl DenseRanks {
     /// The rows bucketed by group in `offsets`' layout, each bucket's rows in no particular
     /// order (the caller orders them where it matters): one scatter pass, no sort.
     pub fn scatter(&self, device: &Device) -> Result<GpuBuffer<u32>> {
+        self.bucket_rows(device, false)
+    }
+
+    /// The rows bucketed by group, each bucket's rows ascending: a scatter, then one
+    /// invocation per group orders its few rows. For groups of at most a few dozen rows
+    /// (`largest`); a stable sort of the ranks serves larger ones.
+    pub fn scatter_sorted(&self, device: &Device) -> Result<GpuBuffer<u32>> {
+        self.bucket_rows(device, true)
+    }
+
+    fn bucket_rows(&self, device: &Device, sorted: bool) -> Result<GpuBuffer<u32>> {
         let bucketed = device.scratch::<u32>("bucketed rows", self.rows)?;
         let cursor = device.zeroed::<u32>("bucket cursor", self.count_scan.len())?;
-        let scatter = dense_pipeline(device, "scatter_rows")?;
         let spare = (0..11)
             .map(|_| unused(device))
             .collect::<Result<Vec<_>>>()?;
         let mut commands = Commands::new(device, "scatter rows");
         commands.copy(&self.count_scan, cursor.raw());
+        let scatter = dense_pipeline(device, "scatter_rows")?;
         commands.dispatch(
             &scatter,
             &[
@@ -305,6 +319,30 @@ impl DenseRanks {
             ],
             element_workgroups(self.rows),
         )?;
+        if sorted {
+            let sort = dense_pipeline(device, "sort_buckets")?;
+            commands.dispatch(
+                &sort,
+                &[
+                    &self.params,
+                    spare[0].raw(),
+                    spare[1].raw(),
+                    self.slots.raw(),
+                    spare[2].raw(),
+                    spare[3].raw(),
+                    spare[4].raw(),
+                    spare[5].raw(),
+                    spare[6].raw(),
+                    spare[7].raw(),
+                    self.offsets.raw(),
+                    self.summary.raw(),
+                    cursor.raw(),
+                    bucketed.raw(),
+                    spare[10].raw(),
+                ],
+                element_workgroups(self.groups),
+            )?;
+        }
         commands.submit()?;
         Ok(bucketed)
     }

@@ -500,15 +500,25 @@ pub fn group(
     }
 }
 
-/// The groups of rows ranked by slot: each group's rows ascending by a stable radix sort of
-/// the ranks; the offsets come from the slot counts.
+/// Most rows of a group that [`group_dense`] orders in place after scattering the rows
+/// into their buckets (one invocation per group, an insertion sort); with larger groups a
+/// stable radix sort of the ranks places the rows.
+const SMALL_BUCKET: usize = 32;
+
+/// The groups of rows ranked by slot, each group's rows ascending: scattered into their
+/// buckets and ordered per bucket when every group is small, else by a stable radix sort of
+/// the ranks. The offsets come from the slot counts.
 fn group_dense(device: &Device, ranked: DenseRanks) -> Result<Groups> {
-    let ranks = ranked.ranks(device)?;
-    let largest = check_len("@group", ranked.groups.saturating_sub(1))?;
-    let sorted = radix_sort_u32_below(device, &ranks, Some(largest))?;
+    let rows = if ranked.largest <= SMALL_BUCKET {
+        ranked.scatter_sorted(device)?
+    } else {
+        let ranks = ranked.ranks(device)?;
+        let largest = check_len("@group", ranked.groups.saturating_sub(1))?;
+        radix_sort_u32_below(device, &ranks, Some(largest))?.permutation
+    };
     Ok(Groups {
         keys: ranked.keys,
-        rows: sorted.permutation,
+        rows,
         offsets: ranked.offsets,
     })
 }
