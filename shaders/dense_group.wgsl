@@ -26,7 +26,8 @@
 // - `compact_slots`: after the exclusive scans of the occupied slots (`present_scan`) and
 //   of the counts (`count_scan`), one invocation per slot writes its rank
 //   (`rank_of_slot`), its group's first row (`group_keys`) and first position in the
-//   bucketed rows (`group_offsets`); `summary` gets the group count and the largest group.
+//   bucketed rows (`group_offsets`); `summary` gets the group count (NONE when the domain
+//   is too large), the largest group's rows, then every word's `min, max`.
 // - `scatter_rows`: each row into its group's bucket, at the next free place of its slot
 //   (`cursor`, a copy of `count_scan`); rows within a bucket come in no particular order.
 // - `sort_buckets`: one invocation per group puts its bucket's rows in ascending order
@@ -156,6 +157,11 @@ fn compact_slots(
     @builtin(global_invocation_id) global_id: vec3<u32>,
     @builtin(num_workgroups) num_workgroups: vec3<u32>,
 ) {
+    if global_id.x == 0u {
+        for (var w = 0u; w < 2u * params.words; w = w + 1u) {
+            atomicStore(&summary[2u + w], minmax[w]);
+        }
+    }
     if ranges[2u * params.words] > params.domain {
         if global_id.x == 0u {
             atomicStore(&summary[0], NONE);

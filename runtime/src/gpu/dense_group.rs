@@ -7,7 +7,7 @@
 //!
 //! The slot buffers hold the bound the key's types put on the domain (chars, bools,
 //! dictionary codes: [`KeyRanges::Bounded`]) or else as many slots as the rows afford
-//! ([`SMALL_DOMAIN`], or [`DOMAIN_PER_ROW`] per row); only two of them start zeroed.
+//! ([`SMALL_DOMAIN`], or 5/4 per row: [`afforded_slots`]); only two of them start zeroed.
 
 use std::sync::Arc;
 
@@ -28,10 +28,16 @@ pub const DENSE_GROUP_WGSL: &str = include_str!("../../../shaders/dense_group.wg
 /// this length: 16 KiB, WebGPU's minimum workgroup storage).
 pub const LOCAL_SLOTS: usize = 2048;
 /// Domains of at most this many slots are always taken; larger ones only up to
-/// [`DOMAIN_PER_ROW`] slots per row.
+/// [`afforded_slots`].
 pub const SMALL_DOMAIN: u64 = 1 << 16;
-/// Most slots per row of a large domain (its buffers take a few words per slot).
-pub const DOMAIN_PER_ROW: u64 = 2;
+
+/// The most slots a ranking of `rows` rows takes: [`SMALL_DOMAIN`], or 5/4 per row (the
+/// slot buffers take seven words per slot, and two scans pass over them). A key numbering
+/// its rows, with gaps of a quarter, still fits: TPC-H's order keys over the line items.
+pub fn afforded_slots(rows: usize) -> u64 {
+    let rows = rows as u64;
+    SMALL_DOMAIN.max(rows.saturating_add(rows / 4))
+}
 /// Rows per invocation the counting pass aims at before adding workgroups (each workgroup
 /// clears and flushes its workgroup-memory counts once).
 const ROWS_PER_INVOCATION: usize = 16;
@@ -95,8 +101,7 @@ fn domain_of(ranges: &[(u32, u32)], rows: usize) -> Option<u64> {
             return None;
         }
     }
-    let limit = SMALL_DOMAIN.max(DOMAIN_PER_ROW.saturating_mul(rows as u64));
-    (domain <= limit).then_some(domain)
+    (domain <= afforded_slots(rows)).then_some(domain)
 }
 
 /// Rows ranked by their slot in a small key domain.
@@ -120,21 +125,31 @@ pub struct DenseRanks {
     rows: usize,
 }
 
+/// What [`dense_ranks`] found.
+pub enum Dense {
+    /// The rows ranked by slot.
+    Ranked(DenseRanks),
+    /// The domain is too large; each key word's `(min, max)`, read back with the outcome
+    /// (the sort of the distinct keys by hashing needs no read of its own then).
+    TooLarge(Vec<(u32, u32)>),
+    /// Not tried: no rows, or keys whose words rarely span short ranges.
+    Skipped,
+}
+
 /// Ranks the rows of `keys` by group when their key domain is small (see the module
-/// documentation); `None` when it is not (the caller hashes or sorts instead), when
-/// `ranges` is [`KeyRanges::Wide`], or when there are no rows.
+/// documentation); else says why not (the caller hashes or sorts instead).
 pub fn dense_ranks(
     device: &Device,
     what: &str,
     keys: &KeyMatrix,
     ranges: &KeyRanges,
-) -> Result<Option<DenseRanks>> {
+) -> Result<Dense> {
     let (rows, words) = (keys.rows, keys.num_words());
     if rows == 0 || words == 0 {
-        return Ok(None);
+        return Ok(Dense::Skipped);
     }
     let typed = match ranges {
-        KeyRanges::Wide => return Ok(None),
+        KeyRanges::Wide => return Ok(Dense::Skipped),
         KeyRanges::Bounded(bounds) if bounds.len() == words => domain_of(bounds, rows),
         _ => None,
     };
@@ -147,8 +162,7 @@ pub fn dense_ranks(
         / 4)
     .saturating_sub(1)
     .min(u64::from(u32::MAX - 1));
-    let afforded = SMALL_DOMAIN.max(DOMAIN_PER_ROW.saturating_mul(rows as u64));
-    let domain = typed.unwrap_or(afforded).min(most) as usize;
+    let domain = typed.unwrap_or(afforded_slots(rows)).min(most) as usize;
     let ranges_buffer = device.zeroed::<u32>("dense ranges", 2 * words + 1)?;
     let uniform = params(
         device,
@@ -172,7 +186,7 @@ pub fn dense_ranks(
     let rank_of_slot = device.scratch::<u32>("rank of slot", domain)?;
     let group_keys = device.scratch::<u32>("group keys", domain)?;
     let group_offsets = device.scratch::<u32>("group offsets", domain + 1)?;
-    let summary = device.zeroed::<u32>("dense summary", 2)?;
+    let summary = device.zeroed::<u32>("dense summary", 2 + 2 * words)?;
     let spare = (0..5).map(|_| unused(device)).collect::<Result<Vec<_>>>()?;
     let mut commands = Commands::new(device, "dense ranks");
     let minmax = record_word_min_max(&mut commands, keys)?;
@@ -248,15 +262,16 @@ pub fn dense_ranks(
         element_workgroups(domain),
     )?;
     commands.submit()?;
-    // The one read of the ranking: the group count (NONE: the domain is too large) and the
-    // largest group's rows.
-    let read = device.download_range(&summary, 0, 2)?;
+    // The one read of the ranking: the group count (NONE: the domain is too large), the
+    // largest group's rows and the words' ranges (for the caller's sort when too large).
+    let read = device.download(&summary)?;
     drop(spare);
     if read[0] == NONE {
-        return Ok(None);
+        let ranges = read[2..].chunks_exact(2).map(|w| (w[0], w[1])).collect();
+        return Ok(Dense::TooLarge(ranges));
     }
     let (groups, largest) = (read[0] as usize, read[1] as usize);
-    Ok(Some(DenseRanks {
+    Ok(Dense::Ranked(DenseRanks {
         slots,
         rank_of_slot,
         keys: group_keys.retyped(groups),

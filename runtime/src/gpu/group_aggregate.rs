@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
-use super::dense_group::{dense_ranks, KeyRanges};
+use super::dense_group::{dense_ranks, Dense, DenseRanks, KeyRanges};
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::hash::{bucket_by_rank, group_by_sort, group_ranks, hash_table_fits, Groups};
@@ -117,34 +117,11 @@ fn rank_groups(
     keys: &KeyMatrix,
     ranges: &KeyRanges,
 ) -> Result<(GpuBuffer<u32>, usize, Layout, Ranking)> {
-    if let Some(dense) = dense_ranks(device, "@group", keys, ranges)? {
-        let groups = dense.groups;
-        if groups <= MAX_DIRECT_GROUPS {
-            let layout = Layout::Ranked {
-                index: dense.slots,
-                rank_of: Some(dense.rank_of_slot),
-            };
-            return Ok((dense.keys, groups, layout, Ranking::Dense));
-        }
-        let large_groups = dense.largest > SMALL_GROUP;
-        // Small groups only: scatter the rows into their buckets and let each group's
-        // invocation order its few rows. Otherwise a stable sort of the ranks.
-        let (rows, sorted) = if large_groups {
-            let ranks = dense.ranks(device)?;
-            let largest = check_len("@group", groups.saturating_sub(1))?;
-            let by_rank = radix_sort_u32_below(device, &ranks, Some(largest))?;
-            (by_rank.permutation, true)
-        } else {
-            (dense.scatter(device)?, false)
-        };
-        let layout = Layout::Bucketed {
-            rows,
-            offsets: dense.offsets,
-            sorted,
-            large_groups: Some(large_groups),
-        };
-        return Ok((dense.keys, groups, layout, Ranking::Dense));
-    }
+    let word_ranges = match dense_ranks(device, "@group", keys, ranges)? {
+        Dense::Ranked(dense) => return rank_dense(device, dense),
+        Dense::TooLarge(measured) => Some(measured),
+        Dense::Skipped => None,
+    };
     let bucketed = |groups: Groups| {
         let count = groups.keys.len();
         let layout = Layout::Bucketed {
@@ -156,7 +133,7 @@ fn rank_groups(
         (groups.keys, count, layout)
     };
     if hash_table_fits(device, keys.rows) {
-        let ranked = group_ranks(device, "@group", keys)?;
+        let ranked = group_ranks(device, "@group", keys, word_ranges.as_deref())?;
         if ranked.groups <= MAX_DIRECT_GROUPS {
             let layout = Layout::Ranked {
                 index: ranked.ranks,
@@ -170,6 +147,39 @@ fn rank_groups(
         let (keys, groups, layout) = bucketed(group_by_sort(device, keys)?);
         Ok((keys, groups, layout, Ranking::Sort))
     }
+}
+
+/// [`rank_groups`] by slot: few groups read their rank through the slot; many are bucketed.
+fn rank_dense(
+    device: &Device,
+    dense: DenseRanks,
+) -> Result<(GpuBuffer<u32>, usize, Layout, Ranking)> {
+    let groups = dense.groups;
+    if groups <= MAX_DIRECT_GROUPS {
+        let layout = Layout::Ranked {
+            index: dense.slots,
+            rank_of: Some(dense.rank_of_slot),
+        };
+        return Ok((dense.keys, groups, layout, Ranking::Dense));
+    }
+    let large_groups = dense.largest > SMALL_GROUP;
+    // Small groups only: scatter the rows into their buckets and let each group's
+    // invocation order its few rows. Otherwise a stable sort of the ranks.
+    let (rows, sorted) = if large_groups {
+        let ranks = dense.ranks(device)?;
+        let largest = check_len("@group", groups.saturating_sub(1))?;
+        let by_rank = radix_sort_u32_below(device, &ranks, Some(largest))?;
+        (by_rank.permutation, true)
+    } else {
+        (dense.scatter(device)?, false)
+    };
+    let layout = Layout::Bucketed {
+        rows,
+        offsets: dense.offsets,
+        sorted,
+        large_groups: Some(large_groups),
+    };
+    Ok((dense.keys, groups, layout, Ranking::Dense))
 }
 
 /// Runs `@group_aggregate` over the rows of `keys` (checked: every column as long as the

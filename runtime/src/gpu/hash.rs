@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::compact::{element_workgroups, where_true};
-use super::dense_group::{dense_ranks, DenseRanks, KeyRanges};
+use super::dense_group::{dense_ranks, Dense, DenseRanks, KeyRanges};
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::keys::{
     check_len, filled, gather, gather_rows, params, record_keys, sorted_offsets, unused, KeyMatrix,
     NONE,
 };
-use super::order::order_permutation;
+use super::order::{order_permutation, order_permutation_in_ranges};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::scan::exclusive_scan;
 use super::sort::radix_sort_u32_below;
@@ -483,9 +483,12 @@ pub fn group(
     strategy: GroupStrategy,
     ranges: &KeyRanges,
 ) -> Result<Groups> {
+    let mut word_ranges = None;
     if matches!(strategy, GroupStrategy::Auto | GroupStrategy::Dense) {
-        if let Some(ranked) = dense_ranks(device, "@group", keys, ranges)? {
-            return group_dense(device, ranked);
+        match dense_ranks(device, "@group", keys, ranges)? {
+            Dense::Ranked(ranked) => return group_dense(device, ranked),
+            Dense::TooLarge(measured) => word_ranges = Some(measured),
+            Dense::Skipped => {}
         }
     }
     let hash = match strategy {
@@ -494,7 +497,8 @@ pub fn group(
         GroupStrategy::Auto => hash_table_fits(device, keys.rows),
     };
     if hash {
-        group_by_hash(device, keys)
+        let ranked = group_ranks(device, "@group", keys, word_ranges.as_deref())?;
+        bucket_by_rank(device, "@group", ranked)
     } else {
         group_by_sort(device, keys)
     }
@@ -534,13 +538,23 @@ pub struct GroupRanks {
 
 /// Ranks the rows of `keys` by group by hashing: insert every row (its slot is its group),
 /// find each group's first row, and sort just those first rows by key (few rows when there
-/// are few groups). Needs [`hash_table_fits`].
-pub fn group_ranks(device: &Device, what: &str, keys: &KeyMatrix) -> Result<GroupRanks> {
+/// are few groups). Needs [`hash_table_fits`]. `word_ranges`: each key word's `(min, max)`
+/// when the caller read them back already (the sort then reads nothing back).
+pub fn group_ranks(
+    device: &Device,
+    what: &str,
+    keys: &KeyMatrix,
+    word_ranges: Option<&[(u32, u32)]>,
+) -> Result<GroupRanks> {
     let (firsts, table) = first_rows(device, what, keys)?;
     let groups = firsts.len();
     // Rank the groups: sort their first rows by key.
     let distinct = gather_rows(device, keys, &firsts)?;
-    let by_key = order_permutation(device, &distinct, &[true])?;
+    // The distinct keys hold every key's words: the ranges over all rows are theirs.
+    let by_key = match word_ranges {
+        Some(ranges) => order_permutation_in_ranges(device, &distinct, &[true], ranges)?,
+        None => order_permutation(device, &distinct, &[true])?,
+    };
     let group_keys = gather(device, &firsts, &by_key)?;
     // rank_of_slot[slot of group g's first row] = g; each row's rank through its slot.
     let key_slots = gather(device, &table.slots, &group_keys)?;
@@ -577,11 +591,6 @@ pub fn bucket_by_rank(device: &Device, what: &str, ranked: GroupRanks) -> Result
         rows: sorted.permutation,
         offsets,
     })
-}
-
-fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
-    let ranked = group_ranks(device, "@group", keys)?;
-    bucket_by_rank(device, "@group", ranked)
 }
 
 pub(crate) fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
