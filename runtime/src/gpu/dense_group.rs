@@ -128,7 +128,7 @@ pub struct DenseRanks {
 /// What [`dense_ranks`] found.
 pub enum Dense {
     /// The rows ranked by slot.
-    Ranked(DenseRanks),
+    Ranked(Box<DenseRanks>),
     /// The domain is too large; each key word's `(min, max)`, read back with the outcome
     /// (the sort of the distinct keys by hashing needs no read of its own then).
     TooLarge(Vec<(u32, u32)>),
@@ -271,7 +271,7 @@ pub fn dense_ranks(
         return Ok(Dense::TooLarge(ranges));
     }
     let (groups, largest) = (read[0] as usize, read[1] as usize);
-    Ok(Dense::Ranked(DenseRanks {
+    Ok(Dense::Ranked(Box::new(DenseRanks {
         slots,
         rank_of_slot,
         keys: group_keys.retyped(groups),
@@ -282,7 +282,7 @@ pub fn dense_ranks(
         summary,
         params: uniform,
         rows,
-    }))
+    })))
 }
 
 impl DenseRanks {

@@ -118,7 +118,7 @@ fn rank_groups(
     ranges: &KeyRanges,
 ) -> Result<(GpuBuffer<u32>, usize, Layout, Ranking)> {
     let word_ranges = match dense_ranks(device, "@group", keys, ranges)? {
-        Dense::Ranked(dense) => return rank_dense(device, dense),
+        Dense::Ranked(dense) => return rank_dense(device, *dense),
         Dense::TooLarge(measured) => Some(measured),
         Dense::Skipped => None,
     };

@@ -486,7 +486,7 @@ pub fn group(
     let mut word_ranges = None;
     if matches!(strategy, GroupStrategy::Auto | GroupStrategy::Dense) {
         match dense_ranks(device, "@group", keys, ranges)? {
-            Dense::Ranked(ranked) => return group_dense(device, ranked),
+            Dense::Ranked(ranked) => return group_dense(device, *ranked),
             Dense::TooLarge(measured) => word_ranges = Some(measured),
             Dense::Skipped => {}
         }
