@@ -178,8 +178,12 @@ fn segments(
         if local == 0u {
             shared_rows = offsets[g + 1u] - offsets[g];
         }
-        // Small groups are `segment_rows`'s; the test is uniform over the workgroup.
-        if workgroupUniformLoad(&shared_rows) <= SMALL_GROUP {
+        // Small groups are `segment_rows`'s; the test is uniform over the workgroup. The
+        // barrier after it keeps the next group's write of `shared_rows` from overtaking a
+        // slower invocation's read.
+        let rows = workgroupUniformLoad(&shared_rows);
+        workgroupBarrier();
+        if rows <= SMALL_GROUP {
             continue;
         }
         let cell_start = offsets[g];
