@@ -1,10 +1,12 @@
 // Fused group aggregation (`@group_aggregate`): per-group sums and counts of value columns
 // without building the groups' row lists. Driven by `runtime/src/gpu/group_aggregate.rs`.
 //
-// Every row already has its group's rank (key order, `gpu/hash.rs::group_ranks`). Results
+// Every row already has its group's rank (key order): straight from `ranks` (hashing,
+// `gpu/hash.rs::group_ranks`) or through a lookup, `offsets[ranks[row]]` (a row's slot in a
+// small key domain and the slot's rank, `gpu/dense_group.rs`); `RANK` says which. Results
 // are deterministic: no float atomics; every sum adds its terms in an order fixed by the
-// row count alone (each thread its rows in order, then a tree over the workgroup, then the
-// workgroups' partials in workgroup order).
+// data alone (each thread its rows in order, then a tree over the workgroup, then the
+// workgroups' partials in workgroup order; a small group's rows in ascending row order).
 //
 // Accumulator slots: `FLOAT_SLOTS` f64 sums and `INT_SLOTS` i64 sums per group; i64 slot 0
 // is the group's row count. Slot `s` of group `g` is entry `s * groups + g`.
@@ -15,18 +17,23 @@
 //   tree per accumulator; writes `partial_*[w * slots * groups + slot * groups + g]`.
 // - `combine`: workgroup `s` adds entry `s` of every workgroup's partials, in workgroup
 //   order, into `totals_*[s]`.
-// - `segments` (many groups): workgroup `g` reduces group `g`'s rows
-//   `rows[offsets[g] .. offsets[g + 1]]` (ascending) straight into `totals_*`.
+// - `segment_rows` (many groups): one invocation per group of at most `SMALL_GROUP` rows
+//   adds the group's rows `rows[offsets[g] .. offsets[g + 1]]` one after another, in
+//   ascending row order (`SORT` orders a bucket's rows first where the bucketing did not),
+//   straight into `totals_*`.
+// - `segments` (many groups): workgroup `g` reduces each group of more than `SMALL_GROUP`
+//   rows (rows ascending) straight into `totals_*`.
 // - `finish`: one invocation per (result, group) turns totals into the results.
 //
 // Placeholders (each NAME in double braces): WORKGROUP_SIZE, GROUPS, FLOAT_SLOTS, INT_SLOTS,
-// VALUE_BINDINGS, OUTPUT_BINDINGS, DECLARE, ACCUMULATE, REDUCE, SEGMENT_DECLARE,
-// SEGMENT_ACCUMULATE, SEGMENT_REDUCE, FINISH.
+// SMALL_GROUP, RANK, SORT, ROW_AT, VALUE_BINDINGS, OUTPUT_BINDINGS, DECLARE, ACCUMULATE, REDUCE,
+// SEGMENT_DECLARE, SEGMENT_ACCUMULATE, SEGMENT_REDUCE, ROW_STORE, FINISH.
 
 const WORKGROUP_SIZE: u32 = {{WORKGROUP_SIZE}}u;
 const GROUPS: u32 = {{GROUPS}}u;
 const FLOAT_SLOTS: u32 = {{FLOAT_SLOTS}}u;
 const INT_SLOTS: u32 = {{INT_SLOTS}}u;
+const SMALL_GROUP: u32 = {{SMALL_GROUP}}u;
 
 struct Params {
     rows: u32,
@@ -42,9 +49,11 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-// `partials`: each row's group rank; `segments`: the rows of the groups, group after group.
+// `partials`: each row's group rank (or slot, see `RANK`); `segment_rows`/`segments`: the
+// rows of the groups, group after group.
 @group(0) @binding(1) var<storage, read> ranks: array<u32>;
-// `segments`: `groups + 1` offsets into `ranks`.
+// `partials`: each slot's rank when `RANK` looks it up; `segment_rows`/`segments`:
+// `groups + 1` offsets into `ranks`.
 @group(0) @binding(2) var<storage, read> offsets: array<u32>;
 @group(0) @binding(3) var<storage, read_write> partial_f: array<f64>;
 @group(0) @binding(4) var<storage, read_write> partial_i: array<i64>;
@@ -55,6 +64,7 @@ struct Params {
 
 var<workgroup> shared_f: array<f64, WORKGROUP_SIZE>;
 var<workgroup> shared_i: array<i64, WORKGROUP_SIZE>;
+var<workgroup> shared_rows: u32;
 
 fn tree_f64(local: u32, value: f64) -> f64 {
     shared_f[local] = value;
@@ -95,7 +105,7 @@ fn partials(
     let end = min(start + params.chunk, params.rows);
 {{DECLARE}}
     for (var row = start + local; row < end; row = row + WORKGROUP_SIZE) {
-        let g = ranks[row];
+        let g = {{RANK}};
 {{ACCUMULATE}}
     }
     let float_base = w * FLOAT_SLOTS * GROUPS;
@@ -135,6 +145,29 @@ fn combine(
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
+fn segment_rows(
+    @builtin(global_invocation_id) global_id: vec3<u32>,
+    @builtin(num_workgroups) num_workgroups: vec3<u32>,
+) {
+    let stride = num_workgroups.x * WORKGROUP_SIZE;
+    for (var g = global_id.x; g < params.groups; g = g + stride) {
+        let cell_start = offsets[g];
+        let n = offsets[g + 1u] - cell_start;
+        if n > SMALL_GROUP {
+            continue;
+        }
+{{SORT}}
+{{SEGMENT_DECLARE}}
+        for (var k = 0u; k < n; k = k + 1u) {
+            let row = {{ROW_AT}};
+{{SEGMENT_ACCUMULATE}}
+        }
+{{ROW_STORE}}
+        totals_i[g] = i64(n);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
 fn segments(
     @builtin(local_invocation_id) local_id: vec3<u32>,
     @builtin(workgroup_id) workgroup_id: vec3<u32>,
@@ -142,6 +175,17 @@ fn segments(
 ) {
     let local = local_id.x;
     for (var g = workgroup_id.x; g < params.groups; g = g + num_workgroups.x) {
+        if local == 0u {
+            shared_rows = offsets[g + 1u] - offsets[g];
+        }
+        // Small groups are `segment_rows`'s; the test is uniform over the workgroup. The
+        // barrier after it keeps the next group's write of `shared_rows` from overtaking a
+        // slower invocation's read.
+        let rows = workgroupUniformLoad(&shared_rows);
+        workgroupBarrier();
+        if rows <= SMALL_GROUP {
+            continue;
+        }
         let cell_start = offsets[g];
         let cell_end = offsets[g + 1u];
 {{SEGMENT_DECLARE}}

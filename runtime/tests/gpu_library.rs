@@ -9,7 +9,7 @@ use horsec_runtime::builtin::Builtin as B;
 use horsec_runtime::cpu::{call_builtin, ArgValue, Env};
 use horsec_runtime::engine::read_back;
 use horsec_runtime::error::Result;
-use horsec_runtime::gpu::group_aggregate::{AggregatePath, MAX_DIRECT_GROUPS};
+use horsec_runtime::gpu::group_aggregate::{AggregatePath, Ranking, MAX_DIRECT_GROUPS};
 use horsec_runtime::gpu::hash::GroupStrategy;
 use horsec_runtime::gpu::library::{
     each_library, each_unique, run_group, run_group_aggregate, run_library,
@@ -331,7 +331,11 @@ fn group_and_unique_match_the_cpu_with_both_strategies() {
             cases.push(list(vec![c[1].clone(), c[2].clone(), c[4].clone()]));
             for k in cases {
                 let expected = ok(device, B::Group, &[], std::slice::from_ref(&k));
-                for strategy in [GroupStrategy::Hash, GroupStrategy::Sort] {
+                for strategy in [
+                    GroupStrategy::Dense,
+                    GroupStrategy::Hash,
+                    GroupStrategy::Sort,
+                ] {
                     let got = run_group(device, &k, strategy)
                         .and_then(|v| read_back(device, &v))
                         .expect("group runs");
@@ -345,8 +349,9 @@ fn group_and_unique_match_the_cpu_with_both_strategies() {
 
 /// `@group_aggregate` against the CPU's, exactly: the float columns hold small integers, so
 /// every order of addition gives the same sums. Both GPU paths run (few groups: one pass
-/// with per-workgroup partials; many: rows bucketed by group), and rows span many
-/// workgroups of the one-pass kernel.
+/// with per-workgroup partials; many: rows bucketed by group, small groups per invocation
+/// and large ones per workgroup), ranked both by slot in a small key domain and by hashing,
+/// and rows span many workgroups of the one-pass kernel.
 #[test]
 fn group_aggregate_matches_the_cpu_on_both_paths() {
     let Some(device) = shared_device() else {
@@ -358,6 +363,7 @@ fn group_aggregate_matches_the_cpu_on_both_paths() {
         .iter()
         .flat_map(|&n| [1u64, 3, 16, 50, 5000].map(|d| (n, d)))
         .chain([(100_003, 4)]);
+    let mut rankings = Vec::new();
     for (n, distinct) in cases {
         {
             let c = columns(&mut rng, n, distinct);
@@ -396,10 +402,15 @@ fn group_aggregate_matches_the_cpu_on_both_paths() {
                 ];
                 let expected = ok(device, B::GroupAggregate, &[], &values);
                 let args = arg_list(&[], &values);
-                let (value, path) =
+                let (value, path, ranking) =
                     run_group_aggregate(device, &args).expect("group_aggregate runs");
+                rankings.push(ranking);
                 let got = read_back(device, &value).expect("read back");
-                assert_eq!(Some(got), expected, "{path:?}, {n} rows, key {k:?}");
+                assert_eq!(
+                    Some(got),
+                    expected,
+                    "{path:?} {ranking:?}, {n} rows, key {k:?}"
+                );
                 let groups = expected.map_or(0, |v| match v {
                     Value::List(l) => l.cells().first().map_or(0, Value::len),
                     _ => 0,
@@ -422,6 +433,10 @@ fn group_aggregate_matches_the_cpu_on_both_paths() {
                 ok(device, B::GroupAggregate, &[], &values);
             }
         }
+    }
+    // Short integer ranges rank by slot; the f64 keys' range is far too wide for that.
+    for ranking in [Ranking::Dense, Ranking::Hash] {
+        assert!(rankings.contains(&ranking), "{ranking:?} never taken");
     }
     // Checks shared with the CPU: both fail.
     let k = i32s(vec![1, 1, 2]);

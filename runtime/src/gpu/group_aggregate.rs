@@ -1,24 +1,29 @@
 //! `@group_aggregate` on the GPU (`shaders/group_aggregate.wgsl`): per-group sums, averages
 //! and counts straight from each row's group, without building the groups' row lists.
 //!
-//! Rows get their group's rank (key order) by hashing (`hash::group_ranks`). With few groups
-//! (at most [`MAX_DIRECT_GROUPS`]) one pass reads the ranks and the value columns once: each
-//! workgroup reduces a fixed chunk of rows into per-(slot, group) partials, unrolled in
-//! registers, and a second tiny pass adds the partials in workgroup order. With many groups
-//! the rows are bucketed by rank (a radix sort of the ranks, as `@group` does) and one
-//! workgroup reduces each group. Either way every sum adds its terms in an order fixed by the
-//! data alone, so a run gives the same bits every time; no float atomics.
+//! Rows get their group's rank (key order) from their slot in a small key domain where the
+//! keys span short ranges (`dense_group::dense_ranks`: no hash table, no sort), by hashing
+//! otherwise (`hash::group_ranks`), or by sorting where a hash table does not fit. With few
+//! groups (at most [`MAX_DIRECT_GROUPS`]) one pass reads the ranks and the value columns
+//! once: each workgroup reduces a fixed chunk of rows into per-(slot, group) partials,
+//! unrolled in registers, and a second tiny pass adds the partials in workgroup order. With
+//! many groups the rows are bucketed by group, and one invocation adds up each group of at
+//! most [`SMALL_GROUP`] rows, in ascending row order, while one workgroup reduces each
+//! larger group. Either way every sum adds its terms in an order fixed by the data alone,
+//! so a run gives the same bits every time; no float atomics.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
+use super::dense_group::{dense_ranks, Dense, DenseRanks, KeyRanges};
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::hash::{bucket_by_rank, group_by_sort, group_ranks, hash_table_fits, Groups};
 use super::keys::{check_len, params, unused, KeyMatrix};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
+use super::sort::radix_sort_u32_below;
 use super::template::{render, WORKGROUP_SIZE};
 use crate::args::group::Reduction;
 use crate::types::Type;
@@ -29,6 +34,9 @@ pub const GROUP_AGGREGATE_WGSL: &str = include_str!("../../../shaders/group_aggr
 /// Most groups the one-pass kernel takes: it keeps an accumulator per (slot, group) in each
 /// invocation's registers.
 pub const MAX_DIRECT_GROUPS: usize = 16;
+/// Most rows of a group that one invocation adds up on its own (many groups); larger
+/// groups get a workgroup each. Also the most rows of a bucket `segment_rows` orders itself.
+pub const SMALL_GROUP: usize = 32;
 /// Accumulators (slots × groups) per invocation of the one-pass kernel.
 const DIRECT_ACCUMULATORS: usize = 64;
 /// Results (and distinct value columns) per kernel: each binds a storage buffer.
@@ -60,16 +68,26 @@ pub struct Aggregated {
     pub keys: GpuBuffer<u32>,
     pub results: Vec<GpuBuffer<u32>>,
     pub groups: usize,
+    pub ranking: Ranking,
 }
 
 /// How the rows reach their groups.
 enum Layout {
-    /// Each row's group rank.
-    Ranked(GpuBuffer<u32>),
+    /// Each row's group rank: `index[row]`, or `rank_of[index[row]]` (a row's slot in a small
+    /// key domain, then the slot's rank).
+    Ranked {
+        index: GpuBuffer<u32>,
+        rank_of: Option<GpuBuffer<u32>>,
+    },
     /// The groups' rows, bucketed, with `groups + 1` offsets.
     Bucketed {
         rows: GpuBuffer<u32>,
         offsets: GpuBuffer<u32>,
+        /// Whether each bucket's rows ascend (else `segment_rows` orders them: every
+        /// group then has at most [`SMALL_GROUP`] rows).
+        sorted: bool,
+        /// Whether some group has more than [`SMALL_GROUP`] rows (`None`: not known).
+        large_groups: Option<bool>,
     },
 }
 
@@ -78,42 +96,106 @@ enum Layout {
 pub enum AggregatePath {
     /// One pass over the rows, per-workgroup partials.
     Direct,
-    /// Rows bucketed by group, one workgroup per group.
+    /// Rows bucketed by group; small groups one per invocation, large ones per workgroup.
     Bucketed,
 }
 
-/// Runs `@group_aggregate` over the rows of `keys` (checked: every column as long as the key).
+/// How [`group_aggregate`] ranked the groups (tests check each is taken).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ranking {
+    /// Slots in a small key domain (`dense_group`).
+    Dense,
+    /// A hash table.
+    Hash,
+    /// A sort of the keys (the hash table did not fit).
+    Sort,
+}
+
+/// The groups' first rows, their count and how their rows are laid out.
+fn rank_groups(
+    device: &Device,
+    keys: &KeyMatrix,
+    ranges: &KeyRanges,
+) -> Result<(GpuBuffer<u32>, usize, Layout, Ranking)> {
+    let word_ranges = match dense_ranks(device, "@group", keys, ranges)? {
+        Dense::Ranked(dense) => return rank_dense(device, *dense),
+        Dense::TooLarge(measured) => Some(measured),
+        Dense::Skipped => None,
+    };
+    let bucketed = |groups: Groups| {
+        let count = groups.keys.len();
+        let layout = Layout::Bucketed {
+            rows: groups.rows,
+            offsets: groups.offsets,
+            sorted: true,
+            large_groups: None,
+        };
+        (groups.keys, count, layout)
+    };
+    if hash_table_fits(device, keys.rows) {
+        let ranked = group_ranks(device, "@group", keys, word_ranges.as_deref())?;
+        if ranked.groups <= MAX_DIRECT_GROUPS {
+            let layout = Layout::Ranked {
+                index: ranked.ranks,
+                rank_of: None,
+            };
+            return Ok((ranked.keys, ranked.groups, layout, Ranking::Hash));
+        }
+        let (keys, groups, layout) = bucketed(bucket_by_rank(device, "@group", ranked)?);
+        Ok((keys, groups, layout, Ranking::Hash))
+    } else {
+        let (keys, groups, layout) = bucketed(group_by_sort(device, keys)?);
+        Ok((keys, groups, layout, Ranking::Sort))
+    }
+}
+
+/// [`rank_groups`] by slot: few groups read their rank through the slot; many are bucketed.
+fn rank_dense(
+    device: &Device,
+    dense: DenseRanks,
+) -> Result<(GpuBuffer<u32>, usize, Layout, Ranking)> {
+    let groups = dense.groups;
+    if groups <= MAX_DIRECT_GROUPS {
+        let layout = Layout::Ranked {
+            index: dense.slots,
+            rank_of: Some(dense.rank_of_slot),
+        };
+        return Ok((dense.keys, groups, layout, Ranking::Dense));
+    }
+    let large_groups = dense.largest > SMALL_GROUP;
+    // Small groups only: scatter the rows into their buckets and let each group's
+    // invocation order its few rows. Otherwise a stable sort of the ranks.
+    let (rows, sorted) = if large_groups {
+        let ranks = dense.ranks(device)?;
+        let largest = check_len("@group", groups.saturating_sub(1))?;
+        let by_rank = radix_sort_u32_below(device, &ranks, Some(largest))?;
+        (by_rank.permutation, true)
+    } else {
+        (dense.scatter(device)?, false)
+    };
+    let layout = Layout::Bucketed {
+        rows,
+        offsets: dense.offsets,
+        sorted,
+        large_groups: Some(large_groups),
+    };
+    Ok((dense.keys, groups, layout, Ranking::Dense))
+}
+
+/// Runs `@group_aggregate` over the rows of `keys` (checked: every column as long as the
+/// key). `ranges`: what the key's types say of its words' ranges (a small key domain is
+/// looked for first, see [`Ranking::Dense`]).
 pub fn group_aggregate(
     device: &Device,
     keys: &KeyMatrix,
+    ranges: &KeyRanges,
     specs: &[AggregateSpec],
     columns: &[ValueColumn],
 ) -> Result<(Aggregated, AggregatePath)> {
     let rows = keys.rows;
-    let (group_keys, groups, layout) = if hash_table_fits(device, rows) {
-        let ranked = group_ranks(device, "@group", keys)?;
-        if ranked.groups <= MAX_DIRECT_GROUPS {
-            (ranked.keys, ranked.groups, Layout::Ranked(ranked.ranks))
-        } else {
-            let Groups {
-                keys,
-                rows,
-                offsets,
-            } = bucket_by_rank(device, "@group", ranked)?;
-            let groups = keys.len();
-            (keys, groups, Layout::Bucketed { rows, offsets })
-        }
-    } else {
-        let Groups {
-            keys,
-            rows,
-            offsets,
-        } = group_by_sort(device, keys)?;
-        let groups = keys.len();
-        (keys, groups, Layout::Bucketed { rows, offsets })
-    };
+    let (group_keys, groups, layout, ranking) = rank_groups(device, keys, ranges)?;
     let path = match layout {
-        Layout::Ranked(_) => AggregatePath::Direct,
+        Layout::Ranked { .. } => AggregatePath::Direct,
         Layout::Bucketed { .. } => AggregatePath::Bucketed,
     };
     let mut results = Vec::with_capacity(specs.len());
@@ -123,7 +205,7 @@ pub fn group_aggregate(
     if groups > 0 {
         // The one-pass kernel's accumulators are unrolled per group; bucketed groups need one.
         let unrolled_groups = match layout {
-            Layout::Ranked(_) => groups,
+            Layout::Ranked { .. } => groups,
             Layout::Bucketed { .. } => 1,
         };
         // Value slots per kernel: the count takes one accumulator per group too.
@@ -148,6 +230,7 @@ pub fn group_aggregate(
             keys: group_keys,
             results,
             groups,
+            ranking,
         },
         path,
     ))
@@ -256,18 +339,29 @@ fn run_batch(
             }
         });
     }
+    let (rank, sort) = match layout {
+        Layout::Ranked { rank_of: None, .. } => ("ranks[row]", false),
+        Layout::Ranked {
+            rank_of: Some(_), ..
+        } => ("offsets[ranks[row]]", false),
+        Layout::Bucketed { sorted, .. } => ("ranks[row]", !sorted),
+    };
     let source = batch_source(
         batch,
         &elements,
         &slot_of,
-        shape.unrolled_groups,
-        float_slots,
-        int_slots,
+        Unrolled {
+            groups: shape.unrolled_groups,
+            float_slots,
+            int_slots,
+        },
+        rank,
+        sort,
     )?;
     let groups = shape.groups;
     let what = "@group_aggregate";
     let (workgroups, chunk) = partial_workgroups(shape.rows);
-    let ranked = matches!(layout, Layout::Ranked(_));
+    let ranked = matches!(layout, Layout::Ranked { .. });
     let partial_entries = if ranked { workgroups } else { 1 };
     let partial_f = device.zeroed::<f64>(
         "group_aggregate partials",
@@ -281,8 +375,15 @@ fn run_batch(
     let totals_i = device.zeroed::<i64>("group_aggregate totals", int_slots * groups)?;
     let no_offsets = unused(device)?;
     let (ranks, offsets) = match layout {
-        Layout::Ranked(ranks) => (ranks, &no_offsets),
-        Layout::Bucketed { rows, offsets } => (rows, offsets),
+        Layout::Ranked {
+            index,
+            rank_of: None,
+        } => (index, &no_offsets),
+        Layout::Ranked {
+            index,
+            rank_of: Some(rank_of),
+        } => (index, rank_of),
+        Layout::Bucketed { rows, offsets, .. } => (rows, offsets),
     };
     let uniform = params(
         device,
@@ -337,9 +438,16 @@ fn run_batch(
         let combine = pipeline("combine")?;
         commands.dispatch(&combine, &args, entries as u64)?;
     } else {
-        let workgroups = groups.min(65_535);
-        let segments = pipeline("segments")?;
-        commands.dispatch(&segments, &args, workgroups as u64)?;
+        let segment_rows = pipeline("segment_rows")?;
+        commands.dispatch(&segment_rows, &args, element_workgroups(groups))?;
+        let large_groups = match layout {
+            Layout::Bucketed { large_groups, .. } => large_groups.unwrap_or(true),
+            Layout::Ranked { .. } => false,
+        };
+        if large_groups {
+            let segments = pipeline("segments")?;
+            commands.dispatch(&segments, &args, groups as u64)?;
+        }
     }
     let finish = pipeline("finish")?;
     commands.dispatch(
@@ -360,15 +468,30 @@ fn partial_workgroups(rows: usize) -> (usize, usize) {
     (workgroups, rows.div_ceil(workgroups).max(1))
 }
 
+/// The accumulators one kernel unrolls.
+#[derive(Clone, Copy)]
+struct Unrolled {
+    groups: usize,
+    float_slots: usize,
+    int_slots: usize,
+}
+
 /// The shader of one batch, specialised: bindings, unrolled accumulators, the results.
+/// `rank` is the WGSL of a row's group in `partials`; `sort` whether `segment_rows` orders
+/// each bucket's rows.
 fn batch_source(
     batch: &Batch<'_>,
     elements: &[&str],
     slot_of: &[(Accumulator, usize)],
-    unrolled_groups: usize,
-    float_slots: usize,
-    int_slots: usize,
+    unrolled: Unrolled,
+    rank: &str,
+    sort: bool,
 ) -> Result<String> {
+    let Unrolled {
+        groups: unrolled_groups,
+        float_slots,
+        int_slots,
+    } = unrolled;
     let mut value_bindings = String::new();
     for (j, element) in elements.iter().enumerate() {
         let binding = FIXED_BINDINGS + j;
@@ -447,6 +570,7 @@ fn batch_source(
     let mut segment_declare = String::new();
     let mut segment_accumulate = String::new();
     let mut segment_reduce = String::new();
+    let mut row_store = String::new();
     load(&mut segment_accumulate, "            ", "row");
     for (j, &(kind, slot)) in slot_of.iter().enumerate() {
         let (n, z) = (name(kind), zero(kind));
@@ -463,7 +587,33 @@ fn batch_source(
             segment_reduce,
             "        {{ let t = {tree}(local, {n}_{slot}); if local == 0u {{ {totals}[{slot}u * params.groups + g] = t; }} }}"
         );
+        let _ = writeln!(
+            row_store,
+            "        {totals}[{slot}u * params.groups + g] = {n}_{slot};"
+        );
     }
+    // `segment_rows`: a bucket's rows into ascending order (insertion sort, at most
+    // SMALL_GROUP of them) where the bucketing left them in any order.
+    let (sort_rows, row_at) = if sort {
+        (
+            "        var sorted: array<u32, SMALL_GROUP>;
+        for (var k = 0u; k < n; k = k + 1u) {
+            let row = ranks[cell_start + k];
+            var j = k;
+            loop {
+                if j == 0u || sorted[j - 1u] <= row {
+                    break;
+                }
+                sorted[j] = sorted[j - 1u];
+                j = j - 1u;
+            }
+            sorted[j] = row;
+        }",
+            "sorted[k]",
+        )
+    } else {
+        ("", "ranks[cell_start + k]")
+    };
     // `finish`: each result from the totals.
     let mut finish = String::new();
     for (k, spec) in batch.specs.iter().enumerate() {
@@ -493,6 +643,10 @@ fn batch_source(
             ("GROUPS", &unrolled_groups.to_string()),
             ("FLOAT_SLOTS", &float_slots.max(1).to_string()),
             ("INT_SLOTS", &int_slots.to_string()),
+            ("SMALL_GROUP", &SMALL_GROUP.to_string()),
+            ("RANK", rank),
+            ("SORT", sort_rows),
+            ("ROW_AT", row_at),
             ("VALUE_BINDINGS", &value_bindings),
             ("OUTPUT_BINDINGS", &output_bindings),
             ("DECLARE", &declare),
@@ -501,6 +655,7 @@ fn batch_source(
             ("SEGMENT_DECLARE", &segment_declare),
             ("SEGMENT_ACCUMULATE", &segment_accumulate),
             ("SEGMENT_REDUCE", &segment_reduce),
+            ("ROW_STORE", &row_store),
             ("FINISH", &finish),
         ],
     )

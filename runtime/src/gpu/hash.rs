@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::compact::{element_workgroups, where_true};
+use super::dense_group::{dense_ranks, Dense, DenseRanks, KeyRanges};
 use super::device::Device;
 use super::error::{GpuError, Result};
 use super::keys::{
     check_len, filled, gather, gather_rows, params, record_keys, sorted_offsets, unused, KeyMatrix,
     NONE,
 };
-use super::order::order_permutation;
+use super::order::{order_permutation, order_permutation_in_ranges};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::scan::exclusive_scan;
 use super::sort::radix_sort_u32_below;
@@ -453,33 +454,77 @@ pub struct Groups {
 /// How `@group` assigns rows to groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupStrategy {
-    /// Hashing when the table fits the device's limits, sorting otherwise.
+    /// Slots in a small key domain where the keys span short ranges, else hashing when the
+    /// table fits the device's limits, else sorting.
     Auto,
+    /// Slots in a small key domain where the keys span short ranges, hashing otherwise.
+    Dense,
     /// Hash the keys (rows per group then by a radix sort on the group rank only).
     Hash,
     /// Sort all key words, then cut at the boundaries.
     Sort,
 }
 
-/// `@group` on the GPU; both strategies give the CPU builtin's exact result.
+/// `@group` on the GPU; every strategy gives the CPU builtin's exact result.
 ///
-/// Hash: insert every row (its slot is its group), find each group's first row, sort just
-/// those first rows by key (few rows when there are few groups) to rank the groups, and
-/// place each row by a stable radix sort of its group rank — log2(groups) bits, not the
-/// key's width. Sort: the full multi-key radix sort of `@order`, then a group starts where a
+/// Dense: when each key word spans a short range, a row's group is its slot in the product
+/// of the ranges (`dense_group`), ranked by counting the occupied slots. Hash: insert every
+/// row (its slot is its group), find each group's first row, sort just those first rows by
+/// key (few rows when there are few groups) to rank the groups. Either way each row is
+/// then placed by a stable radix sort of its group rank — log2(groups) bits, not the key's
+/// width. Sort: the full multi-key radix sort of `@order`, then a group starts where a
 /// row's key differs from the one before. Sorting serves where hashing cannot: when the
 /// table of 2 × rows slots does not fit the device's buffer or binding limits.
-pub fn group(device: &Device, keys: &KeyMatrix, strategy: GroupStrategy) -> Result<Groups> {
+///
+/// `ranges` is what the key's types say of its words' ranges (see [`KeyRanges`]).
+pub fn group(
+    device: &Device,
+    keys: &KeyMatrix,
+    strategy: GroupStrategy,
+    ranges: &KeyRanges,
+) -> Result<Groups> {
+    let mut word_ranges = None;
+    if matches!(strategy, GroupStrategy::Auto | GroupStrategy::Dense) {
+        match dense_ranks(device, "@group", keys, ranges)? {
+            Dense::Ranked(ranked) => return group_dense(device, *ranked),
+            Dense::TooLarge(measured) => word_ranges = Some(measured),
+            Dense::Skipped => {}
+        }
+    }
     let hash = match strategy {
-        GroupStrategy::Hash => true,
+        GroupStrategy::Hash | GroupStrategy::Dense => true,
         GroupStrategy::Sort => false,
         GroupStrategy::Auto => hash_table_fits(device, keys.rows),
     };
     if hash {
-        group_by_hash(device, keys)
+        let ranked = group_ranks(device, "@group", keys, word_ranges.as_deref())?;
+        bucket_by_rank(device, "@group", ranked)
     } else {
         group_by_sort(device, keys)
     }
+}
+
+/// Most rows of a group that [`group_dense`] orders in place after scattering the rows
+/// into their buckets (one invocation per group, an insertion sort); with larger groups a
+/// stable radix sort of the ranks places the rows.
+const SMALL_BUCKET: usize = 32;
+
+/// The groups of rows ranked by slot, each group's rows ascending: scattered into their
+/// buckets and ordered per bucket when every group is small, else by a stable radix sort of
+/// the ranks. The offsets come from the slot counts.
+fn group_dense(device: &Device, ranked: DenseRanks) -> Result<Groups> {
+    let rows = if ranked.largest <= SMALL_BUCKET {
+        ranked.scatter_sorted(device)?
+    } else {
+        let ranks = ranked.ranks(device)?;
+        let largest = check_len("@group", ranked.groups.saturating_sub(1))?;
+        radix_sort_u32_below(device, &ranks, Some(largest))?.permutation
+    };
+    Ok(Groups {
+        keys: ranked.keys,
+        rows,
+        offsets: ranked.offsets,
+    })
 }
 
 /// Each row's group as its rank in key order: `@group`'s group numbers, before the rows are
@@ -493,13 +538,23 @@ pub struct GroupRanks {
 
 /// Ranks the rows of `keys` by group by hashing: insert every row (its slot is its group),
 /// find each group's first row, and sort just those first rows by key (few rows when there
-/// are few groups). Needs [`hash_table_fits`].
-pub fn group_ranks(device: &Device, what: &str, keys: &KeyMatrix) -> Result<GroupRanks> {
+/// are few groups). Needs [`hash_table_fits`]. `word_ranges`: each key word's `(min, max)`
+/// when the caller read them back already (the sort then reads nothing back).
+pub fn group_ranks(
+    device: &Device,
+    what: &str,
+    keys: &KeyMatrix,
+    word_ranges: Option<&[(u32, u32)]>,
+) -> Result<GroupRanks> {
     let (firsts, table) = first_rows(device, what, keys)?;
     let groups = firsts.len();
     // Rank the groups: sort their first rows by key.
     let distinct = gather_rows(device, keys, &firsts)?;
-    let by_key = order_permutation(device, &distinct, &[true])?;
+    // The distinct keys hold every key's words: the ranges over all rows are theirs.
+    let by_key = match word_ranges {
+        Some(ranges) => order_permutation_in_ranges(device, &distinct, &[true], ranges)?,
+        None => order_permutation(device, &distinct, &[true])?,
+    };
     let group_keys = gather(device, &firsts, &by_key)?;
     // rank_of_slot[slot of group g's first row] = g; each row's rank through its slot.
     let key_slots = gather(device, &table.slots, &group_keys)?;
@@ -536,11 +591,6 @@ pub fn bucket_by_rank(device: &Device, what: &str, ranked: GroupRanks) -> Result
         rows: sorted.permutation,
         offsets,
     })
-}
-
-fn group_by_hash(device: &Device, keys: &KeyMatrix) -> Result<Groups> {
-    let ranked = group_ranks(device, "@group", keys)?;
-    bucket_by_rank(device, "@group", ranked)
 }
 
 pub(crate) fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups> {

@@ -32,6 +32,9 @@ pub const KEYS_WGSL: &str = include_str!("../../../shaders/keys.wgsl");
 /// `shaders/min_max.wgsl`: minimum and maximum of one key word.
 pub const MIN_MAX_WGSL: &str = include_str!("../../../shaders/min_max.wgsl");
 
+/// Rows each workgroup of the min/max pass reduces (grid-stride).
+const MIN_MAX_ROWS_PER_WORKGROUP: usize = 4096;
+
 /// The marker for "no slot / no row" in u32 index buffers.
 pub const NONE: u32 = u32::MAX;
 
@@ -303,9 +306,31 @@ pub fn download_as_bools(
 /// The minimum and maximum of every word of a key matrix, `(min, max)` per word, most
 /// significant first: one dispatch per word recorded into one submission, one read back.
 pub fn word_min_max(device: &Device, keys: &KeyMatrix) -> Result<Vec<(u32, u32)>> {
-    let (rows, words) = (keys.rows, keys.num_words());
-    if rows == 0 || words == 0 {
+    let words = keys.num_words();
+    if keys.rows == 0 || words == 0 {
         return Ok(vec![(0, 0); words]);
+    }
+    let mut commands = Commands::new(device, "min_max");
+    let result = record_word_min_max(&mut commands, keys)?;
+    commands.submit()?;
+    let both = device.download(&result)?;
+    Ok(both.chunks_exact(2).map(|w| (w[0], w[1])).collect())
+}
+
+/// Records [`word_min_max`] without reading it back: the returned buffer holds `min, max`
+/// per word once the commands run (`u32::MAX, 0` for a matrix without rows).
+pub(crate) fn record_word_min_max(
+    commands: &mut Commands<'_>,
+    keys: &KeyMatrix,
+) -> Result<GpuBuffer<u32>> {
+    let device = commands.device();
+    let (rows, words) = (keys.rows, keys.num_words());
+    let starts: Vec<u32> = std::iter::repeat_n([u32::MAX, 0u32], words)
+        .flatten()
+        .collect();
+    let result = device.upload("min max", &starts)?;
+    if rows == 0 {
+        return Ok(result);
     }
     let source = min_max_source()?;
     let pipeline = device.pipeline(&KernelSpec {
@@ -318,11 +343,6 @@ pub fn word_min_max(device: &Device, keys: &KeyMatrix) -> Result<Vec<(u32, u32)>
             BindingKind::StorageReadWrite,
         ],
     })?;
-    let starts: Vec<u32> = std::iter::repeat_n([u32::MAX, 0u32], words)
-        .flatten()
-        .collect();
-    let result = device.upload("min max", &starts)?;
-    let mut commands = Commands::new(device, "min_max");
     for word in 0..words {
         let offset = u32_len("min_max", word * rows)?;
         let uniform = params(
@@ -339,15 +359,15 @@ pub fn word_min_max(device: &Device, keys: &KeyMatrix) -> Result<Vec<(u32, u32)>
                 0,
             ],
         )?;
+        // Grid-stride, a few thousand words per workgroup: one pair of global atomics each.
+        let workgroups = rows.div_ceil(MIN_MAX_ROWS_PER_WORKGROUP).min(1024);
         commands.dispatch(
             &pipeline,
             &[&uniform, keys.words.raw(), result.raw()],
-            element_workgroups(rows),
+            workgroups as u64,
         )?;
     }
-    commands.submit()?;
-    let both = device.download(&result)?;
-    Ok(both.chunks_exact(2).map(|w| (w[0], w[1])).collect())
+    Ok(result)
 }
 
 /// How `encode` turns one stored element into key words; the discriminant is the shader's

@@ -18,9 +18,10 @@ use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::compact::element_workgroups;
+use super::dense_group::KeyRanges;
 use super::device::{CachedDictionary, Device};
 use super::error::{GpuError, Result as GpuResult};
-use super::group_aggregate::{group_aggregate, AggregatePath, AggregateSpec, ValueColumn};
+use super::group_aggregate::{group_aggregate, AggregatePath, AggregateSpec, Ranking, ValueColumn};
 use super::hash::{
     each_unique_rows, group, index_of_rows, member_slots, unique_rows, GroupStrategy,
 };
@@ -87,7 +88,7 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
         }
         Builtin::JoinUnique => join_unique(device, args),
         Builtin::MultiwayJoin | Builtin::MultiwayCount => multiway_join(device, builtin, args),
-        Builtin::GroupAggregate => group_aggregate_value(device, args).map(|(v, _)| v),
+        Builtin::GroupAggregate => group_aggregate_value(device, args).map(|(v, _, _)| v),
         other => Err(Failure::Message(format!(
             "@{} is not a GPU library kernel",
             other.name()
@@ -110,6 +111,50 @@ fn runtime_error(name: &str, failure: Failure) -> RuntimeError {
     } else {
         RuntimeError::new(format!("{name}: {message}"))
     }
+}
+
+/// What the types of a key argument (a vector, or a list of key columns) say of the ranges
+/// of its key words (see `keys.rs` for the encoding): bounds for bools, chars, i8, i16 and
+/// dictionary codes; wide for floats, whose words spread even over a few small values.
+fn key_ranges(keys: &Value) -> KeyRanges {
+    fn column(ty: &Type, dict: Option<&StrDict>) -> KeyRanges {
+        // i8 and i16 are keyed as i32 with the sign bit flipped.
+        const ZERO: u32 = 0x8000_0000;
+        let bound = match (ty, dict) {
+            (Type::Bool, _) => (0, 1),
+            (Type::Char, _) => (0, u32::from(u8::MAX)),
+            (Type::I8, _) => (ZERO - 128, ZERO + 127),
+            (Type::I16, _) => (ZERO - 32_768, ZERO + 32_767),
+            (Type::Sym | Type::Str, Some(dict)) => {
+                let codes = u32::try_from(dict.strings.len()).unwrap_or(u32::MAX);
+                (0, codes.saturating_sub(1))
+            }
+            (Type::F32 | Type::F64, _) => return KeyRanges::Wide,
+            _ => return KeyRanges::Unknown,
+        };
+        KeyRanges::Bounded(vec![bound])
+    }
+    let of_value = |v: &Value| match v {
+        Value::Device(d) => column(&d.ty, d.dict.as_deref()),
+        Value::Vector(v) => column(&v.ty(), v.as_strings().map(|s| &*s.dict)),
+        _ => KeyRanges::Unknown,
+    };
+    let columns: Vec<KeyRanges> = match keys {
+        Value::List(List::Mixed(cells)) => cells.iter().map(of_value).collect(),
+        Value::List(list) => list.cells().iter().map(of_value).collect(),
+        other => vec![of_value(other)],
+    };
+    if columns.contains(&KeyRanges::Wide) {
+        return KeyRanges::Wide;
+    }
+    let mut bounds = Vec::with_capacity(columns.len());
+    for c in columns {
+        match c {
+            KeyRanges::Bounded(b) => bounds.extend(b),
+            other => return other,
+        }
+    }
+    KeyRanges::Bounded(bounds)
 }
 
 /// `@group` with an explicit strategy (tests run both; [`run_library`] uses `Auto`).
@@ -314,7 +359,8 @@ fn order(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
 fn group_value(device: &Device, args: &[ArgValue<'_>], strategy: GroupStrategy) -> Out<Value> {
     exactly(args, 1)?;
     let (keys, _) = key_matrix(device, "@group", value(args, 0)?)?;
-    let groups = group(device, &keys, strategy)?;
+    let ranges = key_ranges(value(args, 0)?);
+    let groups = group(device, &keys, strategy, &ranges)?;
     // The group keys (one row index per group) and the lists of rows stay on the device.
     let group_keys = resident_i64(device, &[&groups.keys])?;
     let cells = groups.keys.len();
@@ -331,18 +377,21 @@ fn group_value(device: &Device, args: &[ArgValue<'_>], strategy: GroupStrategy) 
     }))
 }
 
-/// `@group_aggregate` with the way it went (tests check both paths are taken).
+/// `@group_aggregate` with the way it went (tests check every path is taken).
 pub fn run_group_aggregate(
     device: &Device,
     args: &[ArgValue<'_>],
-) -> Result<(Value, AggregatePath)> {
+) -> Result<(Value, AggregatePath, Ranking)> {
     group_aggregate_value(device, args)
         .map_err(|failure| runtime_error("@group_aggregate", failure))
 }
 
 /// `@group_aggregate(k, ops, x1, …, xn)`: arguments checked as by the CPU builtin
 /// (`args::group`), keys encoded as `@group` encodes them, value columns where they are.
-fn group_aggregate_value(device: &Device, args: &[ArgValue<'_>]) -> Out<(Value, AggregatePath)> {
+fn group_aggregate_value(
+    device: &Device,
+    args: &[ArgValue<'_>],
+) -> Out<(Value, AggregatePath, Ranking)> {
     let checked = Args { list: args };
     let aggregates = group_aggregate_ops(&checked)?;
     let (keys, _) = key_matrix(device, "@group", value(args, 0)?)?;
@@ -379,21 +428,36 @@ fn group_aggregate_value(device: &Device, args: &[ArgValue<'_>]) -> Out<(Value, 
             }
         }
     }
-    let (aggregated, path) = group_aggregate(device, &keys, &specs, &columns)?;
-    let groups = aggregated.groups;
+    // A result asked for twice (`@len` of every `@avg`'s groups) is computed once and
+    // shared: fewer results per kernel, fewer batches reading the rows again.
+    let mut distinct: Vec<AggregateSpec> = Vec::with_capacity(specs.len());
+    let result_of: Vec<usize> = specs
+        .iter()
+        .map(|spec| {
+            let same = |d: &AggregateSpec| d.reduction == spec.reduction && d.column == spec.column;
+            distinct.iter().position(same).unwrap_or_else(|| {
+                distinct.push(*spec);
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    let ranges = key_ranges(value(args, 0)?);
+    let (aggregated, path) = group_aggregate(device, &keys, &ranges, &distinct, &columns)?;
+    let (groups, ranking) = (aggregated.groups, aggregated.ranking);
+    let results: Vec<Arc<GpuBuffer<u32>>> = aggregated.results.into_iter().map(Arc::new).collect();
     let mut cells = Vec::with_capacity(specs.len() + 1);
     cells.push(resident_i64(device, &[&aggregated.keys])?);
-    for (spec, buffer) in specs.iter().zip(aggregated.results) {
+    for (spec, &result) in specs.iter().zip(&result_of) {
         let value_ty = spec.column.map(|c| &columns[c].ty);
         let ty = spec.reduction.result_type(value_ty);
         cells.push(Value::Device(DeviceVector::new(
             ty,
             groups,
             None,
-            Arc::new(buffer),
+            results[result].clone(),
         )));
     }
-    Ok((Value::List(List::Mixed(Arc::new(cells))), path))
+    Ok((Value::List(List::Mixed(Arc::new(cells))), path, ranking))
 }
 
 fn unique(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {

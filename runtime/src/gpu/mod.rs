@@ -12,6 +12,7 @@ pub mod bandwidth;
 mod buffer;
 pub mod compact;
 pub mod deferred;
+pub mod dense_group;
 mod device;
 mod error;
 pub mod group_aggregate;

@@ -81,6 +81,36 @@ pub fn order_permutation_after(
     ascending: &[bool],
     less_significant: Option<GpuBuffer<u32>>,
 ) -> Result<GpuBuffer<u32>> {
+    check_directions(keys, ascending)?;
+    // Every word's range at once: one read back for the whole sort.
+    let ranges = word_min_max(device, keys)?;
+    sort_in_ranges(device, keys, ascending, less_significant, &ranges)
+}
+
+/// [`order_permutation`] of keys whose words' `(min, max)` the caller read back already
+/// (ranges that hold every word suffice: the minimum and maximum over more rows than
+/// `keys`' own), so the sort reads nothing back.
+pub fn order_permutation_in_ranges(
+    device: &Device,
+    keys: &KeyMatrix,
+    ascending: &[bool],
+    ranges: &[(u32, u32)],
+) -> Result<GpuBuffer<u32>> {
+    if ranges.len() != keys.num_words() {
+        return Err(GpuError::Unsupported {
+            what: "@order".to_string(),
+            message: format!(
+                "{} word ranges for {} key words",
+                ranges.len(),
+                keys.num_words()
+            ),
+        });
+    }
+    check_directions(keys, ascending)?;
+    sort_in_ranges(device, keys, ascending, None, ranges)
+}
+
+fn check_directions(keys: &KeyMatrix, ascending: &[bool]) -> Result<()> {
     let columns = keys.columns.len();
     if ascending.len() != columns && ascending.len() != 1 {
         return Err(GpuError::Unsupported {
@@ -91,6 +121,16 @@ pub fn order_permutation_after(
             ),
         });
     }
+    Ok(())
+}
+
+fn sort_in_ranges(
+    device: &Device,
+    keys: &KeyMatrix,
+    ascending: &[bool],
+    less_significant: Option<GpuBuffer<u32>>,
+    ranges: &[(u32, u32)],
+) -> Result<GpuBuffer<u32>> {
     let rows = keys.rows;
     let rows32 = check_len("@order", rows)?;
     let direction = |c: usize| {
@@ -112,8 +152,6 @@ pub fn order_permutation_after(
         return merge_sort(device, keys, capacity, direction);
     }
     let mut permutation = less_significant;
-    // Every word's range at once: one read back for the whole sort.
-    let ranges = word_min_max(device, keys)?;
     for (c, &(first, count)) in keys.columns.iter().enumerate().rev() {
         let up = direction(c);
         for word in (first..first + count).rev() {
