@@ -58,6 +58,17 @@ pub trait Accelerator {
     /// returned as it is.
     fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value>;
 
+    /// Each of `values` on the host for `step`, as [`Accelerator::host`] gives them; a
+    /// backend may read them back together (one wait for all).
+    fn host_all(
+        &mut self,
+        values: &[&Value],
+        step: &str,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>> {
+        values.iter().map(|v| self.host(v, step, profile)).collect()
+    }
+
     /// Runs a generated kernel on `inputs`; returns the values of its output slots. `at` is
     /// the launch statement, for errors the kernel reports after the launch returned;
     /// `context` is where the launching body runs (see [`SourcePath`]), so that such an
@@ -668,10 +679,21 @@ impl Interpreter<'_> {
             None => {
                 // A CPU step: device arguments are read back (recorded under the step).
                 let step = format!("@{}", b.name());
+                let on_device: Vec<&Value> = args
+                    .iter()
+                    .filter_map(|arg| match arg {
+                        ArgValue::Value(v) if v.on_device() => Some(*v),
+                        _ => None,
+                    })
+                    .collect();
+                let mut read = self
+                    .accelerator
+                    .host_all(&on_device, &step, self.profile)?
+                    .into_iter();
                 let mut hosted = Vec::with_capacity(args.len());
                 for arg in args {
                     hosted.push(match arg {
-                        ArgValue::Value(v) if v.on_device() => Some(self.host(v, &step)?),
+                        ArgValue::Value(v) if v.on_device() => read.next(),
                         _ => None,
                     });
                 }

@@ -251,6 +251,53 @@ pub(crate) fn host(device: &Device, value: &Value) -> Result<(Value, Moved)> {
 }
 
 /// A device vector's host copy, downloaded the first time.
+/// Reads back, in one copy and one wait, every device vector of `values` (cells of lists
+/// included) whose elements are not on the host yet, so that the reads of [`host`] that
+/// follow find them there: a host step taking several device values (`@table` of a
+/// query's result columns) waits once instead of once per value.
+pub(crate) fn prefetch(device: &Device, values: &[&Value]) -> Result<Moved> {
+    fn collect<'v>(value: &'v Value, out: &mut Vec<&'v DeviceVector>) {
+        match value {
+            Value::Device(d) if d.host().is_none() => out.push(d),
+            Value::List(List::Mixed(cells)) => cells.iter().for_each(|c| collect(c, out)),
+            _ => {}
+        }
+    }
+    let mut vectors = Vec::new();
+    for value in values {
+        collect(value, &mut vectors);
+    }
+    if vectors.len() < 2 {
+        return Ok(Moved::default());
+    }
+    let mut ranges = Vec::with_capacity(vectors.len());
+    for d in &vectors {
+        let element = GpuElement::of_type(&d.ty)
+            .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
+        ranges.push((d.buffer.raw(), 0, d.len as u64 * element.size() as u64));
+    }
+    let start = Instant::now();
+    let bytes = device
+        .download_ranges(&ranges)
+        .map_err(|e| RuntimeError::new(format!("downloading values: {e}")))?;
+    let mut moved = Moved {
+        bytes: 0,
+        time: start.elapsed(),
+    };
+    for (d, bytes) in vectors.iter().zip(bytes) {
+        let element = GpuElement::of_type(&d.ty)
+            .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
+        let data = if element.size() == 8 {
+            Downloaded::Wide(bytemuck::pod_collect_to_vec(&bytes))
+        } else {
+            Downloaded::Words(bytemuck::pod_collect_to_vec(&bytes))
+        };
+        d.set_host(vector_from_download(&d.ty, data, d.dict.clone())?);
+        moved.bytes += d.byte_len();
+    }
+    Ok(moved)
+}
+
 fn host_vector(device: &Device, d: &DeviceVector) -> Result<(Vector, Moved)> {
     if let Some(v) = d.host() {
         return Ok((v.clone(), Moved::default()));

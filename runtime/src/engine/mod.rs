@@ -756,4 +756,26 @@ impl Accelerator for GpuEngine<'_> {
     fn host(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
         self.host_value(value, step, profile)
     }
+
+    fn host_all(
+        &mut self,
+        values: &[&Value],
+        step: &str,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>> {
+        match location::prefetch(self.device, values) {
+            Ok(moved) if moved.bytes > 0 => {
+                self.downloaded_bytes += moved.bytes;
+                profile.read_back(step, moved.bytes, moved.time);
+            }
+            Ok(_) => {}
+            // A failed kernel's error (or another) is reported by the reads below, as
+            // without the prefetch.
+            Err(_) => {}
+        }
+        values
+            .iter()
+            .map(|v| self.host_value(v, step, profile))
+            .collect()
+    }
 }

@@ -305,6 +305,8 @@ impl Device {
         source: Option<(&GpuBuffer<T>, usize, usize)>,
         counted: bool,
     ) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>() as u64;
+        let mut ranges = Vec::with_capacity(1);
         if let Some((source, start, count)) = source {
             let end = start.checked_add(count).filter(|&end| end <= source.len());
             if end.is_none() {
@@ -313,23 +315,57 @@ impl Device {
                     source.len()
                 )));
             }
+            ranges.push((source.raw(), start as u64 * size, count as u64 * size));
         }
-        let count = source.map_or(0, |s| s.2);
+        let bytes = self.read_bytes(&ranges, counted)?;
+        // The mapping's alignment is not guaranteed to suit `T`: copy, don't cast.
+        Ok(bytes
+            .first()
+            .map(|b| bytemuck::pod_collect_to_vec::<u8, T>(b))
+            .unwrap_or_default())
+    }
+
+    /// Copies byte ranges `(buffer, offset, bytes)` of device buffers back to the host in one
+    /// submission and one wait: a host step reading several device values (the result
+    /// columns of `@table`) waits once, not once per value. Offsets and sizes are multiples
+    /// of 4. The status words come along as for [`Device::download_range`].
+    pub(crate) fn download_ranges(
+        &self,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+    ) -> Result<Vec<Vec<u8>>> {
+        if let Some(&(buffer, offset, bytes)) = ranges
+            .iter()
+            .find(|(b, o, n)| o + n > b.size() || o % 4 != 0 || n % 4 != 0)
+        {
+            return Err(GpuError::Readback(format!(
+                "bytes {offset}..{offset}+{bytes} are outside a buffer of {} bytes or unaligned",
+                buffer.size()
+            )));
+        }
+        self.read_bytes(ranges, true)
+    }
+
+    fn read_bytes(
+        &self,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+        counted: bool,
+    ) -> Result<Vec<Vec<u8>>> {
+        let bytes: u64 = ranges.iter().map(|r| r.2.next_multiple_of(4)).sum();
         let status_bytes = self.status_copy_bytes();
-        if count == 0 && status_bytes == 0 {
+        if bytes == 0 && status_bytes == 0 {
             if self.status_failed() {
                 return Err(GpuError::Readback(
                     super::deferred::KERNEL_FAILED.to_string(),
                 ));
             }
-            return Ok(Vec::new());
+            return Ok(ranges.iter().map(|_| Vec::new()).collect());
         }
-        let size = std::mem::size_of::<T>() as u64;
-        let bytes = count as u64 * size;
         if counted {
-            self.count_download(bytes + status_bytes.saturating_sub(4));
+            self.count_download(
+                ranges.iter().map(|r| r.2).sum::<u64>() + status_bytes.saturating_sub(4),
+            );
         }
-        let total = bytes.next_multiple_of(4) + status_bytes;
+        let total = bytes + status_bytes;
         let make_error = |label, message| GpuError::Command { label, message };
         // Reuse the last staging buffer when it is large enough (taken out of the slot, so a
         // concurrent download on another thread makes its own).
@@ -356,16 +392,12 @@ impl Device {
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("download"),
                 });
-            if let Some((source, start, _)) = source {
-                if bytes > 0 {
-                    encoder.copy_buffer_to_buffer(
-                        source.raw(),
-                        start as u64 * size,
-                        &staging,
-                        0,
-                        bytes,
-                    );
+            let mut at = 0;
+            for &(source, offset, count) in ranges {
+                if count > 0 {
+                    encoder.copy_buffer_to_buffer(source, offset, &staging, at, count);
                 }
+                at += count.next_multiple_of(4);
             }
             let status = self.status_copy(&mut encoder, &staging, bytes);
             // With the held work before it (see `Device::hold`), in one submission.
@@ -390,8 +422,12 @@ impl Device {
                 .slice(..total)
                 .get_mapped_range()
                 .map_err(|e| GpuError::Readback(e.to_string()))?;
-            // The mapping's alignment is not guaranteed to suit `T`: copy, don't cast.
-            let values = bytemuck::pod_collect_to_vec::<u8, T>(&view[..bytes as usize]);
+            let mut values = Vec::with_capacity(ranges.len());
+            let mut at = 0usize;
+            for &(_, _, count) in ranges {
+                values.push(view[at..at + count as usize].to_vec());
+                at += count.next_multiple_of(4) as usize;
+            }
             let words = status.as_ref().map(|(offset, masks)| {
                 let at = *offset as usize;
                 bytemuck::pod_collect_to_vec::<u8, u32>(&view[at..at + masks.len() * 4])
