@@ -274,7 +274,7 @@ pub(crate) fn prefetch(device: &Device, values: &[&Value]) -> Result<Moved> {
     for d in &vectors {
         let element = GpuElement::of_type(&d.ty)
             .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
-        ranges.push((d.buffer.raw(), 0, d.len as u64 * element.size() as u64));
+        ranges.push((d.buffer.raw(), 0, d.len as u64 * element.size()));
     }
     let start = Instant::now();
     let bytes = device
