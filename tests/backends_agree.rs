@@ -173,6 +173,11 @@ fn each_sum_of_i32_cells_is_i64_on_both_backends() {
 }
 
 #[test]
+fn each_unique_of_a_list_a_kernel_made_runs_on_the_gpu() {
+    answers_on_the_gpu("each_unique_of_a_list_a_kernel_made");
+}
+
+#[test]
 fn pooled_buffers_never_alias_values_live_across_loops_and_function_frames() {
     // Values freed at their last use go back to the buffer pool and are handed out again
     // while loop-carried values (`acc`), values read on every iteration (`first`) and the

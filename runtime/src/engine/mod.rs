@@ -554,6 +554,8 @@ impl Accelerator for GpuEngine<'_> {
                     || (i > 1 && matches!(v, Value::Device(_)))
             }
             Builtin::Member | Builtin::IndexOf | Builtin::IndexA => matches!(v, Value::Device(_)),
+            // `@each(@unique, l)` of a list a kernel made (see `each_runs_on_gpu`).
+            Builtin::Each => i == 1 && matches!(v, Value::DeviceList(_)),
             // Their string codes are gathered on the device; the dictionary is on the host.
             Builtin::Like | Builtin::SubString => i == 0 && matches!(v, Value::Device(_)),
             Builtin::JoinIndex => matches!(v, Value::Device(_) | Value::List(_)),
