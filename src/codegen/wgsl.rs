@@ -427,9 +427,12 @@ fn div_f64(a: f64, b: f64) -> f64 {
     var q = a / b;
     // Vulkan lets f64 division be 2.5 ulp off (NVIDIA's is, so x / 5 missed an equal value
     // in @member): one correction by the exact residual a - q * b makes it the correctly
-    // rounded quotient the CPU computes. The residual is exact only from a fused fma.
+    // rounded quotient the CPU computes. The residual is exact only from a fused fma, and
+    // only while the compiler cannot see that q is a / b (it folds (a / b) * b to a): q is
+    // taken through its bits.
     if class_f64(q) == 1u && fma_is_fused_f64() {
-        q = q + fma(-q, b, a) / b;
+        let opaque = special_f64(bitcast<u64>(q));
+        q = opaque + fma(-opaque, b, a) / b;
     }
     if ca == 2u || cb == 0u {
         q = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative);
