@@ -312,6 +312,52 @@ impl<'p> Context<'p> {
         !(early_reader && earlier_may_fail())
     }
 
+    /// True unless a statement of `members` whose check may fail would wait for a value that
+    /// a statement after it in the source computes outside and may refuse: the kernel is
+    /// launched after that statement, so its refusal would be reported where the CPU reports
+    /// the earlier check's (a `@compress` of mismatched lengths fused with a reader of a
+    /// later scalar `@mod` by zero, which refusing scalars keep out of vector kernels).
+    pub(super) fn checks_wait_for_no_later_refusal(&self, members: &Members) -> bool {
+        let Some(first_check) = members
+            .statements()
+            .find(|&id| self.unproven_launch_check(id) || self.may_fail_in_the_kernel(id))
+        else {
+            return true;
+        };
+        let chains = &self.analysis.chains;
+        members.statements().all(|id| {
+            let Some(stmt) = self.tree.stmt(id) else {
+                return true;
+            };
+            uses(stmt).into_iter().all(|read| {
+                chains.defs_of(id, read.local).is_none_or(|sites| {
+                    sites.iter().all(|site| match site {
+                        DefSite::Stmt(def) if !members.contains(*def) && *def > first_check => {
+                            // (Index checks are not counted, as in
+                            // `failures_hide_no_earlier_error`: gathers of join and group
+                            // positions never fail, and counting them splits TPC-H kernels.)
+                            let gather = self.tree.stmt(*def).is_some_and(|stmt| {
+                                matches!(
+                                    crate::analysis::statements::statement_call(stmt),
+                                    Some((
+                                        crate::sema::typed::Callee::Builtin(
+                                            horsec_runtime::builtin::Builtin::Index
+                                        ),
+                                        _
+                                    ))
+                                )
+                            });
+                            gather
+                                || !(self.may_fail_in_the_kernel(*def)
+                                    || self.unproven_launch_check(*def))
+                        }
+                        _ => true,
+                    })
+                })
+            })
+        })
+    }
+
     /// True for `@min`, `@max` and `@avg` (of what may be no elements: they fail then).
     pub(super) fn reduces_maybe_nothing(&self, id: StmtId) -> bool {
         use horsec_runtime::builtin::Builtin as B;

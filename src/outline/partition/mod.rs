@@ -399,6 +399,7 @@ impl Partition {
             && cx.refusing_scalars_stay_scalar(&members, &geometry)
             && cx.scalar_outputs_stay_scalar(&members, &geometry)
             && cx.failures_hide_no_earlier_error(&members)
+            && cx.checks_wait_for_no_later_refusal(&members)
             && cx.storage_bindings(&members) <= MAX_STORAGE_BINDINGS)
             .then_some(geometry)
     }
