@@ -38,7 +38,7 @@ pub const MERGE_SORT_ROWS: usize = 1 << 18;
 /// Workgroup-memory bytes per row of the one-workgroup sort: its index and leading word.
 const SMALL_SORT_ROW_BYTES: u32 = 8;
 
-/// The most rows the one-workgroup sort takes on `device`: [`SMALL_SORT_ROWS`], or the
+/// The most rows the one-workgroup sort takes on `device`: `SMALL_SORT_ROWS`, or the
 /// largest power of two whose indexes and leading words fit its workgroup memory.
 pub fn small_sort_capacity(device: &Device) -> usize {
     let fits = (device.limits().max_compute_workgroup_storage_size / SMALL_SORT_ROW_BYTES) as usize;

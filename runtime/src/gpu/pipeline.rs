@@ -136,7 +136,7 @@ fn fast_hash(bytes: &[u8], seed: u64) -> u64 {
 
 impl Device {
     /// The pipeline for `spec`, compiled on first use and cached afterwards (keyed by the
-    /// WGSL text and entry point, see [`PipelineCache`]). A shader that naga or the driver
+    /// WGSL text and entry point, see `PipelineCache`). A shader that naga or the driver
     /// rejects is an error.
     pub fn pipeline(&self, spec: &KernelSpec<'_>) -> Result<Arc<Pipeline>> {
         let _timer = self.costs.pipelines.timer();
