@@ -18,7 +18,7 @@ use super::error::Result;
 use super::keys::{check_len, gather, params, record_word_min_max, unused, KeyMatrix, NONE};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::scan::{record_scan, COUNT_NONZERO, SUM_VALUES};
-use super::template::{render, workgroup_size_text, WORKGROUP_SIZE};
+use super::template::{rendered, workgroup_size_text, WORKGROUP_SIZE};
 use super::Uniform;
 
 /// `shaders/dense_group.wgsl`.
@@ -63,7 +63,8 @@ const DENSE_BINDINGS: &[BindingKind] = &[
 ];
 
 fn dense_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
-    let source = render(
+    // Rendered once per process: a look-up then finds the text by its address.
+    let source = rendered(
         "dense_group.wgsl",
         DENSE_GROUP_WGSL,
         &[
@@ -73,13 +74,38 @@ fn dense_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
     )?;
     device.pipeline(&KernelSpec {
         label: &format!("dense_group.{entry}"),
-        source: &source,
+        source,
         entry_point: entry,
         bindings: DENSE_BINDINGS,
     })
 }
 
 /// What the caller knows of a key's words before looking at them.
+/// The buffers of one `dense_group.wgsl` dispatch, by binding: `params` at 0, `named` where
+/// given, and at every other binding a spare one-word buffer of its own (writable bindings of
+/// one dispatch must not alias). There must be a spare for each binding left.
+fn dense_bindings<'a>(
+    params: &'a wgpu::Buffer,
+    named: &[(usize, &'a wgpu::Buffer)],
+    spare: &'a [GpuBuffer<u32>],
+) -> Result<Vec<&'a wgpu::Buffer>> {
+    let mut spare = spare.iter();
+    let mut buffers = vec![params];
+    for binding in 1..DENSE_BINDINGS.len() {
+        buffers.push(match named.iter().find(|(b, _)| *b == binding) {
+            Some((_, buffer)) => *buffer,
+            None => spare
+                .next()
+                .ok_or_else(|| super::error::GpuError::Command {
+                    label: "dense_group".to_string(),
+                    message: format!("no spare buffer for binding {binding}"),
+                })?
+                .raw(),
+        });
+    }
+    Ok(buffers)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyRanges {
     /// Every word lies within its `(min, max)`, known from the key's types: the slot
@@ -190,75 +216,37 @@ pub fn dense_ranks(
     let spare = (0..5).map(|_| unused(device)).collect::<Result<Vec<_>>>()?;
     let mut commands = Commands::new(device, "dense ranks");
     let minmax = record_word_min_max(&mut commands, keys)?;
+    let ranking = [
+        (1, keys.words.raw()),
+        (2, ranges_buffer.raw()),
+        (3, slots.raw()),
+        (4, counts.raw()),
+        (5, firsts.raw()),
+        (8, rank_of_slot.raw()),
+        (9, group_keys.raw()),
+        (10, group_offsets.raw()),
+        (11, summary.raw()),
+        (14, minmax.raw()),
+    ];
     let set_ranges = dense_pipeline(device, "set_ranges")?;
-    commands.dispatch(
-        &set_ranges,
-        &[
-            &uniform,
-            keys.words.raw(),
-            ranges_buffer.raw(),
-            slots.raw(),
-            counts.raw(),
-            firsts.raw(),
-            spare[0].raw(),
-            spare[1].raw(),
-            rank_of_slot.raw(),
-            group_keys.raw(),
-            group_offsets.raw(),
-            summary.raw(),
-            spare[2].raw(),
-            spare[3].raw(),
-            minmax.raw(),
-        ],
-        1,
-    )?;
+    commands.dispatch(&set_ranges, &dense_bindings(&uniform, &ranking, &spare)?, 1)?;
     let count = dense_pipeline(device, "slot_counts")?;
     let workgroups = rows
         .div_ceil(WORKGROUP_SIZE as usize * ROWS_PER_INVOCATION)
         .clamp(1, MAX_COUNT_WORKGROUPS);
     commands.dispatch(
         &count,
-        &[
-            &uniform,
-            keys.words.raw(),
-            ranges_buffer.raw(),
-            slots.raw(),
-            counts.raw(),
-            firsts.raw(),
-            spare[0].raw(),
-            spare[1].raw(),
-            rank_of_slot.raw(),
-            group_keys.raw(),
-            group_offsets.raw(),
-            summary.raw(),
-            spare[2].raw(),
-            spare[3].raw(),
-            minmax.raw(),
-        ],
+        &dense_bindings(&uniform, &ranking, &spare)?,
         workgroups as u64,
     )?;
     let present_scan = record_scan(&mut commands, counts.raw(), domain, COUNT_NONZERO)?;
     let count_scan = record_scan(&mut commands, counts.raw(), domain, SUM_VALUES)?;
     let compact = dense_pipeline(device, "compact_slots")?;
+    let mut compacting = ranking.to_vec();
+    compacting.extend([(6, present_scan.raw()), (7, count_scan.raw())]);
     commands.dispatch(
         &compact,
-        &[
-            &uniform,
-            keys.words.raw(),
-            ranges_buffer.raw(),
-            slots.raw(),
-            counts.raw(),
-            firsts.raw(),
-            present_scan.raw(),
-            count_scan.raw(),
-            rank_of_slot.raw(),
-            group_keys.raw(),
-            group_offsets.raw(),
-            summary.raw(),
-            spare[2].raw(),
-            spare[3].raw(),
-            minmax.raw(),
-        ],
+        &dense_bindings(&uniform, &compacting, &spare)?,
         element_workgroups(domain),
     )?;
     commands.submit()?;
@@ -313,48 +301,23 @@ impl DenseRanks {
         let mut commands = Commands::new(device, "scatter rows");
         commands.copy(&self.count_scan, cursor.raw());
         let scatter = dense_pipeline(device, "scatter_rows")?;
+        let scattering = [
+            (3, self.slots.raw()),
+            (12, cursor.raw()),
+            (13, bucketed.raw()),
+        ];
         commands.dispatch(
             &scatter,
-            &[
-                &self.params,
-                spare[0].raw(),
-                spare[1].raw(),
-                self.slots.raw(),
-                spare[2].raw(),
-                spare[3].raw(),
-                spare[4].raw(),
-                spare[5].raw(),
-                spare[6].raw(),
-                spare[7].raw(),
-                spare[8].raw(),
-                spare[9].raw(),
-                cursor.raw(),
-                bucketed.raw(),
-                spare[10].raw(),
-            ],
+            &dense_bindings(&self.params, &scattering, &spare)?,
             element_workgroups(self.rows),
         )?;
         if sorted {
             let sort = dense_pipeline(device, "sort_buckets")?;
+            let mut sorting = scattering.to_vec();
+            sorting.extend([(10, self.offsets.raw()), (11, self.summary.raw())]);
             commands.dispatch(
                 &sort,
-                &[
-                    &self.params,
-                    spare[0].raw(),
-                    spare[1].raw(),
-                    self.slots.raw(),
-                    spare[2].raw(),
-                    spare[3].raw(),
-                    spare[4].raw(),
-                    spare[5].raw(),
-                    spare[6].raw(),
-                    spare[7].raw(),
-                    self.offsets.raw(),
-                    self.summary.raw(),
-                    cursor.raw(),
-                    bucketed.raw(),
-                    spare[10].raw(),
-                ],
+                &dense_bindings(&self.params, &sorting, &spare)?,
                 element_workgroups(self.groups),
             )?;
         }

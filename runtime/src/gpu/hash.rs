@@ -17,7 +17,7 @@ use super::order::{order_permutation, order_permutation_in_ranges};
 use super::pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 use super::scan::exclusive_scan;
 use super::sort::radix_sort_u32_below;
-use super::template::{render, workgroup_size_text};
+use super::template::{rendered, workgroup_size_text};
 
 /// `shaders/hash.wgsl`: open-addressing hash table over key rows.
 pub const HASH_WGSL: &str = include_str!("../../../shaders/hash.wgsl");
@@ -32,9 +32,9 @@ const HASH_BINDINGS: &[BindingKind] = &[
     BindingKind::StorageReadWrite,
 ];
 
-/// The hash module, specialised.
-pub fn hash_source() -> Result<String> {
-    render(
+/// The hash module, specialised (rendered once per process, see `template::rendered`).
+pub fn hash_source() -> Result<&'static str> {
+    rendered(
         "hash.wgsl",
         HASH_WGSL,
         &[("WORKGROUP_SIZE", &workgroup_size_text())],
@@ -45,7 +45,7 @@ fn hash_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
     let source = hash_source()?;
     device.pipeline(&KernelSpec {
         label: &format!("hash.{entry}"),
-        source: &source,
+        source,
         entry_point: entry,
         bindings: HASH_BINDINGS,
     })
