@@ -784,6 +784,45 @@ pub fn tuple_diff_within(
 /// diff and merge, so `full` is never encoded again. Rows of `b` also in `a` are dropped first (a search per
 /// row of `b` and a read-back of their number), unless `b` is known to have none: it came
 /// from `@tuple_diff(_, a)`, as a delta does; then the call reads nothing back.
+/// Records the gather of a merge's columns: row `i` of the merged relation from `a` or
+/// `fresh` (disjoint from `a`) as `sources` says, for every column (both the one-binding
+/// merge and the merge by column groups).
+fn record_gather_merged(
+    device: &Device,
+    commands: &mut Commands<'_>,
+    a: &DeviceRelation,
+    fresh: &DeviceRelation,
+    sources: &GpuBuffer<u32>,
+) -> Result<Vec<Arc<GpuBuffer<u32>>>> {
+    let (na, nb) = (a.rows, fresh.rows);
+    let total = na + nb;
+    let mut columns = Vec::with_capacity(a.arity());
+    for (column_a, column_b) in a.columns.iter().zip(&fresh.columns) {
+        let out = device.scratch::<u32>("merged column", 2 * total)?;
+        let flag = unused(device)?;
+        record(
+            commands,
+            Dispatch {
+                entry: "gather_merged",
+                params: Params {
+                    rows_a: na,
+                    rows_b: nb,
+                    ..Params::new(total)
+                }
+                .words()?,
+                a: column_a.raw(),
+                b: column_b.raw(),
+                idx: sources.raw(),
+                out: out.raw(),
+                flag: flag.raw(),
+                items: total,
+            },
+        )?;
+        columns.push(Arc::new(out));
+    }
+    Ok(columns)
+}
+
 pub fn tuple_merge(device: &Device, a: &DeviceRelation, b: &DeviceRelation) -> Out<DeviceRelation> {
     tuple_merge_within(device, a, b, tuple_key_bytes(device))
 }
@@ -847,30 +886,7 @@ pub fn tuple_merge_within(
             items: total.div_ceil(MERGE_ITEMS),
         },
     )?;
-    let mut columns = Vec::with_capacity(a.arity());
-    for (column_a, column_b) in a.columns.iter().zip(&fresh.columns) {
-        let out = device.scratch::<u32>("merged column", 2 * total)?;
-        let flag = unused(device)?;
-        record(
-            &mut commands,
-            Dispatch {
-                entry: "gather_merged",
-                params: Params {
-                    rows_a: na,
-                    rows_b: nb,
-                    ..Params::new(total)
-                }
-                .words()?,
-                a: column_a.raw(),
-                b: column_b.raw(),
-                idx: sources.raw(),
-                out: out.raw(),
-                flag: flag.raw(),
-                items: total,
-            },
-        )?;
-        columns.push(Arc::new(out));
-    }
+    let columns = record_gather_merged(device, &mut commands, a, &fresh, &sources)?;
     commands.submit()?;
     let keys = KeyMatrix {
         words: merged_keys,

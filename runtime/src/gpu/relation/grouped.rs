@@ -23,7 +23,6 @@
 
 use std::ops::Range;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use super::super::buffer::GpuBuffer;
 use super::super::compact::where_true;
@@ -32,7 +31,8 @@ use super::super::error::Result;
 use super::super::keys::{unused, KeyMatrix};
 use super::super::pipeline::Commands;
 use super::{
-    cache_insert, key_column_groups, record, DeviceRelation, Dispatch, Out, Params, Status, KEYS,
+    cache_insert, key_column_groups, record, record_gather_merged, DeviceRelation, Dispatch, Out,
+    Params, Status, KEYS,
 };
 
 /// The column groups `a` and `b` are keyed by in an operation whose output may have
@@ -271,30 +271,7 @@ pub(super) fn tuple_merge(
             },
         )?;
     }
-    let mut columns = Vec::with_capacity(a.arity());
-    for (column_a, column_b) in a.columns.iter().zip(&fresh.columns) {
-        let out = device.scratch::<u32>("merged column", 2 * total)?;
-        let flag = unused(device)?;
-        record(
-            &mut commands,
-            Dispatch {
-                entry: "gather_merged",
-                params: Params {
-                    rows_a: na,
-                    rows_b: nb,
-                    ..Params::new(total)
-                }
-                .words()?,
-                a: column_a.raw(),
-                b: column_b.raw(),
-                idx: sources.raw(),
-                out: out.raw(),
-                flag: flag.raw(),
-                items: total,
-            },
-        )?;
-        columns.push(Arc::new(out));
-    }
+    let columns = record_gather_merged(device, &mut commands, a, &fresh, &sources)?;
     let mut merged_keys = Vec::with_capacity(groups.len());
     for (key_a, key_b) in ka.iter().zip(&kb) {
         let words = key_a.num_words();
