@@ -81,6 +81,7 @@ pub struct Device {
     /// Held work that binds or copies this many bytes goes to the queue (see
     /// [`Device::hold`]).
     submit_bytes: AtomicU64,
+    wait_mode: WaitMode,
 }
 
 /// Command buffers waiting for the next submission, with their pool encoders.
@@ -95,6 +96,27 @@ struct HeldCommands {
 /// Environment variable that sets [`Device::submit_bytes`] (a byte count; 0 submits every
 /// command buffer at once).
 pub const SUBMIT_BYTES_ENV: &str = "HORSEC_SUBMIT_BYTES";
+
+/// Environment variable that picks how the host waits for the device: `spin` or `block`
+/// (see [`WaitMode`]).
+pub const WAIT_ENV: &str = "HORSEC_WAIT";
+
+/// How the host waits for submitted work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Polls the device without blocking, yielding the thread between polls, for up to
+    /// [`SPIN_LIMIT`], then blocks. A blocking wait on a GPU parks the thread in the driver,
+    /// and waking it costs more than the short steps of a query take on the GPU; the
+    /// default on GPUs.
+    Spin,
+    /// Blocks in the driver at once: the default on software adapters (lavapipe), whose
+    /// worker threads need the cores a spinning host would take.
+    Block,
+}
+
+/// The longest a [`WaitMode::Spin`] wait polls before it blocks: long steps lose nothing
+/// by blocking, and a host thread spinning through them would only burn a core.
+pub const SPIN_LIMIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Default [`Device::submit_bytes`] on a GPU: a queue submission costs the host some tens
 /// of microseconds, the time a GPU with 1–3 TB/s of memory bandwidth takes over 64 MiB.
@@ -189,6 +211,12 @@ impl Device {
                     let pool = Arc::new(super::pool::BufferPool::new(
                         info.device_type == wgpu::DeviceType::Cpu,
                     ));
+                    let wait_mode = match std::env::var(WAIT_ENV).as_deref().map(str::trim) {
+                        Ok("spin") => WaitMode::Spin,
+                        Ok("block") => WaitMode::Block,
+                        _ if info.device_type == wgpu::DeviceType::Cpu => WaitMode::Block,
+                        _ => WaitMode::Spin,
+                    };
                     return Ok(Device {
                         _instance: instance,
                         device,
@@ -215,6 +243,7 @@ impl Device {
                         pool,
                         held: Mutex::new(HeldCommands::default()),
                         submit_bytes: AtomicU64::new(submit_bytes),
+                        wait_mode,
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -510,13 +539,41 @@ impl Device {
     pub fn wait_idle(&self) -> Result<()> {
         self.flush()?;
         let start = std::time::Instant::now();
-        let waited = self
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| GpuError::Readback(e.to_string()));
+        let waited = self.poll_until(None);
         self.costs.waits.add(start.elapsed());
         waited
+    }
+
+    /// Blocks until the submission `index` (None: every submission) has finished and its
+    /// callbacks (buffer mappings) have run, as [`Device::wait_mode`] says.
+    pub(crate) fn poll_until(&self, index: Option<wgpu::SubmissionIndex>) -> Result<()> {
+        let error = |e: wgpu::PollError| GpuError::Readback(e.to_string());
+        if self.wait_mode == WaitMode::Spin {
+            let start = std::time::Instant::now();
+            while start.elapsed() < SPIN_LIMIT {
+                let status = self.device.poll(wgpu::PollType::Wait {
+                    submission_index: index.clone(),
+                    timeout: Some(std::time::Duration::ZERO),
+                });
+                match status {
+                    Ok(_) => return Ok(()),
+                    Err(wgpu::PollError::Timeout) => std::thread::yield_now(),
+                    Err(e) => return Err(error(e)),
+                }
+            }
+        }
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: index,
+                timeout: None,
+            })
+            .map(|_| ())
+            .map_err(error)
+    }
+
+    /// How the host waits for the device (see [`WAIT_ENV`]).
+    pub fn wait_mode(&self) -> WaitMode {
+        self.wait_mode
     }
 
     /// Runs `body` with wgpu's validation and out-of-memory errors captured instead of

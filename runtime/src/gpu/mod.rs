@@ -34,8 +34,8 @@ pub mod template;
 pub use buffer::{GpuBuffer, Uniform, MAX_ELEMENTS};
 pub use deferred::{GpuTime, HostCosts, TimedWork};
 pub use device::{
-    require_gpu_or_skip, Device, Traffic, ADAPTER_ENV, BINDING_LIMIT_ENV, OPTIONAL_FEATURES,
-    REQUIRE_GPU_ENV,
+    require_gpu_or_skip, Device, Traffic, WaitMode, ADAPTER_ENV, BINDING_LIMIT_ENV,
+    OPTIONAL_FEATURES, REQUIRE_GPU_ENV, SPIN_LIMIT, WAIT_ENV,
 };
 pub use error::{GpuError, Result};
 pub use pipeline::{BindingKind, Commands, KernelSpec, Pipeline};

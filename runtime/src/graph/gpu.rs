@@ -1052,11 +1052,7 @@ pub(crate) fn map_read(
             let _ = sender.send(result);
         });
     device
-        .device
-        .poll(wgpu::PollType::Wait {
-            submission_index: index,
-            timeout: None,
-        })
+        .poll_until(index)
         .map_err(|e| readback_error(e.to_string()))?;
     receiver
         .recv()
