@@ -273,9 +273,17 @@ pub type Arg<'a> = &'a wgpu::Buffer;
 pub struct Commands<'d> {
     device: &'d Device,
     label: String,
+    /// The compute pass that dispatches are recorded into: one for each run of dispatches
+    /// between copies. Declared before `encoder`, so it ends first when dropped.
+    ///
+    /// One pass for many dispatches, not a pass each: on an H100 a dispatch in a pass of its
+    /// own took 8–10 µs of GPU time and 5–10 µs to record, in a shared pass 2–3 µs and
+    /// 1–4 µs (`runtime/examples/dispatch_probe.rs`); a library step records tens of
+    /// small dispatches. wgpu still orders each dispatch after the writes it reads.
+    pass: Option<wgpu::ComputePass<'static>>,
     encoder: wgpu::CommandEncoder,
     /// With [`Commands::timed`] (or while the device profiles): a timestamp pair per
-    /// dispatch, up to the set's capacity.
+    /// compute pass, up to the set's capacity.
     timestamps: Option<Timestamps>,
     /// Keeps buffers given back while this is open from being reused (see `pool`).
     open: OpenEncoder<'d>,
@@ -347,6 +355,7 @@ impl<'d> Commands<'d> {
         Commands {
             device,
             label: label.to_string(),
+            pass: None,
             encoder,
             timestamps,
             open: OpenEncoder::new(device),
@@ -366,6 +375,7 @@ impl<'d> Commands<'d> {
     /// Records a copy of word 0 of `status` into the device's status log, read with the
     /// next read-back (see `deferred`); the bits of `mask` are errors.
     pub fn log_status(&mut self, status: &wgpu::Buffer, mask: u32) -> Result<()> {
+        self.end_pass();
         self.device.log_status(&mut self.encoder, status, mask)
     }
 
@@ -414,18 +424,9 @@ impl<'d> Commands<'d> {
         let _timer = self.device.costs.encodes.timer();
         let clamped = workgroups.min(u64::from(self.device.max_workgroups_per_dispatch())) as u32;
         let make_error = |label, message| GpuError::Command { label, message };
-        let encoder = &mut self.encoder;
-        let timestamp_writes = match &mut self.timestamps {
-            Some(t) if t.used < t.capacity => {
-                t.used += 1;
-                Some(wgpu::ComputePassTimestampWrites {
-                    query_set: &t.set,
-                    beginning_of_pass_write_index: Some(2 * (t.used - 1)),
-                    end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
-                })
-            }
-            _ => None,
-        };
+        let timestamps = &mut self.timestamps;
+        let (encoder, open_pass) = (&mut self.encoder, &mut self.pass);
+        let label = &self.label;
         self.device.capture_errors(&pipeline.label, make_error, || {
             let entries: Vec<wgpu::BindGroupEntry> = args
                 .iter()
@@ -443,9 +444,24 @@ impl<'d> Commands<'d> {
                     layout: &pipeline.layout,
                     entries: &entries,
                 });
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(&pipeline.label),
-                timestamp_writes,
+            let pass = open_pass.get_or_insert_with(|| {
+                let timestamp_writes = match timestamps {
+                    Some(t) if t.used < t.capacity => {
+                        t.used += 1;
+                        Some(wgpu::ComputePassTimestampWrites {
+                            query_set: &t.set,
+                            beginning_of_pass_write_index: Some(2 * (t.used - 1)),
+                            end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+                        })
+                    }
+                    _ => None,
+                };
+                encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(label),
+                        timestamp_writes,
+                    })
+                    .forget_lifetime()
             });
             pass.set_pipeline(&pipeline.pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
@@ -453,10 +469,17 @@ impl<'d> Commands<'d> {
         })
     }
 
+    /// Ends the open compute pass, if any: copies and status logs go to the encoder
+    /// between passes.
+    fn end_pass(&mut self) {
+        self.pass = None;
+    }
+
     /// Records a copy of the whole of `source` into the start of `destination`.
     pub fn copy<T: bytemuck::Pod>(&mut self, source: &GpuBuffer<T>, destination: &wgpu::Buffer) {
         let bytes = source.byte_len();
         if bytes > 0 {
+            self.end_pass();
             self.work_bytes += 2 * bytes;
             self.encoder
                 .copy_buffer_to_buffer(source.raw(), 0, destination, 0, bytes);
@@ -474,6 +497,7 @@ impl<'d> Commands<'d> {
         bytes: u64,
     ) {
         if bytes > 0 {
+            self.end_pass();
             self.work_bytes += 2 * bytes;
             self.encoder
                 .copy_buffer_to_buffer(source, from, destination, to, bytes);
@@ -489,6 +513,7 @@ impl<'d> Commands<'d> {
     ) {
         let bytes = source.byte_len();
         if bytes > 0 {
+            self.end_pass();
             self.work_bytes += 2 * bytes;
             self.encoder
                 .copy_buffer_to_buffer(source.raw(), 0, destination, offset, bytes);
@@ -499,10 +524,12 @@ impl<'d> Commands<'d> {
     /// submission the host needs (`Device::hold`: a read-back, a wait, a flush). It runs
     /// asynchronously; a later download (or [`Device::wait_idle`]) waits for it.
     /// Timestamps go to the device's timestamp log.
-    pub fn submit(self) -> Result<()> {
+    pub fn submit(mut self) -> Result<()> {
+        self.end_pass();
         let Commands {
             device,
             label,
+            pass: _,
             mut encoder,
             timestamps,
             open,
