@@ -412,11 +412,8 @@ impl Device {
                 // The receiver outlives the poll below; a failed send cannot happen.
                 let _ = sender.send(result);
             });
-        self.wait_idle()?;
-        receiver
-            .recv()
-            .map_err(|e| GpuError::Readback(e.to_string()))?
-            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        self.flush()?;
+        self.wait_for_map(&receiver, None)?;
         let (values, words) = {
             let view = staging
                 .slice(..total)

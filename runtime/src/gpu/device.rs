@@ -539,27 +539,58 @@ impl Device {
     pub fn wait_idle(&self) -> Result<()> {
         self.flush()?;
         let start = std::time::Instant::now();
-        let waited = self.poll_until(None);
+        let waited = self.wait_until(None, || {
+            self.device
+                .poll(wgpu::PollType::Poll)
+                .map(|status| status.is_queue_empty().then_some(()))
+        });
         self.costs.waits.add(start.elapsed());
-        waited
+        waited.map(|_| ())
     }
 
-    /// Blocks until the submission `index` (None: every submission) has finished and its
-    /// callbacks (buffer mappings) have run, as [`Device::wait_mode`] says.
-    pub(crate) fn poll_until(&self, index: Option<wgpu::SubmissionIndex>) -> Result<()> {
+    /// Blocks until a buffer mapping requested with `map_async` (whose callback sends to
+    /// `receiver`) is done; `index` is the submission it waits for (None: every
+    /// submission). Counted as a host wait.
+    pub(crate) fn wait_for_map(
+        &self,
+        receiver: &std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
+        index: Option<wgpu::SubmissionIndex>,
+    ) -> Result<()> {
+        let start = std::time::Instant::now();
+        let mapped = self.wait_until(index, || {
+            self.device
+                .poll(wgpu::PollType::Poll)
+                .map(|_| receiver.try_recv().ok())
+        });
+        self.costs.waits.add(start.elapsed());
+        let mapped = match mapped? {
+            Some(mapped) => mapped,
+            None => receiver
+                .recv()
+                .map_err(|e| GpuError::Readback(e.to_string()))?,
+        };
+        mapped.map_err(|e| GpuError::Readback(e.to_string()))
+    }
+
+    /// Waits as [`Device::wait_mode`] says: in [`WaitMode::Spin`], calls `done` (which polls
+    /// the device without blocking) until it gives a value, yielding the thread between
+    /// calls, for up to [`SPIN_LIMIT`]; then, or at once in [`WaitMode::Block`], blocks
+    /// until submission `index` (None: every submission) has finished and its callbacks
+    /// have run, and gives None. Polls never wait with a timeout: wgpu 30 asserts (and
+    /// panics) when another thread's poll empties the queue during a timed wait.
+    fn wait_until<T>(
+        &self,
+        index: Option<wgpu::SubmissionIndex>,
+        mut done: impl FnMut() -> std::result::Result<Option<T>, wgpu::PollError>,
+    ) -> Result<Option<T>> {
         let error = |e: wgpu::PollError| GpuError::Readback(e.to_string());
         if self.wait_mode == WaitMode::Spin {
             let start = std::time::Instant::now();
             while start.elapsed() < SPIN_LIMIT {
-                let status = self.device.poll(wgpu::PollType::Wait {
-                    submission_index: index.clone(),
-                    timeout: Some(std::time::Duration::ZERO),
-                });
-                match status {
-                    Ok(_) => return Ok(()),
-                    Err(wgpu::PollError::Timeout) => std::thread::yield_now(),
-                    Err(e) => return Err(error(e)),
+                if let Some(value) = done().map_err(error)? {
+                    return Ok(Some(value));
                 }
+                std::thread::yield_now();
             }
         }
         self.device
@@ -567,8 +598,8 @@ impl Device {
                 submission_index: index,
                 timeout: None,
             })
-            .map(|_| ())
-            .map_err(error)
+            .map_err(error)?;
+        Ok(None)
     }
 
     /// How the host waits for the device (see [`WAIT_ENV`]).

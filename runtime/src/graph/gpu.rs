@@ -1052,11 +1052,7 @@ pub(crate) fn map_read(
             let _ = sender.send(result);
         });
     device
-        .poll_until(index)
-        .map_err(|e| readback_error(e.to_string()))?;
-    receiver
-        .recv()
-        .map_err(|e| readback_error(e.to_string()))?
+        .wait_for_map(&receiver, index)
         .map_err(|e| readback_error(e.to_string()))?;
     device.count_download(staging.size());
     let bytes = {
