@@ -330,6 +330,40 @@ pub enum Length {
     Compacted(ScratchId),
 }
 
+impl Length {
+    /// This length with every occurrence of `from` (a whole sub-expression) replaced by `to`.
+    pub fn substitute(&self, from: &Length, to: &Length) -> Length {
+        if self == from {
+            return to.clone();
+        }
+        let both = |a: &Length, b: &Length| {
+            (
+                Box::new(a.substitute(from, to)),
+                Box::new(b.substitute(from, to)),
+            )
+        };
+        match self {
+            Length::Sum(a, b) => {
+                let (a, b) = both(a, b);
+                Length::Sum(a, b)
+            }
+            Length::Broadcast(a, b) => {
+                let (a, b) = both(a, b);
+                Length::Broadcast(a, b)
+            }
+            Length::Max(a, b) => {
+                let (a, b) = both(a, b);
+                Length::Max(a, b)
+            }
+            Length::Min(a, b) => {
+                let (a, b) = both(a, b);
+                Length::Min(a, b)
+            }
+            other => other.clone(),
+        }
+    }
+}
+
 /// One `u32` word of the parameter uniform.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamField {

@@ -63,6 +63,16 @@ impl Generator<'_> {
             ));
         };
         let n = self.param("n".to_string(), ParamValue::Length(length.clone()));
+        // A failing check records element positions up to the launch's length, which the
+        // inputs of unproven length widen beyond the geometry's (a date minus a vector
+        // parameter): the buffers recording them were sized by the geometry.
+        if let Some(geometry) = self.geometry_length().filter(|g| *g != length) {
+            for scratch in &mut self.scratch {
+                if scratch.purpose == ScratchPurpose::BadIndexes {
+                    scratch.elements = scratch.elements.substitute(&geometry, &length);
+                }
+            }
+        }
         // Values shorter than the launch (a broadcast side, a value of an unrelated input
         // length) are written and reduced only below their own length.
         let reduced: Vec<LocalId> = self.reductions.iter().map(|r| r.target).collect();
