@@ -807,15 +807,16 @@ fn cell_dispatches(
     }
 }
 
-/// Dispatches per submission that get timestamps (a launch rarely has more than a dozen).
-const TIMED_DISPATCHES: u32 = 64;
+/// Compute passes per submission that get timestamps (a launch's dispatches share one pass
+/// until a copy ends it).
+const TIMED_PASSES: u32 = 64;
 
 impl<'a> Run<'a> {
     fn commands(&mut self) -> &mut Commands<'a> {
         let (device, name) = (self.device, &self.kernel.name);
-        // Timestamps around every dispatch: the passes and the scans' own dispatches.
+        // Timestamps around every compute pass: the kernel's passes and its scans share them.
         self.commands
-            .get_or_insert_with(|| Commands::timed(device, name, TIMED_DISPATCHES))
+            .get_or_insert_with(|| Commands::timed(device, name, TIMED_PASSES))
     }
 
     fn flush(&mut self) -> Result<()> {

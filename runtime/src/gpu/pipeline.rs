@@ -243,23 +243,23 @@ fn poisoned(label: &str) -> GpuError {
     }
 }
 
-/// Dispatches per library submission that get timestamps while profiling.
-const LIBRARY_TIMED_DISPATCHES: u32 = 32;
+/// Compute passes per library submission that get timestamps while profiling.
+const LIBRARY_TIMED_PASSES: u32 = 32;
 
 impl Timestamps {
-    fn new(device: &Device, label: &str, dispatches: u32, work: TimedWork) -> Option<Timestamps> {
-        if !device.has_timestamps() || dispatches == 0 {
+    fn new(device: &Device, label: &str, passes: u32, work: TimedWork) -> Option<Timestamps> {
+        if !device.has_timestamps() || passes == 0 {
             return None;
         }
         let set = device.device.create_query_set(&wgpu::QuerySetDescriptor {
             label: Some(label),
             ty: wgpu::QueryType::Timestamp,
-            count: 2 * dispatches,
+            count: 2 * passes,
         });
         Some(Timestamps {
             set,
             work,
-            capacity: dispatches,
+            capacity: passes,
             used: 0,
         })
     }
@@ -337,7 +337,7 @@ impl<'d> Commands<'d> {
     /// get timestamps too (as library work).
     pub fn new(device: &'d Device, label: &str) -> Commands<'d> {
         let timestamps = if device.profiling() {
-            Timestamps::new(device, label, LIBRARY_TIMED_DISPATCHES, TimedWork::Library)
+            Timestamps::new(device, label, LIBRARY_TIMED_PASSES, TimedWork::Library)
         } else {
             None
         };
@@ -363,12 +363,12 @@ impl<'d> Commands<'d> {
         }
     }
 
-    /// Like [`Commands::new`], but the first `dispatches` dispatches write GPU timestamps
-    /// around their passes (as generated-kernel work), read when the query finishes
+    /// Like [`Commands::new`], but the first `passes` compute passes write GPU timestamps
+    /// at their start and end (as generated-kernel work), read when the query finishes
     /// ([`Device::drain_gpu_time`]). Without the device feature `TIMESTAMP_QUERY` this is
     /// `new`.
-    pub fn timed(device: &'d Device, label: &str, dispatches: u32) -> Commands<'d> {
-        let timestamps = Timestamps::new(device, label, dispatches, TimedWork::Kernel);
+    pub fn timed(device: &'d Device, label: &str, passes: u32) -> Commands<'d> {
+        let timestamps = Timestamps::new(device, label, passes, TimedWork::Kernel);
         Commands::with_timestamps(device, label, timestamps)
     }
 
