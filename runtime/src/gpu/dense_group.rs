@@ -7,7 +7,8 @@
 //!
 //! The slot buffers hold the bound the key's types put on the domain (chars, bools,
 //! dictionary codes: [`KeyRanges::Bounded`]) or else as many slots as the rows afford
-//! ([`SMALL_DOMAIN`], or 5/4 per row: [`afforded_slots`]); only two of them start zeroed.
+//! ([`SMALL_DOMAIN`] or [`GPU_DOMAIN`], or 5/4 per row: [`afforded_slots`]); only two of
+//! them start zeroed.
 
 use std::sync::Arc;
 
@@ -27,16 +28,27 @@ pub const DENSE_GROUP_WGSL: &str = include_str!("../../../shaders/dense_group.wg
 /// Domains up to this many slots are counted in workgroup memory first (two u32 arrays of
 /// this length: 16 KiB, WebGPU's minimum workgroup storage).
 pub const LOCAL_SLOTS: usize = 2048;
-/// Domains of at most this many slots are always taken; larger ones only up to
-/// [`afforded_slots`].
+/// Domains of at most this many slots are always taken on a software adapter (lavapipe);
+/// larger ones only up to [`afforded_slots`].
 pub const SMALL_DOMAIN: u64 = 1 << 16;
+/// The same on a GPU: a million slots (their buffers take 28 MB, and the scans over them a
+/// few microseconds) hold the part and supplier keys of TPC-H SF 1 (200,000 and 10,000
+/// values), whose groups of a few thousand rows (q11, q17) otherwise fail the dense attempt
+/// and are hashed after a wasted read-back.
+pub const GPU_DOMAIN: u64 = 1 << 20;
 
-/// The most slots a ranking of `rows` rows takes: [`SMALL_DOMAIN`], or 5/4 per row (the
-/// slot buffers take seven words per slot, and two scans pass over them). A key numbering
-/// its rows, with gaps of a quarter, still fits: TPC-H's order keys over the line items.
-pub fn afforded_slots(rows: usize) -> u64 {
+/// The most slots a ranking of `rows` rows takes on `device`: [`SMALL_DOMAIN`] or
+/// [`GPU_DOMAIN`], or 5/4 per row (the slot buffers take seven words per slot, and two
+/// scans pass over them). A key numbering its rows, with gaps of a quarter, still fits:
+/// TPC-H's order keys over the line items.
+pub fn afforded_slots(device: &Device, rows: usize) -> u64 {
     let rows = rows as u64;
-    SMALL_DOMAIN.max(rows.saturating_add(rows / 4))
+    let floor = if device.adapter_info().device_type == wgpu::DeviceType::Cpu {
+        SMALL_DOMAIN
+    } else {
+        GPU_DOMAIN
+    };
+    floor.max(rows.saturating_add(rows / 4))
 }
 /// Rows per invocation the counting pass aims at before adding workgroups (each workgroup
 /// clears and flushes its workgroup-memory counts once).
@@ -119,7 +131,7 @@ pub enum KeyRanges {
 
 /// The slots of a key domain whose words span `ranges`: their product, when it is small
 /// enough for `rows` rows and fits a u32 index; `None` otherwise.
-fn domain_of(ranges: &[(u32, u32)], rows: usize) -> Option<u64> {
+fn domain_of(device: &Device, ranges: &[(u32, u32)], rows: usize) -> Option<u64> {
     let mut domain = 1u64;
     for &(lo, hi) in ranges {
         domain = domain.checked_mul(u64::from(hi.checked_sub(lo)?) + 1)?;
@@ -127,7 +139,7 @@ fn domain_of(ranges: &[(u32, u32)], rows: usize) -> Option<u64> {
             return None;
         }
     }
-    (domain <= afforded_slots(rows)).then_some(domain)
+    (domain <= afforded_slots(device, rows)).then_some(domain)
 }
 
 /// Rows ranked by their slot in a small key domain.
@@ -176,7 +188,7 @@ pub fn dense_ranks(
     }
     let typed = match ranges {
         KeyRanges::Wide => return Ok(Dense::Skipped),
-        KeyRanges::Bounded(bounds) if bounds.len() == words => domain_of(bounds, rows),
+        KeyRanges::Bounded(bounds) if bounds.len() == words => domain_of(device, bounds, rows),
         _ => None,
     };
     // Slots the buffers hold: the types' bound on the domain, or as many as afforded; a
@@ -188,7 +200,7 @@ pub fn dense_ranks(
         / 4)
     .saturating_sub(1)
     .min(u64::from(u32::MAX - 1));
-    let domain = typed.unwrap_or(afforded_slots(rows)).min(most) as usize;
+    let domain = typed.unwrap_or(afforded_slots(device, rows)).min(most) as usize;
     let ranges_buffer = device.zeroed::<u32>("dense ranges", 2 * words + 1)?;
     let uniform = params(
         device,
