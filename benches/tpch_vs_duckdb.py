@@ -8,7 +8,8 @@
    median counts.
 3. `horsec bench --data DIR --runs RUNS --gpu-only` times the 22 HorseIR programs (warm GPU
    runs, columns resident); its `gpu` column (median) counts.
-4. `horsec bench --bandwidth` measures the device's copy bandwidth; q1's and q6's effective
+4. `horsec bench --bandwidth` measures the device's copy bandwidth (the faster of the queue's
+   copy command and a copy kernel); q1's and q6's effective
    bandwidth is the bytes of the lineitem columns they read (in horsec's device layout)
    divided by their median time.
 

@@ -148,7 +148,7 @@ pub(super) fn bench_load(args: &BenchArgs) -> bool {
 
 /// `horsec bench --bandwidth`: the device's copy bandwidth, in a line scripts read.
 pub(super) fn bench_bandwidth(args: &BenchArgs) -> bool {
-    use horsec_runtime::gpu::bandwidth::measure_copy_bandwidth;
+    use horsec_runtime::gpu::bandwidth::{measure_copy_bandwidth, CopyMethod};
     let device = match open_device(args.adapter.as_deref()) {
         Ok(device) => device,
         Err(e) => {
@@ -158,13 +158,20 @@ pub(super) fn bench_bandwidth(args: &BenchArgs) -> bool {
     };
     // 1 GiB (or the device's buffer limit), ten copies per submission, best of five.
     match measure_copy_bandwidth(&device, 1 << 30, 10, 5) {
-        Ok(b) => {
+        Ok([best, other]) => {
+            let name = |method| match method {
+                CopyMethod::Command => "copy command",
+                CopyMethod::Kernel => "copy kernel",
+            };
             println!("device: {}", device.describe());
             println!(
-                "device copy bandwidth: {:.1} GB/s ({} MiB copied {} times per submission, best of 5)",
-                b.bytes_per_second() / 1e9,
-                b.buffer_bytes >> 20,
-                b.copies
+                "device copy bandwidth: {:.1} GB/s (the {}; the {}: {:.1} GB/s; {} MiB copied {} times per submission, best of 5)",
+                best.bytes_per_second() / 1e9,
+                name(best.method),
+                name(other.method),
+                other.bytes_per_second() / 1e9,
+                best.buffer_bytes >> 20,
+                best.copies
             );
             true
         }
