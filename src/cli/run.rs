@@ -61,7 +61,7 @@ pub(super) fn run(args: &RunArgs) -> bool {
     };
     let load_time = start.elapsed();
 
-    // With --time, library kernels get GPU timestamps too.
+    // With --time, generated and library kernels get GPU timestamps.
     if let Some(device) = engine.device() {
         device.set_profiling(args.time);
     }
