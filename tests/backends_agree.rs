@@ -256,3 +256,339 @@ fn f32_transcendental_functions_give_the_cpu_s_bits() {
     assert!(differing.is_empty(), "GPU against CPU rows: {differing:?}");
     assert_eq!(gpu.lines().count(), cpu.lines().count());
 }
+
+// ----- @mod ---------------------------------------------------------------------------------
+// `@mod` in a kernel against the CPU's `Num::modulo` (runtime/src/cpu/arith.rs): the
+// remainder with the divisor's sign for integers, `x - y * floor(x / y)` rounded step by step
+// for floats. Every pair of a set of values (signs, zeros, each type's extremes, floats'
+// special values) is one row; the answers must be the CPU's text exactly (floats print every
+// digit that tells them apart, `-0.0` and `NaN` included), with no step on the CPU.
+
+/// A program text returning `@mod(a, b)` of the literal vectors `a` and `b` of `ty`.
+fn mod_program(ty: &str, a: &[String], b: &[String]) -> String {
+    format!(
+        "module modulo {{\n  import Builtin.*;\n  def main() : {ty} {{\n    a:{ty} = ({}):{ty};\n    \
+         b:{ty} = ({}):{ty};\n    r:{ty} = @mod(a, b);\n    return r;\n  }}\n}}\n",
+        a.join(", "),
+        b.join(", ")
+    )
+}
+
+/// Every pair `(x, y)` of `values` with `y` accepted by `divisor`, as two columns of text.
+fn pairs(values: &[i64], divisor: impl Fn(i64) -> bool) -> (Vec<String>, Vec<String>) {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for &x in values {
+        for &y in values.iter().filter(|&&y| divisor(y)) {
+            a.push(x.to_string());
+            b.push(y.to_string());
+        }
+    }
+    (a, b)
+}
+
+/// Writes `source` as `name.hir` where the tests keep their files.
+fn write_program(name: &str, source: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.hir"));
+    std::fs::write(&path, source).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
+/// Runs the program at `path` on both backends and asserts the same text, row by row (the
+/// first differing rows named with `row_label`), with no compute step on the CPU.
+fn same_text_on_the_gpu(path: &std::path::Path, row_label: impl Fn(usize) -> String) {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let db = tpch(0.01);
+    let cpu = run_tsv(path, &db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
+    let (gpu, cpu_steps) =
+        run_gpu_tsv(path, &db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    let differing: Vec<String> = gpu
+        .lines()
+        .zip(cpu.lines())
+        .enumerate()
+        .filter(|(_, (g, c))| g != c)
+        .take(8)
+        .map(|(row, (g, c))| format!("{}: GPU {g}, CPU {c}", row_label(row)))
+        .collect();
+    assert!(differing.is_empty(), "GPU against CPU: {differing:#?}");
+    assert_eq!(gpu.lines().count(), cpu.lines().count());
+}
+
+/// Values of an integer type between `min` and `max`: small ones of both signs and the
+/// extremes with their neighbours.
+fn integer_values(min: i64, max: i64) -> Vec<i64> {
+    let mut values = vec![
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        -3,
+        5,
+        -5,
+        7,
+        -7,
+        10,
+        -10,
+        100,
+        -100,
+        127,
+        -128,
+        32767,
+        -32768,
+        65536,
+        -65536,
+        2147483647,
+        -2147483648,
+        4294967296,
+        -4294967296,
+        4294967297,
+        1000000007,
+        -1000000007,
+        123456789012345,
+        -987654321098765,
+    ];
+    values.extend([
+        min,
+        min + 1,
+        min + 2,
+        max,
+        max - 1,
+        max / 2,
+        min / 2,
+        max / 3,
+    ]);
+    values.retain(|v| (min..=max).contains(v));
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+#[test]
+fn integer_mod_takes_the_divisor_s_sign_on_the_gpu() {
+    for (ty, min, max) in [
+        ("i8", i64::from(i8::MIN), i64::from(i8::MAX)),
+        ("i16", i64::from(i16::MIN), i64::from(i16::MAX)),
+        ("i32", i64::from(i32::MIN), i64::from(i32::MAX)),
+        ("i64", i64::MIN, i64::MAX),
+    ] {
+        let values = integer_values(min, max);
+        let (a, b) = pairs(&values, |y| y != 0);
+        let path = write_program(&format!("mod_{ty}"), &mod_program(ty, &a, &b));
+        same_text_on_the_gpu(&path, |row| format!("@mod({}, {}):{ty}", a[row], b[row]));
+    }
+}
+
+/// The text of an f64 literal (HorseIR writes no exponent: every digit).
+fn f64_literal(v: f64) -> String {
+    let text = format!("{v}");
+    if text.contains('.') {
+        text
+    } else {
+        format!("{text}.0")
+    }
+}
+
+/// A float program whose operands hold infinities and NaN: HorseIR has no literal for them,
+/// so each operand is a quotient `n / d` of literals (`1/0`, `-1/0`, `0/0`, else `v/1`,
+/// exact), computed in the kernel.
+fn float_mod_program(ty: &str, a: &[f64], b: &[f64], literal: impl Fn(f64) -> String) -> String {
+    let parts = |values: &[f64]| -> (String, String) {
+        let (n, d): (Vec<String>, Vec<String>) = values
+            .iter()
+            .map(|&v| {
+                let (n, d) = if v.is_nan() {
+                    (0.0, 0.0)
+                } else if v.is_infinite() {
+                    (v.signum(), 0.0)
+                } else {
+                    (v, 1.0)
+                };
+                (literal(n), literal(d))
+            })
+            .unzip();
+        (n.join(", "), d.join(", "))
+    };
+    let ((an, ad), (bn, bd)) = (parts(a), parts(b));
+    format!(
+        "module modulo {{\n  import Builtin.*;\n  def main() : {ty} {{\n    an:{ty} = ({an}):{ty};\n    \
+         ad:{ty} = ({ad}):{ty};\n    bn:{ty} = ({bn}):{ty};\n    bd:{ty} = ({bd}):{ty};\n    \
+         a:{ty} = @div(an, ad);\n    b:{ty} = @div(bn, bd);\n    r:{ty} = @mod(a, b);\n    \
+         return r;\n  }}\n}}\n"
+    )
+}
+
+fn float_pairs(values: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for &x in values {
+        for &y in values {
+            a.push(x);
+            b.push(y);
+        }
+    }
+    (a, b)
+}
+
+#[test]
+fn f64_mod_rounds_each_step_and_keeps_ieee_special_values_on_the_gpu() {
+    let values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.5,
+        -2.5,
+        3.0,
+        -3.0,
+        7.25,
+        -7.25,
+        0.1,
+        0.3,
+        -0.7,
+        1.0 / 3.0,
+        123456.789,
+        -98765.4321,
+        9007199254740993.0,
+        1e16,
+        -1e16,
+        1e300,
+        -1e300,
+        1e-300,
+        -1e-300,
+        f64::MIN_POSITIVE,
+        5e-324,
+        -5e-324,
+        f64::MAX,
+        f64::MIN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let (a, b) = float_pairs(&values);
+    let path = write_program("mod_f64", &float_mod_program("f64", &a, &b, f64_literal));
+    same_text_on_the_gpu(&path, |row| format!("@mod({:?}, {:?}):f64", a[row], b[row]));
+}
+
+#[test]
+fn f32_mod_rounds_each_step_in_f32_and_keeps_ieee_special_values_on_the_gpu() {
+    // No f32 subnormals: a GPU may flush them (as in every f32 operation it does).
+    let values: Vec<f64> = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.5,
+        -2.5,
+        3.0,
+        -3.0,
+        7.25,
+        -7.25,
+        0.1,
+        0.3,
+        -0.7,
+        1.0 / 3.0,
+        123456.79,
+        -98765.43,
+        16777217.0,
+        1e30,
+        -1e30,
+        1e-30,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]
+    .iter()
+    .map(|&v| f64::from(v))
+    .collect();
+    let (a, b) = float_pairs(&values);
+    let literal = |v: f64| {
+        let text = format!("{}", v as f32);
+        if text.contains('.') {
+            text
+        } else {
+            format!("{text}.0")
+        }
+    };
+    let path = write_program("mod_f32", &float_mod_program("f32", &a, &b, literal));
+    same_text_on_the_gpu(&path, |row| format!("@mod({:?}, {:?}):f32", a[row], b[row]));
+}
+
+/// True when the GPU plan of `name` calls `builtin` outside its kernels (on the CPU).
+fn calls_on_the_cpu(name: &str, builtin: horsec_runtime::builtin::Builtin) -> bool {
+    use horsec_runtime::plan::{Callee, Expr, Step};
+    fn any(steps: &[Step], builtin: horsec_runtime::builtin::Builtin) -> bool {
+        steps.iter().any(|step| match step {
+            Step::Assign {
+                expr:
+                    Expr::Call {
+                        callee: Callee::Builtin(b),
+                        ..
+                    },
+                ..
+            } => *b == builtin,
+            Step::If {
+                then_body,
+                else_body,
+                ..
+            } => any(then_body, builtin) || any(else_body, builtin),
+            Step::While { body, .. } | Step::Repeat { body, .. } => any(body, builtin),
+            _ => false,
+        })
+    }
+    let path = program(name);
+    let text = std::fs::read_to_string(&path).expect("the program");
+    let c = horsec::driver::compile_for(
+        &path.display().to_string(),
+        &text,
+        horsec::driver::Stage::Plan,
+        horsec::driver::Target::Gpu,
+    );
+    let plan = c.plan.expect("compiles");
+    plan.functions.iter().any(|f| any(&f.body, builtin))
+}
+
+/// The program fails on both backends with `message`, its `@mod` computed in a kernel.
+fn mod_fails_in_a_kernel_with(name: &str, message: &str) {
+    assert!(
+        !calls_on_the_cpu(name, horsec_runtime::builtin::Builtin::Mod),
+        "{name}: @mod runs on the CPU"
+    );
+    fails_with(name, message);
+}
+
+#[test]
+fn an_i64_mod_by_zero_in_a_kernel_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_zero_i64", "9:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn an_i32_mod_by_zero_fused_before_a_sum_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_zero_i32_fused", "9:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn a_mod_of_bools_by_false_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_zero_of_bools", "9:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn a_mod_by_a_zero_scalar_computed_on_the_gpu_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_a_zero_scalar", "10:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn a_zero_divisor_in_a_row_compress_removes_is_never_divided_by() {
+    answers_on_the_gpu("mod_zero_divisor_compressed_away");
+}

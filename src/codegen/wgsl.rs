@@ -181,6 +181,20 @@ pub enum Helper {
     TrigF32,
     /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same.
     ExpLogF32,
+    /// `mod_i32(a, b, bit)`: `a mod b` with the sign of `b` (floored), as the CPU's; a zero
+    /// `b` sets `bit` of the kernel's status word (the CPU's `integer modulo by zero`) and
+    /// gives 0. For i8, i16 and i32 (in i32 registers).
+    ModI32,
+    /// `mod_i64(a, b, bit)`: the same for i64, its tests on 32-bit words.
+    ModI64,
+    /// `mod_f32(a, b)`: `a - b * floor(a / b)` rounded step by step in f32, as the CPU's.
+    ModF32,
+    /// `mod_f64(a, b)`: the same in f64. Each step is an IEEE helper (`div_f64`, `mul_f64`,
+    /// `minus_f64`), so NaN and infinities come out as on the CPU (a zero or infinite
+    /// divisor, or an infinite dividend, gives NaN); the floor of a NaN or infinity is
+    /// decided on its bits, and the product reaches the subtraction through its bits, so
+    /// that no compiler contracts `a - b * f` into one fma (the CPU rounds the product).
+    ModF64,
     /// `special_f32`: an infinity or NaN made at run time from its bits, which are OR-ed with
     /// `params.zero` (always 0, unknown to the shader compiler). NVIDIA's compiler mishandles
     /// an infinity it can fold into a constant: the f64 sum, in a kernel's loop, of
@@ -487,6 +501,73 @@ fn div_f32(a: f32, b: f32) -> f32 {
 }
 "
             }
+            Helper::ModI32 => {
+                "// a mod b with the sign of b (floored), as the CPU's; a zero b is the CPU's error
+// (`bit` of the status word) and gives 0. A divisor of -1 divides every value: it is taken
+// as 1, since MIN % -1 overflows WGSL's remainder.
+fn mod_i32(a: i32, b: i32, bit: u32) -> i32 {
+    if b == 0i {
+        atomicOr(&status[0], bit);
+        return 0i;
+    }
+    let d = select(b, 1i, b == -1i);
+    let r = a % d;
+    return select(r, r + d, r != 0i && ((r < 0i) != (d < 0i)));
+}
+"
+            }
+            Helper::ModI64 => {
+                "// The same for i64, tested on 32-bit words: lavapipe (Mesa 22.3) miscompiles signed
+// i64 comparisons with constants.
+fn mod_i64(a: i64, b: i64, bit: u32) -> i64 {
+    let b_high = u32(b >> 32u);
+    let b_low = u32(b);
+    if (b_high | b_low) == 0u {
+        atomicOr(&status[0], bit);
+        return 0li;
+    }
+    let minus_one = (b_high & b_low) == 0xffffffffu;
+    let d = select(b, 1li, minus_one);
+    let r = a % d;
+    let r_high = u32(r >> 32u);
+    let r_nonzero = (r_high | u32(r)) != 0u;
+    return select(r, r + d, r_nonzero && (r_high >> 31u) != (b_high >> 31u));
+}
+"
+            }
+            Helper::ModF32 => {
+                "// a - b * floor(a / b) as the CPU computes it in f32 (see mod_f64).
+fn mod_f32(a: f32, b: f32) -> f32 {
+    let q = div_f32(a, b);
+    var f = floor(q);
+    if class_f32(q) >= 2u {
+        f = q;
+    } else if class_f32(f) == 0u {
+        f = signed_zero_f32(negative_f32(q));
+    }
+    let p = mul_f32(b, f);
+    return minus_f32(a, special_f32(bitcast<u32>(p)));
+}
+"
+            }
+            Helper::ModF64 => {
+                "// a - b * floor(a / b) as the CPU computes it, each step rounded: the floor of a NaN
+// or an infinity is itself and a zero floor keeps the quotient's sign, both decided on the
+// bits; the product reaches the subtraction through its bits, so that it is not contracted
+// into an fma with it.
+fn mod_f64(a: f64, b: f64) -> f64 {
+    let q = div_f64(a, b);
+    var f = floor(q);
+    if class_f64(q) >= 2u {
+        f = q;
+    } else if class_f64(f) == 0u {
+        f = signed_zero_f64(negative_f64(q));
+    }
+    let p = mul_f64(b, f);
+    return minus_f64(a, special_f64(bitcast<u64>(p)));
+}
+"
+            }
             Helper::WidenF32 => {
                 "// An f32 as f64, exactly: a subnormal from its bits (f64(x) may see it flushed to 0).
 fn widen_f32(x: f32) -> f64 {
@@ -771,6 +852,8 @@ fn log10_f32(w: f64) -> f32 {
             Helper::TrigF32 | Helper::ExpLogF32 => &[Helper::WidenF32, Helper::SpecialsF32],
             Helper::IeeeF32 => &[Helper::SpecialsF32],
             Helper::IeeeF64 => &[Helper::SpecialsF64],
+            Helper::ModF32 => &[Helper::DivF32, Helper::IeeeF32, Helper::SpecialsF32],
+            Helper::ModF64 => &[Helper::IeeeF64, Helper::SpecialsF64],
             _ => &[],
         }
     }

@@ -32,6 +32,13 @@ impl Generator<'_> {
                 }
                 Ok(wgsl::wrap_narrow(format!("({cx} {op} {cy})"), result))
             }
+            B::Mod => {
+                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
+                    return Err(unsupported(self, "expects two arguments"));
+                };
+                let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
+                self.modulo(&cx, &cy, result)
+            }
             B::Div => {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
                     return Err(unsupported(self, "expects two arguments"));
@@ -517,6 +524,41 @@ impl Generator<'_> {
                 Ok(format!("div_f64({x}, {y})"))
             }
             other => Err(self.error(Some(Builtin::Div), format!("a division in {other}"))),
+        }
+    }
+
+    /// `x mod y` in `result`, as the CPU's `Num::modulo` (runtime/src/cpu/arith.rs): of
+    /// integers (i8 and i16 in their i32 registers), the remainder with the sign of `y`, a
+    /// zero `y` the CPU's error (a status bit; the element is 0); of floats,
+    /// `x - y * floor(x / y)`, each operation rounded in `result` as the CPU rounds it, and
+    /// the special values decided on the bits (see [`Helper::ModF64`]).
+    fn modulo(&mut self, x: &str, y: &str, result: &Type) -> Result<String, CodegenError> {
+        match result {
+            Type::F32 => {
+                self.use_type("f64");
+                self.helper(Helper::ModF32);
+                Ok(format!("mod_f32({x}, {y})"))
+            }
+            Type::F64 => {
+                self.ieee_float(result);
+                self.helper(Helper::ModF64);
+                Ok(format!("mod_f64({x}, {y})"))
+            }
+            Type::I8 | Type::I16 | Type::I32 | Type::I64 => {
+                let bit = self.status_bit("@mod: integer modulo by zero".to_string(), None)?;
+                let mask = 1u32 << bit;
+                if *result == Type::I64 {
+                    self.use_type("i64");
+                    self.helper(Helper::ModI64);
+                    Ok(format!("mod_i64({x}, {y}, {mask}u)"))
+                } else {
+                    // The remainder's magnitude is below the divisor's, so an i8 or i16
+                    // result needs no wrapping.
+                    self.helper(Helper::ModI32);
+                    Ok(format!("mod_i32({x}, {y}, {mask}u)"))
+                }
+            }
+            other => Err(self.error(Some(Builtin::Mod), format!("@mod in {other}"))),
         }
     }
 
