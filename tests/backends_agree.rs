@@ -592,3 +592,96 @@ fn a_mod_by_a_zero_scalar_computed_on_the_gpu_fails_with_the_cpu_message() {
 fn a_zero_divisor_in_a_row_compress_removes_is_never_divided_by() {
     answers_on_the_gpu("mod_zero_divisor_compressed_away");
 }
+
+// ----- time parts ---------------------------------------------------------------------------
+
+/// `@time`, `@time_hour`, `@time_minute`, `@time_second` and `@time_mill` in a kernel give the
+/// CPU's values (runtime/src/cpu/temporal.rs): a dt's time of day is its Euclidean remainder
+/// by a day (before 1970 too); a time, second or minute shifted outside one day (its i32
+/// encoding allows it) is divided and reduced with truncation, and the i16 result wraps as
+/// the CPU's `as` conversion does (hours of a minute near i32::MAX).
+#[test]
+fn time_parts_give_the_cpu_s_values_on_the_gpu() {
+    // Each base value with each shift, as two literal vectors; the shifted values are computed
+    // by `@plus` in the kernel.
+    let cross = |bases: &[&str], shifts: &[i64]| -> (String, String) {
+        let mut b = Vec::new();
+        let mut s = Vec::new();
+        for base in bases {
+            for shift in shifts {
+                b.push(base.to_string());
+                s.push(shift.to_string());
+            }
+        }
+        (b.join(", "), s.join(", "))
+    };
+    let (times, time_shifts) = cross(
+        &["00:00:00.000", "12:30:45.123", "23:59:59.999"],
+        &[
+            0,
+            1,
+            -1,
+            -45045124,
+            -86400000,
+            86400000,
+            -1000000000,
+            2000000000,
+            -2000000000,
+        ],
+    );
+    let (seconds, second_shifts) = cross(
+        &["00:00:00", "12:30:45", "23:59:59"],
+        &[
+            0,
+            1,
+            -1,
+            -45046,
+            -86400,
+            1000000,
+            -1000000,
+            2000000000,
+            -2000000000,
+        ],
+    );
+    let (minutes, minute_shifts) = cross(
+        &["00:00", "12:30", "23:59"],
+        &[
+            0,
+            1,
+            -1,
+            -751,
+            -1440,
+            1000000,
+            -1000000,
+            2000000000,
+            -2000000000,
+        ],
+    );
+    let dts = [
+        "1970-01-01T00:00:00.000",
+        "1969-12-31T23:59:59.999",
+        "1969-12-31T00:00:00.000",
+        "0000-01-01T00:00:00.000",
+        "0000-03-01T12:34:56.789",
+        "1998-09-02T12:30:45.123",
+        "2000-02-29T23:59:59.999",
+        "9999-12-31T23:59:59.999",
+    ]
+    .join(", ");
+    let source = format!(
+        "module times {{\n  import Builtin.*;\n  \
+         def main() : i16, i16, i16, i16, i16, i16, i16, i16, i16, time, i16, i16, i16, i16 {{\n    \
+         tb:time = ({times}):time;\n    tk:i32 = ({time_shifts}):i32;\n    t:time = @plus(tb, tk);\n    \
+         sb:second = ({seconds}):second;\n    sk:i32 = ({second_shifts}):i32;\n    s:second = @plus(sb, sk);\n    \
+         mb:minute = ({minutes}):minute;\n    mk:i32 = ({minute_shifts}):i32;\n    m:minute = @plus(mb, mk);\n    \
+         d:dt = ({dts}):dt;\n    \
+         th:i16 = @time_hour(t);\n    tm:i16 = @time_minute(t);\n    ts:i16 = @time_second(t);\n    \
+         tl:i16 = @time_mill(t);\n    sh:i16 = @time_hour(s);\n    sm:i16 = @time_minute(s);\n    \
+         ss:i16 = @time_second(s);\n    mh:i16 = @time_hour(m);\n    mm:i16 = @time_minute(m);\n    \
+         dt:time = @time(d);\n    dh:i16 = @time_hour(d);\n    dm:i16 = @time_minute(d);\n    \
+         ds:i16 = @time_second(d);\n    dl:i16 = @time_mill(d);\n    \
+         return th, tm, ts, tl, sh, sm, ss, mh, mm, dt, dh, dm, ds, dl;\n  }}\n}}\n"
+    );
+    let path = write_program("time_parts", &source);
+    same_text_on_the_gpu(&path, |row| format!("row {row}"));
+}

@@ -169,6 +169,12 @@ impl Generator<'_> {
                 self.helper(Helper::DaysOfDt);
                 Ok(format!("days_of_dt({})", x.expr))
             }
+            B::Time | B::TimeHour | B::TimeMinute | B::TimeSecond | B::TimeMill => {
+                let Some(x) = arg(0) else {
+                    return Err(unsupported(self, "expects one argument"));
+                };
+                self.time_part(b, &x, result)
+            }
             B::DatetimeDiff => {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
                     return Err(unsupported(self, "expects two arguments"));
@@ -489,6 +495,40 @@ impl Generator<'_> {
         };
         let part_val = Val::scalar(raw, Type::I32);
         self.conv_raw(&part_val, result)
+    }
+
+    /// `@time` of a dt, and the hour, minute, second or millisecond of a time of day, as
+    /// `runtime/src/cpu/temporal.rs` computes them: the milliseconds since midnight in i64
+    /// (a dt's Euclidean remainder by a day; a time's own value, a second's times 1000, a
+    /// minute's times 60 000, any of which may lie outside one day after arithmetic), then
+    /// truncating divisions and remainders by positive constants, wrapped to the result type
+    /// (i16) as the CPU's `as` conversion wraps.
+    fn time_part(&mut self, b: Builtin, x: &Val, result: &Type) -> Result<String, CodegenError> {
+        self.use_type("i64");
+        let millis = match x.ty {
+            Type::Dt => {
+                self.helper(Helper::MillisOfDt);
+                format!("millis_of_dt({})", x.expr)
+            }
+            Type::Time if b != Builtin::Time => format!("i64({})", x.expr),
+            Type::Second if !matches!(b, Builtin::Time | Builtin::TimeMill) => {
+                format!("(i64({}) * 1000li)", x.expr)
+            }
+            Type::Minute if matches!(b, Builtin::TimeHour | Builtin::TimeMinute) => {
+                format!("(i64({}) * 60000li)", x.expr)
+            }
+            _ => return Err(self.error(Some(b), format!("@{b} of {}", x.ty))),
+        };
+        let part = match b {
+            // A dt's time of day lies within one day: an i32.
+            Builtin::Time => return Ok(format!("i32({millis})")),
+            Builtin::TimeHour => format!("({millis} / 3600000li)"),
+            Builtin::TimeMinute => format!("(({millis} / 60000li) % 60li)"),
+            Builtin::TimeSecond => format!("(({millis} / 1000li) % 60li)"),
+            _ => format!("({millis} % 1000li)"),
+        };
+        let part_val = Val::scalar(part, Type::I64);
+        Ok(wgsl::wrap_narrow(self.conv_raw(&part_val, result)?, result))
     }
 
     /// For a float type, the suffix of its IEEE helpers (`plus_f64`, …), with the helpers
