@@ -685,3 +685,94 @@ fn time_parts_give_the_cpu_s_values_on_the_gpu() {
     let path = write_program("time_parts", &source);
     same_text_on_the_gpu(&path, |row| format!("row {row}"));
 }
+
+/// `@datetime_add`/`@datetime_sub` of times of day by every unit of fixed length their
+/// resolution allows, in a kernel: the CPU's wrap around midnight (runtime/src/cpu/temporal.rs)
+/// for amounts of every integer type up to the i64 extremes, and values outside one day.
+#[test]
+fn time_of_day_shifts_wrap_around_midnight_as_on_the_cpu() {
+    let types: [(&str, &[&str], &[i64], &[&str]); 3] = [
+        (
+            "minute",
+            &["00:00", "12:30", "23:59"],
+            &[0, 1, -1, -751, 1000000, -2000000000],
+            &["day", "hour", "minute"],
+        ),
+        (
+            "second",
+            &["00:00:00", "12:30:45", "23:59:59"],
+            &[0, 1, -1, -45046, 2000000000, -2000000000],
+            &["day", "hour", "minute", "second"],
+        ),
+        (
+            "time",
+            &["00:00:00.000", "12:30:45.123", "23:59:59.999"],
+            &[0, 1, -1, -45045124, 2000000000, -2000000000],
+            &["day", "hour", "minute", "second", "mill"],
+        ),
+    ];
+    let amounts: &[(&str, &[&str])] = &[
+        (
+            "i64",
+            &[
+                "0",
+                "1",
+                "-1",
+                "1439",
+                "-86401",
+                "100000000000",
+                "9223372036854775807",
+                "-9223372036854775808",
+            ],
+        ),
+        ("i32", &["0", "7", "-2147483648", "2147483647"]),
+        ("i8", &["-128", "127", "-1"]),
+        ("bool", &["0", "1"]),
+    ];
+    let mut body = String::new();
+    let mut returned = Vec::new();
+    for (ty, bases, shifts, units) in &types {
+        // Values outside one day: each base shifted by each amount with @plus (its i32 encoding).
+        let mut values = Vec::new();
+        let mut moves = Vec::new();
+        for base in bases.iter() {
+            for shift in shifts.iter() {
+                values.push(*base);
+                moves.push(shift.to_string());
+            }
+        }
+        let n = values.len();
+        body += &format!(
+            "    {ty}_b:{ty} = ({}):{ty};\n    {ty}_k:i32 = ({}):i32;\n    {ty}_v:{ty} = @plus({ty}_b, {ty}_k);\n",
+            values.join(", "),
+            moves.join(", ")
+        );
+        for (amount_ty, amount_values) in amounts {
+            // One amount per value, cycling through the amounts.
+            let cycled: Vec<&str> = (0..n)
+                .map(|i| amount_values[i % amount_values.len()])
+                .collect();
+            let amount = format!("{ty}_{amount_ty}");
+            body += &format!(
+                "    {amount}:{amount_ty} = ({}):{amount_ty};\n",
+                cycled.join(", ")
+            );
+            for unit in units.iter() {
+                for builtin in ["datetime_add", "datetime_sub"] {
+                    let r = format!("r{}", returned.len());
+                    body += &format!("    {r}:{ty} = @{builtin}({ty}_v, {amount}, `{unit}:sym);\n");
+                    returned.push((r, ty.to_string()));
+                }
+            }
+        }
+    }
+    let types_list: Vec<&str> = returned.iter().map(|(_, t)| t.as_str()).collect();
+    let names: Vec<&str> = returned.iter().map(|(r, _)| r.as_str()).collect();
+    let source = format!(
+        "module shifts {{\n  import Builtin.*;\n  def main() : {} {{\n{body}    return {};\n  }}\n}}\n",
+        types_list.join(", "),
+        names.join(", ")
+    );
+    let path = write_program("time_of_day_shifts", &source);
+    same_text_on_the_gpu(&path, |row| format!("row {row}"));
+}

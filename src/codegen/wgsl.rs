@@ -160,9 +160,9 @@ pub enum Helper {
     CivilFromDays,
     /// `days_of_dt(ms: i64) -> i32`: the day of a datetime, clamped to i32.
     DaysOfDt,
-    /// `millis_of_dt(ms: i64) -> i64`: the milliseconds since midnight of a datetime (the
-    /// Euclidean remainder by a day).
-    MillisOfDt,
+    /// `rem_euclid_i64(a: i64, d: i64) -> i64`: the Euclidean remainder by a positive `d`
+    /// (Rust's `rem_euclid`), never negative.
+    RemEuclidI64,
     /// `round_f32`/`round_f64`: half away from zero (Rust's `round`; WGSL's rounds to even).
     Round,
     /// `plus_f32`, `minus_f32`, `mul_f32`, `unordered_f32`: IEEE 754 special values chosen
@@ -249,13 +249,12 @@ fn days_of_dt(ms: i64) -> i32 {
 }
 "
             }
-            Helper::MillisOfDt => {
-                "// The time of day of a datetime: ms mod 86 400 000, never negative (the CPU's
-// rem_euclid); the sign is tested on the high word (lavapipe miscompiles signed i64
-// comparisons with constants).
-fn millis_of_dt(ms: i64) -> i64 {
-    let r = ms % 86400000li;
-    return select(r, r + 86400000li, (u32(r >> 32u) >> 31u) == 1u);
+            Helper::RemEuclidI64 => {
+                "// a mod d for a positive d, never negative (the CPU's rem_euclid); the sign is tested
+// on the high word (lavapipe miscompiles signed i64 comparisons with constants).
+fn rem_euclid_i64(a: i64, d: i64) -> i64 {
+    let r = a % d;
+    return select(r, r + d, (u32(r >> 32u) >> 31u) == 1u);
 }
 "
             }

@@ -175,6 +175,12 @@ impl Generator<'_> {
                 };
                 self.time_part(b, &x, result)
             }
+            B::DatetimeAdd | B::DatetimeSub => {
+                let (Some(x), Some(k), Some(unit)) = (arg(0), arg(1), arg(2)) else {
+                    return Err(unsupported(self, "expects three arguments"));
+                };
+                self.time_of_day_shift(b, &x, &k, &unit)
+            }
             B::DatetimeDiff => {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
                     return Err(unsupported(self, "expects two arguments"));
@@ -507,8 +513,8 @@ impl Generator<'_> {
         self.use_type("i64");
         let millis = match x.ty {
             Type::Dt => {
-                self.helper(Helper::MillisOfDt);
-                format!("millis_of_dt({})", x.expr)
+                self.helper(Helper::RemEuclidI64);
+                format!("rem_euclid_i64({}, 86400000li)", x.expr)
             }
             Type::Time if b != Builtin::Time => format!("i64({})", x.expr),
             Type::Second if !matches!(b, Builtin::Time | Builtin::TimeMill) => {
@@ -529,6 +535,65 @@ impl Generator<'_> {
         };
         let part_val = Val::scalar(part, Type::I64);
         Ok(wgsl::wrap_narrow(self.conv_raw(&part_val, result)?, result))
+    }
+
+    /// `@datetime_add`/`@datetime_sub` of a time of day (minute, second, time) by a unit of
+    /// fixed length, as `runtime/src/cpu/temporal.rs` shifts it: only the amount modulo one
+    /// day matters, and the result wraps around midnight, so no element fails. A date, month
+    /// or dt may leave the calendar's years, an error naming the element the kernel cannot
+    /// report yet; a unit shorter than the type's resolution, or a month or year, is the
+    /// CPU's error for the whole call: both stay on the CPU.
+    fn time_of_day_shift(
+        &mut self,
+        b: Builtin,
+        x: &Val,
+        k: &Val,
+        unit: &Val,
+    ) -> Result<String, CodegenError> {
+        let resolution: i64 = match x.ty {
+            Type::Minute => 60_000,
+            Type::Second => 1000,
+            Type::Time => 1,
+            _ => {
+                return Err(self.error(
+                    Some(b),
+                    format!(
+                        "a shift of a {} (its calendar range errors are not reported from a \
+                         kernel yet)",
+                        x.ty
+                    ),
+                ))
+            }
+        };
+        let unit_ms: i64 = match unit.text.as_deref() {
+            Some("day") => 86_400_000,
+            Some("hour") => 3_600_000,
+            Some("minute") => 60_000,
+            Some("second") => 1000,
+            Some("mill") => 1,
+            _ => {
+                return Err(self.error(
+                    Some(b),
+                    "a unit that is not a literal `day, `hour, `minute, `second or `mill",
+                ))
+            }
+        };
+        if unit_ms % resolution != 0 || !k.ty.is_integer() {
+            return Err(self.error(
+                Some(b),
+                format!("a shift the CPU refuses (of a {} by {})", x.ty, k.ty),
+            ));
+        }
+        let (step, day) = (unit_ms / resolution, 86_400_000 / resolution);
+        self.use_type("i64");
+        self.helper(Helper::RemEuclidI64);
+        let v = self.conv_raw(x, &Type::I64)?;
+        let amount = self.conv_raw(k, &Type::I64)?;
+        let op = if b == Builtin::DatetimeSub { "-" } else { "+" };
+        // |amount mod day| * step < 86 400 000^2 / resolution: no overflow.
+        let moved =
+            format!("rem_euclid_i64(rem_euclid_i64({amount}, {day}li) * {step}li, {day}li)");
+        Ok(format!("i32(rem_euclid_i64({v} {op} {moved}, {day}li))"))
     }
 
     /// For a float type, the suffix of its IEEE helpers (`plus_f64`, …), with the helpers
