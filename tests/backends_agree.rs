@@ -691,25 +691,32 @@ fn time_parts_give_the_cpu_s_values_on_the_gpu() {
 /// for amounts of every integer type up to the i64 extremes, and values outside one day.
 #[test]
 fn time_of_day_shifts_wrap_around_midnight_as_on_the_cpu() {
-    let types: [(&str, &[&str], &[i64], &[&str]); 3] = [
-        (
-            "minute",
-            &["00:00", "12:30", "23:59"],
-            &[0, 1, -1, -751, 1000000, -2000000000],
-            &["day", "hour", "minute"],
-        ),
-        (
-            "second",
-            &["00:00:00", "12:30:45", "23:59:59"],
-            &[0, 1, -1, -45046, 2000000000, -2000000000],
-            &["day", "hour", "minute", "second"],
-        ),
-        (
-            "time",
-            &["00:00:00.000", "12:30:45.123", "23:59:59.999"],
-            &[0, 1, -1, -45045124, 2000000000, -2000000000],
-            &["day", "hour", "minute", "second", "mill"],
-        ),
+    /// A time-of-day type, base values, shifts that take them outside one day, and units.
+    struct TimeOfDay {
+        ty: &'static str,
+        bases: &'static [&'static str],
+        shifts: &'static [i64],
+        units: &'static [&'static str],
+    }
+    let types = [
+        TimeOfDay {
+            ty: "minute",
+            bases: &["00:00", "12:30", "23:59"],
+            shifts: &[0, 1, -1, -751, 1000000, -2000000000],
+            units: &["day", "hour", "minute"],
+        },
+        TimeOfDay {
+            ty: "second",
+            bases: &["00:00:00", "12:30:45", "23:59:59"],
+            shifts: &[0, 1, -1, -45046, 2000000000, -2000000000],
+            units: &["day", "hour", "minute", "second"],
+        },
+        TimeOfDay {
+            ty: "time",
+            bases: &["00:00:00.000", "12:30:45.123", "23:59:59.999"],
+            shifts: &[0, 1, -1, -45045124, 2000000000, -2000000000],
+            units: &["day", "hour", "minute", "second", "mill"],
+        },
     ];
     let amounts: &[(&str, &[&str])] = &[
         (
@@ -731,7 +738,13 @@ fn time_of_day_shifts_wrap_around_midnight_as_on_the_cpu() {
     ];
     let mut body = String::new();
     let mut returned = Vec::new();
-    for (ty, bases, shifts, units) in &types {
+    for TimeOfDay {
+        ty,
+        bases,
+        shifts,
+        units,
+    } in &types
+    {
         // Values outside one day: each base shifted by each amount with @plus (its i32 encoding).
         let mut values = Vec::new();
         let mut moves = Vec::new();
