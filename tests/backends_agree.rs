@@ -789,3 +789,19 @@ fn time_of_day_shifts_wrap_around_midnight_as_on_the_cpu() {
     let path = write_program("time_of_day_shifts", &source);
     same_text_on_the_gpu(&path, |row| format!("row {row}"));
 }
+
+// ----- @fact --------------------------------------------------------------------------------
+
+#[test]
+fn factorials_of_every_integer_type_are_computed_on_the_gpu() {
+    answers_on_the_gpu("fact_of_small_keys");
+}
+
+#[test]
+fn a_factorial_beyond_i64_fails_naming_the_first_failing_argument() {
+    assert!(
+        !calls_on_the_cpu("fact_not_an_i64", horsec_runtime::builtin::Builtin::Fact),
+        "@fact runs on the CPU"
+    );
+    fails_with("fact_not_an_i64", "10:5: @fact: 31! is not an i64");
+}

@@ -128,6 +128,14 @@ pub enum CheckReport {
         first: ScratchId,
         operands: ScratchId,
     },
+    /// A factorial that is not an i64 (`@fact: 21! is not an i64`, as
+    /// [`crate::numeric::factorial`] says): an invocation whose argument fails records its
+    /// position in `first`, as [`CheckReport::Shift`] does, and the argument, as i64, at
+    /// `arguments[i]`.
+    Factorial {
+        first: ScratchId,
+        arguments: ScratchId,
+    },
 }
 
 /// The index and length an index check compares, for the CPU's message.
@@ -142,7 +150,7 @@ pub struct IndexReport {
 }
 
 /// Elements of the scratch buffers in which a kernel records the failing element of a check
-/// ([`IndexSource::Device`], [`CheckReport::Shift`]): positions from this one on are not
+/// ([`IndexSource::Device`], [`CheckReport::Shift`], [`CheckReport::Factorial`]): positions from this one on are not
 /// recorded (the run then fails with the check's message, which names the vector read but not
 /// the element), so a check costs at most this many elements of memory whatever the data.
 pub const RECORDED_POSITIONS: u64 = 1 << 20;

@@ -160,6 +160,8 @@ pub enum Helper {
     CivilFromDays,
     /// `days_of_dt(ms: i64) -> i32`: the day of a datetime, clamped to i32.
     DaysOfDt,
+    /// `factorial_i64(n: u32) -> i64`: `n!` for `n` in 0..=20 (the caller checks the range).
+    Factorial,
     /// `rem_euclid_i64(a: i64, d: i64) -> i64`: the Euclidean remainder by a positive `d`
     /// (Rust's `rem_euclid`), never negative.
     RemEuclidI64,
@@ -246,6 +248,17 @@ fn days_of_dt(ms: i64) -> i32 {
     let q = ms / 86400000li;
     let days = select(q, q - 1li, (ms % 86400000li != 0li) && (ms < 0li));
     return i32(clamp(days, -2147483648li, 2147483647li));
+}
+"
+            }
+            Helper::Factorial => {
+                "// n! for n in 0..=20, the factorials that are i64 (the caller checks n).
+fn factorial_i64(n: u32) -> i64 {
+    var f = 1li;
+    for (var k = 2u; k <= min(n, 20u); k = k + 1u) {
+        f = f * i64(k);
+    }
+    return f;
 }
 "
             }

@@ -276,6 +276,7 @@ pub(crate) fn launch(
             Some(CheckReport::Shift {
                 first, operands, ..
             }) => &[*first, *operands],
+            Some(CheckReport::Factorial { first, arguments }) => &[*first, *arguments],
             Some(CheckReport::Index(_)) | None => &[],
         };
         for id in recorded {
@@ -610,6 +611,23 @@ pub(crate) fn report_message(
             })
             .transpose()?
             .flatten(),
+        Some(CheckReport::Factorial { first, arguments }) => {
+            first_recorded(device, kernel, recorded, *first)?
+                .filter(|&position| (position as u64) < RECORDED_POSITIONS)
+                .map(|position| {
+                    let words = device
+                        .download_range(recorded.buffer(kernel, *arguments)?, 2 * position, 2)
+                        .map_err(gpu_error)?;
+                    let argument = (u64::from(words[0]) | (u64::from(words[1]) << 32)) as i64;
+                    Ok::<_, RuntimeError>(
+                        crate::numeric::factorial(argument)
+                            .err()
+                            .map(|why| format!("@fact: {why}")),
+                    )
+                })
+                .transpose()?
+                .flatten()
+        }
         None => None,
     })
 }

@@ -823,3 +823,86 @@ impl Generator<'_> {
         self.define_with(target, val, Vec::new(), prelude)
     }
 }
+
+impl Generator<'_> {
+    /// `@fact(n)` of an integer, as [`horsec_runtime::numeric::factorial`] computes it: an
+    /// `n` outside 0..=20 (whose factorial is no i64) sets a status bit and records its
+    /// position and value, from which the engine writes the CPU's message
+    /// ([`CheckReport::Factorial`]); its result is 0.
+    pub(super) fn factorial(
+        &mut self,
+        target: LocalId,
+        vals: &[Val],
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        let builtin = Builtin::Fact;
+        let [n_val] = vals else {
+            return Err(self.error(Some(builtin), "expects one argument"));
+        };
+        let Layout::Vector { length, .. } = &self.layout else {
+            return Err(self.error(Some(builtin), "a checked factorial inside a list kernel"));
+        };
+        let length = length.clone();
+        if n_val.level == Level::Cell {
+            return Err(self.error(Some(builtin), "a checked factorial per cell"));
+        }
+        if !n_val.ty.is_integer() || *result_ty != Type::I64 {
+            return Err(self.error(
+                Some(builtin),
+                format!("@fact of {} as {result_ty}", n_val.ty),
+            ));
+        }
+        self.use_type("i64");
+        let argument = self.conv_raw(n_val, &Type::I64)?;
+        let n = self.scratch.len();
+        let (first, first_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::Status,
+            },
+            format!("status_first{n}"),
+        );
+        let (arguments, arguments_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::I64,
+                elements: Length::Min(
+                    Box::new(length),
+                    Box::new(Length::Constant(RECORDED_POSITIONS)),
+                ),
+                purpose: ScratchPurpose::BadIndexes,
+            },
+            format!("bad_argument{n}"),
+        );
+        let bit = self.status_bit(
+            "@fact: a factorial that is not an i64".to_string(),
+            Some(CheckReport::Factorial { first, arguments }),
+        )?;
+        self.helper(Helper::Factorial);
+        let f = format!("fact{n}");
+        // The range is tested on 32-bit words: lavapipe (Mesa 22.3) miscompiles signed i64
+        // comparisons with constants.
+        let prelude = vec![
+            format!("let {f}_n: i64 = {argument};"),
+            format!(
+                "let {f}_ok = u32({f}_n >> 32u) == 0u && u32({f}_n) <= {}u;",
+                horsec_runtime::numeric::MAX_FACTORIAL
+            ),
+            format!(
+                "if !{f}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
+                 if i < {RECORDED_POSITIONS}u {{ {arguments_name}[i] = {f}_n; }} }}",
+                1u32 << bit
+            ),
+        ];
+        let val = Val {
+            expr: format!("select(0li, factorial_i64(u32({f}_n)), {f}_ok)"),
+            ty: result_ty.clone(),
+            level: n_val.level,
+            active: n_val.active.clone(),
+            dictionary: None,
+            text: None,
+            list: n_val.list,
+        };
+        self.define_with(target, val, Vec::new(), prelude)
+    }
+}
