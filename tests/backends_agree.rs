@@ -805,3 +805,155 @@ fn a_factorial_beyond_i64_fails_naming_the_first_failing_argument() {
     );
     fails_with("fact_not_an_i64", "10:5: @fact: 31! is not an i64");
 }
+
+// ----- calendar shifts ----------------------------------------------------------------------
+
+/// Runs `source` (written as `name.hir`) on both backends; returns (GPU outcome, CPU outcome)
+/// after asserting no compute step ran on the CPU in an answered GPU run.
+fn both_outcomes(
+    name: &str,
+    source: &str,
+) -> Option<(Result<String, String>, Result<String, String>)> {
+    let device = gpu()?;
+    let path = write_program(name, source);
+    let db = tpch(0.01);
+    let cpu = run_tsv(&path, &db);
+    let gpu = match run_gpu_tsv(&path, &db, device) {
+        Ok((answer, steps)) => {
+            assert!(steps.is_empty(), "{name}: steps ran on the CPU: {steps:?}");
+            Ok(answer)
+        }
+        Err(e) => Err(e),
+    };
+    Some((gpu, cpu))
+}
+
+/// `@datetime_add`/`@datetime_sub` of dates, months and dts by every unit their type moves
+/// by, in a kernel, against the CPU (`horsec_runtime::temporal::datetime_shift`): values at
+/// the calendar's ends and around leap days, amounts up to the i64 extremes. For each type,
+/// unit and builtin, the pairs the CPU answers are one program (exact text), and the pairs it
+/// refuses are programs that must fail with the CPU's message naming the first failing
+/// element: one with every pair (answers and failures interleaved) and one for each of six
+/// failures spread over the values and amounts.
+#[test]
+fn calendar_shifts_of_dates_months_and_dts_agree_with_the_cpu() {
+    let dates = [
+        "0000-01-01",
+        "0000-02-29",
+        "1970-01-01",
+        "2000-01-31",
+        "2000-02-29",
+        "2024-03-31",
+        "9999-02-28",
+        "9999-12-31",
+    ];
+    let months = ["0000-01", "1970-01", "2000-12", "9999-12"];
+    let dts = [
+        "0000-01-01T00:00:00.000",
+        "1969-12-31T23:59:59.999",
+        "2000-01-31T12:34:56.789",
+        "9999-12-31T23:59:59.999",
+    ];
+    let amounts: [i64; 18] = [
+        0,
+        1,
+        -1,
+        11,
+        -13,
+        120000,
+        -120000,
+        1 << 40,
+        -(1 << 40),
+        (1 << 40) + 1,
+        3652424,
+        -3652425,
+        315537897599999,
+        i64::MAX,
+        i64::MIN,
+        i64::MAX / 12,
+        i64::MIN / 86400000,
+        -(i64::MAX / 86400000) - 1,
+    ];
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str]);
+    let cases: [Case; 3] = [
+        ("date", &dates, &["year", "month", "day"]),
+        ("month", &months, &["year", "month"]),
+        (
+            "dt",
+            &dts,
+            &["year", "month", "day", "hour", "minute", "second", "mill"],
+        ),
+    ];
+    let db = tpch(0.01);
+    let mut failures_checked = 0;
+    for (ty_name, values, units) in &cases {
+        for unit in units.iter() {
+            for builtin in ["datetime_add", "datetime_sub"] {
+                let program = |pairs: &[(&str, i64)]| {
+                    let (v, k): (Vec<&str>, Vec<String>) =
+                        pairs.iter().map(|(v, k)| (*v, k.to_string())).unzip();
+                    format!(
+                        "module shift {{\n  import Builtin.*;\n  def main() : {ty_name} {{\n    \
+                         v:{ty_name} = ({}):{ty_name};\n    k:i64 = ({}):i64;\n    \
+                         r:{ty_name} = @{builtin}(v, k, `{unit}:sym);\n    return r;\n  }}\n}}\n",
+                        v.join(", "),
+                        k.join(", ")
+                    )
+                };
+                let name = format!("shift_{ty_name}_{unit}_{builtin}");
+                let mut all = Vec::new();
+                for value in values.iter() {
+                    for &k in &amounts {
+                        all.push((*value, k));
+                    }
+                }
+                // Which pairs the CPU refuses, one pair at a time.
+                let (mut answered, mut refused) = (Vec::new(), Vec::new());
+                for &pair in &all {
+                    let path = write_program(&format!("{name}_one"), &program(&[pair]));
+                    match run_tsv(&path, &db) {
+                        Ok(_) => answered.push(pair),
+                        Err(_) => refused.push(pair),
+                    }
+                }
+                let mut programs = vec![(format!("{name}_answered"), answered.clone())];
+                if !refused.is_empty() {
+                    // Every pair, failures interleaved: the first failing one is named.
+                    programs.push((format!("{name}_all"), all.clone()));
+                }
+                // Six failures spread over the values and amounts, each alone.
+                let spread = refused.len().div_ceil(6).max(1);
+                for (j, pair) in refused.iter().step_by(spread).enumerate() {
+                    programs.push((format!("{name}_refused{j}"), vec![*pair]));
+                }
+                for (program_name, pairs) in programs {
+                    if pairs.is_empty() {
+                        continue;
+                    }
+                    let Some((gpu, cpu)) = both_outcomes(&program_name, &program(&pairs)) else {
+                        return;
+                    };
+                    if let (Ok(g), Ok(c)) = (&gpu, &cpu) {
+                        let differing: Vec<String> = g
+                            .lines()
+                            .zip(c.lines())
+                            .zip(&pairs)
+                            .filter(|((g, c), _)| g != c)
+                            .take(5)
+                            .map(|((g, c), (v, k))| {
+                                format!("@{builtin}({v}, {k}, `{unit}): GPU {g}, CPU {c}")
+                            })
+                            .collect();
+                        assert!(differing.is_empty(), "{program_name}: {differing:#?}");
+                    }
+                    assert_eq!(gpu, cpu, "{program_name}");
+                    failures_checked += usize::from(cpu.is_err());
+                }
+            }
+        }
+    }
+    assert!(
+        failures_checked > 20,
+        "only {failures_checked} failing programs"
+    );
+}

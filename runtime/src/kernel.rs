@@ -120,11 +120,14 @@ pub enum CheckReport {
     /// the first position wins) and its two operands, as i64, at `operands[2i]` (the
     /// temporal value) and `operands[2i + 1]` (the amount).
     Shift {
-        /// The builtin's name without `@` (`plus`, `minus`).
+        /// The builtin's name without `@` (`plus`, `minus`, `datetime_add`, `datetime_sub`).
         builtin: String,
         /// The temporal type of the value and of the result.
         ty: Type,
         minus: bool,
+        /// The unit of `@datetime_add`/`@datetime_sub` (`year`, `day`, …), whose message
+        /// [`crate::temporal::datetime_shift`] writes; None for `@plus`/`@minus`.
+        unit: Option<String>,
         first: ScratchId,
         operands: ScratchId,
     },

@@ -160,6 +160,10 @@ pub enum Helper {
     CivilFromDays,
     /// `days_of_dt(ms: i64) -> i32`: the day of a datetime, clamped to i32.
     DaysOfDt,
+    /// `shift_months(days: i64, months: i64) -> Shifted`, `le_i64`, `floor_div_i64`: the
+    /// calendar shifts of `@datetime_add`/`@datetime_sub` of dates, months and dts, as
+    /// `horsec_runtime::temporal::datetime_shift` computes them.
+    CalendarShift,
     /// `factorial_i64(n: u32) -> i64`: `n!` for `n` in 0..=20 (the caller checks the range).
     Factorial,
     /// `rem_euclid_i64(a: i64, d: i64) -> i64`: the Euclidean remainder by a positive `d`
@@ -248,6 +252,81 @@ fn days_of_dt(ms: i64) -> i32 {
     let q = ms / 86400000li;
     let days = select(q, q - 1li, (ms % 86400000li != 0li) && (ms < 0li));
     return i32(clamp(days, -2147483648li, 2147483647li));
+}
+"
+            }
+            Helper::CalendarShift => {
+                "// i64 a <= b on 32-bit words: lavapipe (Mesa 22.3) miscompiles signed i64 comparisons
+// with constants.
+fn le_i64(a: i64, b: i64) -> bool {
+    let ah = i32(a >> 32u);
+    let bh = i32(b >> 32u);
+    return ah < bh || (ah == bh && u32(a) <= u32(b));
+}
+
+// a / b rounded down, for b > 0 (Rust's div_euclid).
+fn floor_div_i64(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    return select(q, q - 1li, (u32((a - q * b) >> 32u) >> 31u) == 1u);
+}
+
+// Howard Hinnant's civil_from_days of a day count that is an i32, as
+// runtime/src/temporal.rs computes it in i64 (the i32 form overflows near i32::MAX).
+fn civil_from_days_i64(days: i64) -> vec3<i32> {
+    let z = days + 719468li;
+    let era = floor_div_i64(z, 146097li);
+    let doe = i32(z - era * 146097li);
+    let yoe = (doe - doe / 1460i + doe / 36524i - doe / 146096i) / 365i;
+    let doy = doe - (365i * yoe + yoe / 4i - yoe / 100i);
+    let mp = (5i * doy + 2i) / 153i;
+    let day = doy - (153i * mp + 2i) / 5i + 1i;
+    let month = select(mp - 9i, mp + 3i, mp < 10i);
+    let year = i32(era) * 400i + yoe + select(0i, 1i, month <= 2i);
+    return vec3<i32>(year, month, day);
+}
+
+// Days since 1970-01-01 of a civil date of the calendar's years (Hinnant's days_from_civil).
+fn days_from_civil_i32(year: i32, month: i32, day: i32) -> i32 {
+    let y = year - select(0i, 1i, month <= 2i);
+    let era = floor_div_i32(y, 400i);
+    let yoe = y - era * 400i;
+    let doy = (153i * select(month + 9i, month - 3i, month > 2i) + 2i) / 5i + day - 1i;
+    let doe = yoe * 365i + yoe / 4i - yoe / 100i + doy;
+    return era * 146097i + doe - 719468i;
+}
+
+fn days_in_month_i32(year: i32, month: i32) -> i32 {
+    if month == 2i {
+        let leap = (year % 4i == 0i && year % 100i != 0i) || year % 400i == 0i;
+        return select(28i, 29i, leap);
+    }
+    return select(31i, 30i, month == 4i || month == 6i || month == 9i || month == 11i);
+}
+
+struct Shifted {
+    value: i64,
+    ok: bool,
+}
+
+// A day count moved by `months`, the day clamped to the target month's end, as the CPU's
+// add_months_to_days: not ok when the day count is no i32 or the year leaves 0000-9999
+// (MIN_YEAR, MAX_YEAR). The caller keeps |months| at most 2^40.
+fn shift_months(days: i64, months: i64) -> Shifted {
+    let high = u32(days >> 32u);
+    let sign = u32(days) >> 31u;
+    if !((high == 0u && sign == 0u) || (high == 0xffffffffu && sign == 1u)) {
+        return Shifted(0li, false);
+    }
+    let civil = civil_from_days_i64(days);
+    let total = i64(civil.x) * 12li + i64(civil.y - 1i) + months;
+    let year64 = floor_div_i64(total, 12li);
+    if !(u32(year64 >> 32u) == 0u && u32(year64) <= 9999u) {
+        return Shifted(0li, false);
+    }
+    let year = i32(year64);
+    let month = i32(total - year64 * 12li) + 1i;
+    let day = min(civil.z, days_in_month_i32(year, month));
+    return Shifted(i64(days_from_civil_i32(year, month, day)), true);
 }
 "
             }
@@ -878,6 +957,7 @@ fn log10_f32(w: f64) -> f32 {
             Helper::IeeeF32 => &[Helper::SpecialsF32],
             Helper::IeeeF64 => &[Helper::SpecialsF64],
             Helper::ModF32 => &[Helper::DivF32, Helper::IeeeF32, Helper::SpecialsF32],
+            Helper::CalendarShift => &[Helper::FloorDiv],
             Helper::ModF64 => &[Helper::IeeeF64, Helper::SpecialsF64],
             _ => &[],
         }

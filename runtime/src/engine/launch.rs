@@ -592,6 +592,7 @@ pub(crate) fn report_message(
             builtin,
             ty,
             minus,
+            unit,
             first,
             operands,
         }) => first_recorded(device, kernel, recorded, *first)?
@@ -603,11 +604,13 @@ pub(crate) fn report_message(
                 let word = |k: usize| {
                     (u64::from(words[2 * k]) | (u64::from(words[2 * k + 1]) << 32)) as i64
                 };
-                Ok::<_, RuntimeError>(
-                    crate::temporal::shift(ty, word(0), word(1), *minus)
-                        .err()
-                        .map(|why| format!("@{builtin}: {why}")),
-                )
+                let shifted = match unit {
+                    Some(unit) => {
+                        crate::temporal::datetime_shift(ty, unit, word(0), word(1), *minus)
+                    }
+                    None => crate::temporal::shift(ty, word(0), word(1), *minus),
+                };
+                Ok::<_, RuntimeError>(shifted.err().map(|why| format!("@{builtin}: {why}")))
             })
             .transpose()?
             .flatten(),

@@ -539,10 +539,10 @@ impl Generator<'_> {
 
     /// `@datetime_add`/`@datetime_sub` of a time of day (minute, second, time) by a unit of
     /// fixed length, as `runtime/src/cpu/temporal.rs` shifts it: only the amount modulo one
-    /// day matters, and the result wraps around midnight, so no element fails. A date, month
-    /// or dt may leave the calendar's years, an error naming the element the kernel cannot
-    /// report yet; a unit shorter than the type's resolution, or a month or year, is the
-    /// CPU's error for the whole call: both stay on the CPU.
+    /// day matters, and the result wraps around midnight, so no element fails. (Dates,
+    /// months and dts are [`Generator::calendar_shift`]s.) A unit shorter than the type's
+    /// resolution, or a month or year, is the CPU's error for the whole call: that call stays
+    /// on the CPU.
     fn time_of_day_shift(
         &mut self,
         b: Builtin,
@@ -554,16 +554,7 @@ impl Generator<'_> {
             Type::Minute => 60_000,
             Type::Second => 1000,
             Type::Time => 1,
-            _ => {
-                return Err(self.error(
-                    Some(b),
-                    format!(
-                        "a shift of a {} (its calendar range errors are not reported from a \
-                         kernel yet)",
-                        x.ty
-                    ),
-                ))
-            }
+            _ => return Err(self.error(Some(b), format!("a wrapping shift of a {}", x.ty))),
         };
         let unit_ms: i64 = match unit.text.as_deref() {
             Some("day") => 86_400_000,
@@ -767,6 +758,7 @@ impl Generator<'_> {
                 builtin: name,
                 ty: ty.clone(),
                 minus: shift.minus,
+                unit: None,
                 first,
                 operands,
             }),
@@ -902,6 +894,185 @@ impl Generator<'_> {
             dictionary: None,
             text: None,
             list: n_val.list,
+        };
+        self.define_with(target, val, Vec::new(), prelude)
+    }
+}
+
+impl Generator<'_> {
+    /// `@datetime_add(x, k, unit)`/`@datetime_sub` of a date, month or dt by a literal unit,
+    /// as [`horsec_runtime::temporal::datetime_shift`] computes each element: years and
+    /// months through the civil calendar (the day clamped to the month's end), units of
+    /// fixed length by whole units of the encoding, checked against overflow and the
+    /// calendar's years. A failing element sets a status bit and records its position and
+    /// operands, from which the engine writes the CPU's message ([`CheckReport::Shift`] with
+    /// the unit); its result is 0. A unit the type cannot move by is the CPU's error for the
+    /// whole call: that call stays on the CPU.
+    pub(super) fn calendar_shift(
+        &mut self,
+        target: LocalId,
+        builtin: Builtin,
+        vals: &[Val],
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        use horsec_runtime::temporal::{calendar_range, datetime_unit, DatetimeUnit};
+        let [value, amount, unit] = vals else {
+            return Err(self.error(Some(builtin), "expects three arguments"));
+        };
+        let Layout::Vector { length, .. } = &self.layout else {
+            return Err(self.error(
+                Some(builtin),
+                "a checked calendar shift inside a list kernel",
+            ));
+        };
+        let length = length.clone();
+        let level = [value, amount]
+            .iter()
+            .map(|v| v.level)
+            .max()
+            .unwrap_or(Level::Scalar);
+        if level == Level::Cell {
+            return Err(self.error(Some(builtin), "a checked calendar shift per cell"));
+        }
+        let ty = value.ty.clone();
+        let unit_name = unit
+            .text
+            .clone()
+            .ok_or_else(|| self.error(Some(builtin), "a unit that is not a symbol literal"))?;
+        let step = datetime_unit(&unit_name)
+            .ok_or_else(|| self.error(Some(builtin), format!("the unit `{unit_name}`")))?;
+        if !amount.ty.is_integer() || *result_ty != ty {
+            return Err(self.error(
+                Some(builtin),
+                format!("a shift of a {ty} by {} as {result_ty}", amount.ty),
+            ));
+        }
+        let refused = |g: &Self| {
+            g.error(
+                Some(builtin),
+                format!("a shift the CPU refuses for the whole call (a {ty} by `{unit_name})"),
+            )
+        };
+        const DAY_MS: i64 = 86_400_000;
+        let minus = builtin == Builtin::DatetimeSub;
+        self.use_type("i64");
+        self.helper(Helper::CalendarShift);
+        let widen = |g: &Self, v: &Val| {
+            wgsl::convert(&v.expr, &v.ty, &Type::I64).ok_or_else(|| {
+                g.error(Some(builtin), format!("no conversion from {} to i64", v.ty))
+            })
+        };
+        let (v_expr, k_expr) = (widen(self, value)?, widen(self, amount)?);
+        let n = self.scratch.len();
+        let s = format!("cal{n}");
+        let neg = if minus { "-" } else { "" };
+        // The amount in units of the encoding (months, days or milliseconds), computed only
+        // while |k| is small enough that it cannot overflow; a larger |k| fails, as on the
+        // CPU, since it moves any value out of the calendar's years.
+        let (per, bound) = match (step, &ty) {
+            (DatetimeUnit::Months(per), Type::Month | Type::Date | Type::Dt) => (per, 1i64 << 40),
+            (DatetimeUnit::Millis(ms), Type::Dt) => (ms, (1i64 << 62) / ms),
+            (DatetimeUnit::Millis(ms), Type::Date) if ms % DAY_MS == 0 => {
+                (ms / DAY_MS, (1i64 << 62) / (ms / DAY_MS))
+            }
+            _ => return Err(refused(self)),
+        };
+        let (lo_bound, hi_bound) = (
+            self.constant(wgsl::i64_literal(-bound), &Type::I64),
+            self.constant(wgsl::i64_literal(bound), &Type::I64),
+        );
+        let mut prelude = vec![
+            format!("let {s}_v: i64 = {v_expr};"),
+            format!("let {s}_k: i64 = {k_expr};"),
+            format!("let {s}_kok = le_i64({lo_bound}, {s}_k) && le_i64({s}_k, {hi_bound});"),
+            format!("let {s}_d: i64 = {neg}select(0li, {s}_k * {per}li, {s}_kok);"),
+        ];
+        match (step, &ty) {
+            (DatetimeUnit::Months(_), Type::Date) => prelude.extend([
+                format!("let {s}_m = shift_months({s}_v, {s}_d);"),
+                format!("let {s}_ok = {s}_kok && {s}_m.ok;"),
+                format!("let {s}_r: i64 = {s}_m.value;"),
+            ]),
+            (DatetimeUnit::Months(_), Type::Dt) => prelude.extend([
+                format!("let {s}_days = floor_div_i64({s}_v, {DAY_MS}li);"),
+                format!("let {s}_m = shift_months({s}_days, {s}_d);"),
+                format!("let {s}_ok = {s}_kok && {s}_m.ok;"),
+                format!(
+                    "let {s}_r: i64 = {s}_m.value * {DAY_MS}li + ({s}_v - {s}_days * {DAY_MS}li);"
+                ),
+            ]),
+            _ => {
+                // A sum overflows when both operands' signs differ from the result's.
+                let (lo, hi) = calendar_range(&ty).ok_or_else(|| refused(self))?;
+                let lo = self.constant(wgsl::i64_literal(lo), &Type::I64);
+                let hi = self.constant(wgsl::i64_literal(hi), &Type::I64);
+                prelude.extend([
+                    format!("let {s}_r: i64 = {s}_v + {s}_d;"),
+                    format!(
+                        "let {s}_overflow = (u32((({s}_v ^ {s}_r) & ({s}_d ^ {s}_r)) >> 32u) >> 31u) == 1u;"
+                    ),
+                    format!(
+                        "let {s}_ok = {s}_kok && !{s}_overflow && le_i64({lo}, {s}_r) && le_i64({s}_r, {hi});"
+                    ),
+                ]);
+            }
+        }
+        let (first, first_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::Status,
+            },
+            format!("status_first{n}"),
+        );
+        let (operands, operands_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::I64,
+                elements: Length::Min(
+                    Box::new(Length::Sum(Box::new(length.clone()), Box::new(length))),
+                    Box::new(Length::Constant(2 * RECORDED_POSITIONS)),
+                ),
+                purpose: ScratchPurpose::BadIndexes,
+            },
+            format!("bad_operands{n}"),
+        );
+        let name = builtin.name().to_string();
+        let bit = self.status_bit(
+            format!("@{name}: a {ty} shifted out of its range"),
+            Some(CheckReport::Shift {
+                builtin: name,
+                ty: ty.clone(),
+                minus,
+                unit: Some(unit_name),
+                first,
+                operands,
+            }),
+        )?;
+        prelude.push(format!(
+            "if !{s}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
+             if i < {RECORDED_POSITIONS}u {{ {operands_name}[2u * i] = {s}_v; \
+             {operands_name}[2u * i + 1u] = {s}_k; }} }}",
+            1u32 << bit
+        ));
+        let reg = wgsl::register_type(result_ty)
+            .ok_or_else(|| self.error(Some(builtin), format!("a shift of {ty}")))?;
+        let expr = if reg == "i64" {
+            format!("select(0li, {s}_r, {s}_ok)")
+        } else {
+            format!("{reg}(select(0li, {s}_r, {s}_ok))")
+        };
+        let actives: Vec<&[String]> = [value, amount]
+            .iter()
+            .map(|v| v.active.as_slice())
+            .collect();
+        let val = Val {
+            expr,
+            ty: result_ty.clone(),
+            level,
+            active: union(&actives),
+            dictionary: None,
+            text: None,
+            list: value.list || amount.list,
         };
         self.define_with(target, val, Vec::new(), prelude)
     }
