@@ -854,7 +854,9 @@ fn calendar_shifts_of_dates_months_and_dts_agree_with_the_cpu() {
         "2000-01-31T12:34:56.789",
         "9999-12-31T23:59:59.999",
     ];
-    let amounts: [i64; 18] = [
+    // Beside small and calendar-sized amounts, those whose product by a unit (12 months,
+    // 86 400 000 ms) just overflows or just does not.
+    let amounts: [i64; 21] = [
         0,
         1,
         -1,
@@ -873,6 +875,9 @@ fn calendar_shifts_of_dates_months_and_dts_agree_with_the_cpu() {
         i64::MAX / 12,
         i64::MIN / 86400000,
         -(i64::MAX / 86400000) - 1,
+        i64::MAX / 86400000 + 1,
+        i64::MIN / 12 - 1,
+        i64::MIN / 1000,
     ];
     type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str]);
     let cases: [Case; 3] = [

@@ -309,8 +309,8 @@ struct Shifted {
 }
 
 // A day count moved by `months`, the day clamped to the target month's end, as the CPU's
-// add_months_to_days: not ok when the day count is no i32 or the year leaves 0000-9999
-// (MIN_YEAR, MAX_YEAR). The caller keeps |months| at most 2^40.
+// add_months_to_days: not ok when the day count is no i32, the month count overflows, or
+// the year leaves 0000-9999 (MIN_YEAR, MAX_YEAR).
 fn shift_months(days: i64, months: i64) -> Shifted {
     let high = u32(days >> 32u);
     let sign = u32(days) >> 31u;
@@ -318,7 +318,12 @@ fn shift_months(days: i64, months: i64) -> Shifted {
         return Shifted(0li, false);
     }
     let civil = civil_from_days_i64(days);
-    let total = i64(civil.x) * 12li + i64(civil.y - 1i) + months;
+    let base = i64(civil.x) * 12li + i64(civil.y - 1i);
+    let total = base + months;
+    // A sum overflows when both operands' signs differ from the result's.
+    if (u32(((base ^ total) & (months ^ total)) >> 32u) >> 31u) == 1u {
+        return Shifted(0li, false);
+    }
     let year64 = floor_div_i64(total, 12li);
     if !(u32(year64 >> 32u) == 0u && u32(year64) <= 9999u) {
         return Shifted(0li, false);

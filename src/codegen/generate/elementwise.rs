@@ -966,26 +966,29 @@ impl Generator<'_> {
         let n = self.scratch.len();
         let s = format!("cal{n}");
         let neg = if minus { "-" } else { "" };
-        // The amount in units of the encoding (months, days or milliseconds), computed only
-        // while |k| is small enough that it cannot overflow; a larger |k| fails, as on the
-        // CPU, since it moves any value out of the calendar's years.
-        let (per, bound) = match (step, &ty) {
-            (DatetimeUnit::Months(per), Type::Month | Type::Date | Type::Dt) => (per, 1i64 << 40),
-            (DatetimeUnit::Millis(ms), Type::Dt) => (ms, (1i64 << 62) / ms),
-            (DatetimeUnit::Millis(ms), Type::Date) if ms % DAY_MS == 0 => {
-                (ms / DAY_MS, (1i64 << 62) / (ms / DAY_MS))
-            }
+        // The amount in units of the encoding (months, days or milliseconds): `k * per`, whose
+        // overflow (the CPU's checked_mul) shows as a quotient by `per` other than `k`, then
+        // negated for @datetime_sub, which overflows only for i64::MIN.
+        let per = match (step, &ty) {
+            (DatetimeUnit::Months(per), Type::Month | Type::Date | Type::Dt) => per,
+            (DatetimeUnit::Millis(ms), Type::Dt) => ms,
+            (DatetimeUnit::Millis(ms), Type::Date) if ms % DAY_MS == 0 => ms / DAY_MS,
             _ => return Err(refused(self)),
         };
-        let (lo_bound, hi_bound) = (
-            self.constant(wgsl::i64_literal(-bound), &Type::I64),
-            self.constant(wgsl::i64_literal(bound), &Type::I64),
-        );
+        let negation_ok = if minus {
+            format!(" && !(u32({s}_p >> 32u) == 0x80000000u && u32({s}_p) == 0u)")
+        } else {
+            String::new()
+        };
         let mut prelude = vec![
             format!("let {s}_v: i64 = {v_expr};"),
             format!("let {s}_k: i64 = {k_expr};"),
-            format!("let {s}_kok = le_i64({lo_bound}, {s}_k) && le_i64({s}_k, {hi_bound});"),
-            format!("let {s}_d: i64 = {neg}select(0li, {s}_k * {per}li, {s}_kok);"),
+            format!("let {s}_p: i64 = {s}_k * {per}li;"),
+            format!("let {s}_q: i64 = {s}_p / {per}li;"),
+            format!(
+                "let {s}_kok = u32({s}_q) == u32({s}_k) && u32({s}_q >> 32u) == u32({s}_k >> 32u){negation_ok};"
+            ),
+            format!("let {s}_d: i64 = {neg}{s}_p;"),
         ];
         match (step, &ty) {
             (DatetimeUnit::Months(_), Type::Date) => prelude.extend([
