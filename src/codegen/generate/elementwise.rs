@@ -562,6 +562,15 @@ impl Generator<'_> {
             Some("minute") => 60_000,
             Some("second") => 1000,
             Some("mill") => 1,
+            Some(unit @ ("year" | "month")) => {
+                return Err(self.error(
+                    Some(b),
+                    format!(
+                        "a shift the CPU refuses for the whole call (a {} by `{unit})",
+                        x.ty
+                    ),
+                ))
+            }
             _ => {
                 return Err(self.error(
                     Some(b),
