@@ -256,3 +256,709 @@ fn f32_transcendental_functions_give_the_cpu_s_bits() {
     assert!(differing.is_empty(), "GPU against CPU rows: {differing:?}");
     assert_eq!(gpu.lines().count(), cpu.lines().count());
 }
+
+// ----- @mod ---------------------------------------------------------------------------------
+// `@mod` in a kernel against the CPU's `Num::modulo` (runtime/src/cpu/arith.rs): the
+// remainder with the divisor's sign for integers, `x - y * floor(x / y)` rounded step by step
+// for floats. Every pair of a set of values (signs, zeros, each type's extremes, floats'
+// special values) is one row; the answers must be the CPU's text exactly (floats print every
+// digit that tells them apart, `-0.0` and `NaN` included), with no step on the CPU.
+
+/// A program text returning `@mod(a, b)` of the literal vectors `a` and `b` of `ty`.
+fn mod_program(ty: &str, a: &[String], b: &[String]) -> String {
+    format!(
+        "module modulo {{\n  import Builtin.*;\n  def main() : {ty} {{\n    a:{ty} = ({}):{ty};\n    \
+         b:{ty} = ({}):{ty};\n    r:{ty} = @mod(a, b);\n    return r;\n  }}\n}}\n",
+        a.join(", "),
+        b.join(", ")
+    )
+}
+
+/// Every pair `(x, y)` of `values` with `y` accepted by `divisor`, as two columns of text.
+fn pairs(values: &[i64], divisor: impl Fn(i64) -> bool) -> (Vec<String>, Vec<String>) {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for &x in values {
+        for &y in values.iter().filter(|&&y| divisor(y)) {
+            a.push(x.to_string());
+            b.push(y.to_string());
+        }
+    }
+    (a, b)
+}
+
+/// Writes `source` as `name.hir` where the tests keep their files.
+fn write_program(name: &str, source: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.hir"));
+    std::fs::write(&path, source).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
+/// Runs the program at `path` on both backends and asserts the same text, row by row (the
+/// first differing rows named with `row_label`), with no compute step on the CPU.
+fn same_text_on_the_gpu(path: &std::path::Path, row_label: impl Fn(usize) -> String) {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let db = tpch(0.01);
+    let cpu = run_tsv(path, &db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
+    let (gpu, cpu_steps) =
+        run_gpu_tsv(path, &db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    let differing: Vec<String> = gpu
+        .lines()
+        .zip(cpu.lines())
+        .enumerate()
+        .filter(|(_, (g, c))| g != c)
+        .take(8)
+        .map(|(row, (g, c))| format!("{}: GPU {g}, CPU {c}", row_label(row)))
+        .collect();
+    assert!(differing.is_empty(), "GPU against CPU: {differing:#?}");
+    assert_eq!(gpu.lines().count(), cpu.lines().count());
+}
+
+/// Values of an integer type between `min` and `max`: small ones of both signs and the
+/// extremes with their neighbours.
+fn integer_values(min: i64, max: i64) -> Vec<i64> {
+    let mut values = vec![
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        -3,
+        5,
+        -5,
+        7,
+        -7,
+        10,
+        -10,
+        100,
+        -100,
+        127,
+        -128,
+        32767,
+        -32768,
+        65536,
+        -65536,
+        2147483647,
+        -2147483648,
+        4294967296,
+        -4294967296,
+        4294967297,
+        1000000007,
+        -1000000007,
+        123456789012345,
+        -987654321098765,
+    ];
+    values.extend([
+        min,
+        min + 1,
+        min + 2,
+        max,
+        max - 1,
+        max / 2,
+        min / 2,
+        max / 3,
+    ]);
+    values.retain(|v| (min..=max).contains(v));
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+#[test]
+fn integer_mod_takes_the_divisor_s_sign_on_the_gpu() {
+    for (ty, min, max) in [
+        ("i8", i64::from(i8::MIN), i64::from(i8::MAX)),
+        ("i16", i64::from(i16::MIN), i64::from(i16::MAX)),
+        ("i32", i64::from(i32::MIN), i64::from(i32::MAX)),
+        ("i64", i64::MIN, i64::MAX),
+    ] {
+        let values = integer_values(min, max);
+        let (a, b) = pairs(&values, |y| y != 0);
+        let path = write_program(&format!("mod_{ty}"), &mod_program(ty, &a, &b));
+        same_text_on_the_gpu(&path, |row| format!("@mod({}, {}):{ty}", a[row], b[row]));
+    }
+}
+
+/// The text of an f64 literal (HorseIR writes no exponent: every digit).
+fn f64_literal(v: f64) -> String {
+    let text = format!("{v}");
+    if text.contains('.') {
+        text
+    } else {
+        format!("{text}.0")
+    }
+}
+
+/// A float program whose operands hold infinities and NaN: HorseIR has no literal for them,
+/// so each operand is a quotient `n / d` of literals (`1/0`, `-1/0`, `0/0`, else `v/1`,
+/// exact), computed in the kernel.
+fn float_mod_program(ty: &str, a: &[f64], b: &[f64], literal: impl Fn(f64) -> String) -> String {
+    let parts = |values: &[f64]| -> (String, String) {
+        let (n, d): (Vec<String>, Vec<String>) = values
+            .iter()
+            .map(|&v| {
+                let (n, d) = if v.is_nan() {
+                    (0.0, 0.0)
+                } else if v.is_infinite() {
+                    (v.signum(), 0.0)
+                } else {
+                    (v, 1.0)
+                };
+                (literal(n), literal(d))
+            })
+            .unzip();
+        (n.join(", "), d.join(", "))
+    };
+    let ((an, ad), (bn, bd)) = (parts(a), parts(b));
+    format!(
+        "module modulo {{\n  import Builtin.*;\n  def main() : {ty} {{\n    an:{ty} = ({an}):{ty};\n    \
+         ad:{ty} = ({ad}):{ty};\n    bn:{ty} = ({bn}):{ty};\n    bd:{ty} = ({bd}):{ty};\n    \
+         a:{ty} = @div(an, ad);\n    b:{ty} = @div(bn, bd);\n    r:{ty} = @mod(a, b);\n    \
+         return r;\n  }}\n}}\n"
+    )
+}
+
+fn float_pairs(values: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for &x in values {
+        for &y in values {
+            a.push(x);
+            b.push(y);
+        }
+    }
+    (a, b)
+}
+
+#[test]
+fn f64_mod_rounds_each_step_and_keeps_ieee_special_values_on_the_gpu() {
+    let values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.5,
+        -2.5,
+        3.0,
+        -3.0,
+        7.25,
+        -7.25,
+        0.1,
+        0.3,
+        -0.7,
+        1.0 / 3.0,
+        123456.789,
+        -98765.4321,
+        9007199254740993.0,
+        1e16,
+        -1e16,
+        1e300,
+        -1e300,
+        1e-300,
+        -1e-300,
+        f64::MIN_POSITIVE,
+        5e-324,
+        -5e-324,
+        f64::MAX,
+        f64::MIN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let (a, b) = float_pairs(&values);
+    let path = write_program("mod_f64", &float_mod_program("f64", &a, &b, f64_literal));
+    same_text_on_the_gpu(&path, |row| format!("@mod({:?}, {:?}):f64", a[row], b[row]));
+}
+
+#[test]
+fn f32_mod_rounds_each_step_in_f32_and_keeps_ieee_special_values_on_the_gpu() {
+    // No f32 subnormals: a GPU may flush them (as in every f32 operation it does).
+    let values: Vec<f64> = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.5,
+        -2.5,
+        3.0,
+        -3.0,
+        7.25,
+        -7.25,
+        0.1,
+        0.3,
+        -0.7,
+        1.0 / 3.0,
+        123456.79,
+        -98765.43,
+        16777217.0,
+        1e30,
+        -1e30,
+        1e-30,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]
+    .iter()
+    .map(|&v| f64::from(v))
+    .collect();
+    let (a, b) = float_pairs(&values);
+    let literal = |v: f64| {
+        let text = format!("{}", v as f32);
+        if text.contains('.') {
+            text
+        } else {
+            format!("{text}.0")
+        }
+    };
+    let path = write_program("mod_f32", &float_mod_program("f32", &a, &b, literal));
+    same_text_on_the_gpu(&path, |row| format!("@mod({:?}, {:?}):f32", a[row], b[row]));
+}
+
+/// True when the GPU plan of `name` calls `builtin` outside its kernels (on the CPU).
+fn calls_on_the_cpu(name: &str, builtin: horsec_runtime::builtin::Builtin) -> bool {
+    use horsec_runtime::plan::{Callee, Expr, Step};
+    fn any(steps: &[Step], builtin: horsec_runtime::builtin::Builtin) -> bool {
+        steps.iter().any(|step| match step {
+            Step::Assign {
+                expr:
+                    Expr::Call {
+                        callee: Callee::Builtin(b),
+                        ..
+                    },
+                ..
+            } => *b == builtin,
+            Step::If {
+                then_body,
+                else_body,
+                ..
+            } => any(then_body, builtin) || any(else_body, builtin),
+            Step::While { body, .. } | Step::Repeat { body, .. } => any(body, builtin),
+            _ => false,
+        })
+    }
+    let path = program(name);
+    let text = std::fs::read_to_string(&path).expect("the program");
+    let c = horsec::driver::compile_for(
+        &path.display().to_string(),
+        &text,
+        horsec::driver::Stage::Plan,
+        horsec::driver::Target::Gpu,
+    );
+    let plan = c.plan.expect("compiles");
+    plan.functions.iter().any(|f| any(&f.body, builtin))
+}
+
+/// The program fails on both backends with `message`, its `@mod` computed in a kernel.
+fn mod_fails_in_a_kernel_with(name: &str, message: &str) {
+    assert!(
+        !calls_on_the_cpu(name, horsec_runtime::builtin::Builtin::Mod),
+        "{name}: @mod runs on the CPU"
+    );
+    fails_with(name, message);
+}
+
+#[test]
+fn an_i64_mod_by_zero_in_a_kernel_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_zero_i64", "9:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn an_i32_mod_by_zero_fused_before_a_sum_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_zero_i32_fused", "9:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn a_mod_of_bools_by_false_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_zero_of_bools", "9:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn a_mod_by_a_zero_scalar_computed_on_the_gpu_fails_with_the_cpu_message() {
+    mod_fails_in_a_kernel_with("mod_by_a_zero_scalar", "10:5: @mod: integer modulo by zero");
+}
+
+#[test]
+fn a_zero_divisor_in_a_row_compress_removes_is_never_divided_by() {
+    answers_on_the_gpu("mod_zero_divisor_compressed_away");
+}
+
+// ----- time parts ---------------------------------------------------------------------------
+
+/// `@time`, `@time_hour`, `@time_minute`, `@time_second` and `@time_mill` in a kernel give the
+/// CPU's values (runtime/src/cpu/temporal.rs): a dt's time of day is its Euclidean remainder
+/// by a day (before 1970 too); a time, second or minute shifted outside one day (its i32
+/// encoding allows it) is divided and reduced with truncation, and the i16 result wraps as
+/// the CPU's `as` conversion does (hours of a minute near i32::MAX).
+#[test]
+fn time_parts_give_the_cpu_s_values_on_the_gpu() {
+    // Each base value with each shift, as two literal vectors; the shifted values are computed
+    // by `@plus` in the kernel.
+    let cross = |bases: &[&str], shifts: &[i64]| -> (String, String) {
+        let mut b = Vec::new();
+        let mut s = Vec::new();
+        for base in bases {
+            for shift in shifts {
+                b.push(base.to_string());
+                s.push(shift.to_string());
+            }
+        }
+        (b.join(", "), s.join(", "))
+    };
+    let (times, time_shifts) = cross(
+        &["00:00:00.000", "12:30:45.123", "23:59:59.999"],
+        &[
+            0,
+            1,
+            -1,
+            -45045124,
+            -86400000,
+            86400000,
+            -1000000000,
+            2000000000,
+            -2000000000,
+        ],
+    );
+    let (seconds, second_shifts) = cross(
+        &["00:00:00", "12:30:45", "23:59:59"],
+        &[
+            0,
+            1,
+            -1,
+            -45046,
+            -86400,
+            1000000,
+            -1000000,
+            2000000000,
+            -2000000000,
+        ],
+    );
+    let (minutes, minute_shifts) = cross(
+        &["00:00", "12:30", "23:59"],
+        &[
+            0,
+            1,
+            -1,
+            -751,
+            -1440,
+            1000000,
+            -1000000,
+            2000000000,
+            -2000000000,
+        ],
+    );
+    let dts = [
+        "1970-01-01T00:00:00.000",
+        "1969-12-31T23:59:59.999",
+        "1969-12-31T00:00:00.000",
+        "0000-01-01T00:00:00.000",
+        "0000-03-01T12:34:56.789",
+        "1998-09-02T12:30:45.123",
+        "2000-02-29T23:59:59.999",
+        "9999-12-31T23:59:59.999",
+    ]
+    .join(", ");
+    let source = format!(
+        "module times {{\n  import Builtin.*;\n  \
+         def main() : i16, i16, i16, i16, i16, i16, i16, i16, i16, time, i16, i16, i16, i16 {{\n    \
+         tb:time = ({times}):time;\n    tk:i32 = ({time_shifts}):i32;\n    t:time = @plus(tb, tk);\n    \
+         sb:second = ({seconds}):second;\n    sk:i32 = ({second_shifts}):i32;\n    s:second = @plus(sb, sk);\n    \
+         mb:minute = ({minutes}):minute;\n    mk:i32 = ({minute_shifts}):i32;\n    m:minute = @plus(mb, mk);\n    \
+         d:dt = ({dts}):dt;\n    \
+         th:i16 = @time_hour(t);\n    tm:i16 = @time_minute(t);\n    ts:i16 = @time_second(t);\n    \
+         tl:i16 = @time_mill(t);\n    sh:i16 = @time_hour(s);\n    sm:i16 = @time_minute(s);\n    \
+         ss:i16 = @time_second(s);\n    mh:i16 = @time_hour(m);\n    mm:i16 = @time_minute(m);\n    \
+         dt:time = @time(d);\n    dh:i16 = @time_hour(d);\n    dm:i16 = @time_minute(d);\n    \
+         ds:i16 = @time_second(d);\n    dl:i16 = @time_mill(d);\n    \
+         return th, tm, ts, tl, sh, sm, ss, mh, mm, dt, dh, dm, ds, dl;\n  }}\n}}\n"
+    );
+    let path = write_program("time_parts", &source);
+    same_text_on_the_gpu(&path, |row| format!("row {row}"));
+}
+
+/// `@datetime_add`/`@datetime_sub` of times of day by every unit of fixed length their
+/// resolution allows, in a kernel: the CPU's wrap around midnight (runtime/src/cpu/temporal.rs)
+/// for amounts of every integer type up to the i64 extremes, and values outside one day.
+#[test]
+fn time_of_day_shifts_wrap_around_midnight_as_on_the_cpu() {
+    /// A time-of-day type, base values, shifts that take them outside one day, and units.
+    struct TimeOfDay {
+        ty: &'static str,
+        bases: &'static [&'static str],
+        shifts: &'static [i64],
+        units: &'static [&'static str],
+    }
+    let types = [
+        TimeOfDay {
+            ty: "minute",
+            bases: &["00:00", "12:30", "23:59"],
+            shifts: &[0, 1, -1, -751, 1000000, -2000000000],
+            units: &["day", "hour", "minute"],
+        },
+        TimeOfDay {
+            ty: "second",
+            bases: &["00:00:00", "12:30:45", "23:59:59"],
+            shifts: &[0, 1, -1, -45046, 2000000000, -2000000000],
+            units: &["day", "hour", "minute", "second"],
+        },
+        TimeOfDay {
+            ty: "time",
+            bases: &["00:00:00.000", "12:30:45.123", "23:59:59.999"],
+            shifts: &[0, 1, -1, -45045124, 2000000000, -2000000000],
+            units: &["day", "hour", "minute", "second", "mill"],
+        },
+    ];
+    let amounts: &[(&str, &[&str])] = &[
+        (
+            "i64",
+            &[
+                "0",
+                "1",
+                "-1",
+                "1439",
+                "-86401",
+                "100000000000",
+                "9223372036854775807",
+                "-9223372036854775808",
+            ],
+        ),
+        ("i32", &["0", "7", "-2147483648", "2147483647"]),
+        ("i8", &["-128", "127", "-1"]),
+        ("bool", &["0", "1"]),
+    ];
+    let mut body = String::new();
+    let mut returned = Vec::new();
+    for TimeOfDay {
+        ty,
+        bases,
+        shifts,
+        units,
+    } in &types
+    {
+        // Values outside one day: each base shifted by each amount with @plus (its i32 encoding).
+        let mut values = Vec::new();
+        let mut moves = Vec::new();
+        for base in bases.iter() {
+            for shift in shifts.iter() {
+                values.push(*base);
+                moves.push(shift.to_string());
+            }
+        }
+        let n = values.len();
+        body += &format!(
+            "    {ty}_b:{ty} = ({}):{ty};\n    {ty}_k:i32 = ({}):i32;\n    {ty}_v:{ty} = @plus({ty}_b, {ty}_k);\n",
+            values.join(", "),
+            moves.join(", ")
+        );
+        for (amount_ty, amount_values) in amounts {
+            // One amount per value, cycling through the amounts.
+            let cycled: Vec<&str> = (0..n)
+                .map(|i| amount_values[i % amount_values.len()])
+                .collect();
+            let amount = format!("{ty}_{amount_ty}");
+            body += &format!(
+                "    {amount}:{amount_ty} = ({}):{amount_ty};\n",
+                cycled.join(", ")
+            );
+            for unit in units.iter() {
+                for builtin in ["datetime_add", "datetime_sub"] {
+                    let r = format!("r{}", returned.len());
+                    body += &format!("    {r}:{ty} = @{builtin}({ty}_v, {amount}, `{unit}:sym);\n");
+                    returned.push((r, ty.to_string()));
+                }
+            }
+        }
+    }
+    let types_list: Vec<&str> = returned.iter().map(|(_, t)| t.as_str()).collect();
+    let names: Vec<&str> = returned.iter().map(|(r, _)| r.as_str()).collect();
+    let source = format!(
+        "module shifts {{\n  import Builtin.*;\n  def main() : {} {{\n{body}    return {};\n  }}\n}}\n",
+        types_list.join(", "),
+        names.join(", ")
+    );
+    let path = write_program("time_of_day_shifts", &source);
+    same_text_on_the_gpu(&path, |row| format!("row {row}"));
+}
+
+// ----- @fact --------------------------------------------------------------------------------
+
+#[test]
+fn factorials_of_every_integer_type_are_computed_on_the_gpu() {
+    answers_on_the_gpu("fact_of_small_keys");
+}
+
+#[test]
+fn a_factorial_beyond_i64_fails_naming_the_first_failing_argument() {
+    assert!(
+        !calls_on_the_cpu("fact_not_an_i64", horsec_runtime::builtin::Builtin::Fact),
+        "@fact runs on the CPU"
+    );
+    fails_with("fact_not_an_i64", "10:5: @fact: 31! is not an i64");
+}
+
+// ----- calendar shifts ----------------------------------------------------------------------
+
+/// Runs `source` (written as `name.hir`) on both backends; returns (GPU outcome, CPU outcome)
+/// after asserting no compute step ran on the CPU in an answered GPU run.
+fn both_outcomes(
+    name: &str,
+    source: &str,
+) -> Option<(Result<String, String>, Result<String, String>)> {
+    let device = gpu()?;
+    let path = write_program(name, source);
+    let db = tpch(0.01);
+    let cpu = run_tsv(&path, &db);
+    let gpu = match run_gpu_tsv(&path, &db, device) {
+        Ok((answer, steps)) => {
+            assert!(steps.is_empty(), "{name}: steps ran on the CPU: {steps:?}");
+            Ok(answer)
+        }
+        Err(e) => Err(e),
+    };
+    Some((gpu, cpu))
+}
+
+/// `@datetime_add`/`@datetime_sub` of dates, months and dts by every unit their type moves
+/// by, in a kernel, against the CPU (`horsec_runtime::temporal::datetime_shift`): values at
+/// the calendar's ends and around leap days, amounts up to the i64 extremes. For each type,
+/// unit and builtin, the pairs the CPU answers are one program (exact text), and the pairs it
+/// refuses are programs that must fail with the CPU's message naming the first failing
+/// element: one with every pair (answers and failures interleaved) and one for each of six
+/// failures spread over the values and amounts.
+#[test]
+fn calendar_shifts_of_dates_months_and_dts_agree_with_the_cpu() {
+    let dates = [
+        "0000-01-01",
+        "0000-02-29",
+        "1970-01-01",
+        "2000-01-31",
+        "2000-02-29",
+        "2024-03-31",
+        "9999-02-28",
+        "9999-12-31",
+    ];
+    let months = ["0000-01", "1970-01", "2000-12", "9999-12"];
+    let dts = [
+        "0000-01-01T00:00:00.000",
+        "1969-12-31T23:59:59.999",
+        "2000-01-31T12:34:56.789",
+        "9999-12-31T23:59:59.999",
+    ];
+    // Beside small and calendar-sized amounts, those whose product by a unit (12 months,
+    // 86 400 000 ms) just overflows or just does not.
+    let amounts: [i64; 21] = [
+        0,
+        1,
+        -1,
+        11,
+        -13,
+        120000,
+        -120000,
+        1 << 40,
+        -(1 << 40),
+        (1 << 40) + 1,
+        3652424,
+        -3652425,
+        315537897599999,
+        i64::MAX,
+        i64::MIN,
+        i64::MAX / 12,
+        i64::MIN / 86400000,
+        -(i64::MAX / 86400000) - 1,
+        i64::MAX / 86400000 + 1,
+        i64::MIN / 12 - 1,
+        i64::MIN / 1000,
+    ];
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str]);
+    let cases: [Case; 3] = [
+        ("date", &dates, &["year", "month", "day"]),
+        ("month", &months, &["year", "month"]),
+        (
+            "dt",
+            &dts,
+            &["year", "month", "day", "hour", "minute", "second", "mill"],
+        ),
+    ];
+    let db = tpch(0.01);
+    let mut failures_checked = 0;
+    for (ty_name, values, units) in &cases {
+        for unit in units.iter() {
+            for builtin in ["datetime_add", "datetime_sub"] {
+                let program = |pairs: &[(&str, i64)]| {
+                    let (v, k): (Vec<&str>, Vec<String>) =
+                        pairs.iter().map(|(v, k)| (*v, k.to_string())).unzip();
+                    format!(
+                        "module shift {{\n  import Builtin.*;\n  def main() : {ty_name} {{\n    \
+                         v:{ty_name} = ({}):{ty_name};\n    k:i64 = ({}):i64;\n    \
+                         r:{ty_name} = @{builtin}(v, k, `{unit}:sym);\n    return r;\n  }}\n}}\n",
+                        v.join(", "),
+                        k.join(", ")
+                    )
+                };
+                let name = format!("shift_{ty_name}_{unit}_{builtin}");
+                let mut all = Vec::new();
+                for value in values.iter() {
+                    for &k in &amounts {
+                        all.push((*value, k));
+                    }
+                }
+                // Which pairs the CPU refuses, one pair at a time.
+                let (mut answered, mut refused) = (Vec::new(), Vec::new());
+                for &pair in &all {
+                    let path = write_program(&format!("{name}_one"), &program(&[pair]));
+                    match run_tsv(&path, &db) {
+                        Ok(_) => answered.push(pair),
+                        Err(_) => refused.push(pair),
+                    }
+                }
+                let mut programs = vec![(format!("{name}_answered"), answered.clone())];
+                if !refused.is_empty() {
+                    // Every pair, failures interleaved: the first failing one is named.
+                    programs.push((format!("{name}_all"), all.clone()));
+                }
+                // Six failures spread over the values and amounts, each alone.
+                let spread = refused.len().div_ceil(6).max(1);
+                for (j, pair) in refused.iter().step_by(spread).enumerate() {
+                    programs.push((format!("{name}_refused{j}"), vec![*pair]));
+                }
+                for (program_name, pairs) in programs {
+                    if pairs.is_empty() {
+                        continue;
+                    }
+                    let Some((gpu, cpu)) = both_outcomes(&program_name, &program(&pairs)) else {
+                        return;
+                    };
+                    if let (Ok(g), Ok(c)) = (&gpu, &cpu) {
+                        let differing: Vec<String> = g
+                            .lines()
+                            .zip(c.lines())
+                            .zip(&pairs)
+                            .filter(|((g, c), _)| g != c)
+                            .take(5)
+                            .map(|((g, c), (v, k))| {
+                                format!("@{builtin}({v}, {k}, `{unit}): GPU {g}, CPU {c}")
+                            })
+                            .collect();
+                        assert!(differing.is_empty(), "{program_name}: {differing:#?}");
+                    }
+                    assert_eq!(gpu, cpu, "{program_name}");
+                    failures_checked += usize::from(cpu.is_err());
+                }
+            }
+        }
+    }
+    assert!(
+        failures_checked > 20,
+        "only {failures_checked} failing programs"
+    );
+}

@@ -120,13 +120,24 @@ pub enum CheckReport {
     /// the first position wins) and its two operands, as i64, at `operands[2i]` (the
     /// temporal value) and `operands[2i + 1]` (the amount).
     Shift {
-        /// The builtin's name without `@` (`plus`, `minus`).
+        /// The builtin's name without `@` (`plus`, `minus`, `datetime_add`, `datetime_sub`).
         builtin: String,
         /// The temporal type of the value and of the result.
         ty: Type,
         minus: bool,
+        /// The unit of `@datetime_add`/`@datetime_sub` (`year`, `day`, …), whose message
+        /// [`crate::temporal::datetime_shift`] writes; None for `@plus`/`@minus`.
+        unit: Option<String>,
         first: ScratchId,
         operands: ScratchId,
+    },
+    /// A factorial that is not an i64 (`@fact: 21! is not an i64`, as
+    /// [`crate::numeric::factorial`] says): an invocation whose argument fails records its
+    /// position in `first`, as [`CheckReport::Shift`] does, and the argument, as i64, at
+    /// `arguments[i]`.
+    Factorial {
+        first: ScratchId,
+        arguments: ScratchId,
     },
 }
 
@@ -142,7 +153,7 @@ pub struct IndexReport {
 }
 
 /// Elements of the scratch buffers in which a kernel records the failing element of a check
-/// ([`IndexSource::Device`], [`CheckReport::Shift`]): positions from this one on are not
+/// ([`IndexSource::Device`], [`CheckReport::Shift`], [`CheckReport::Factorial`]): positions from this one on are not
 /// recorded (the run then fails with the check's message, which names the vector read but not
 /// the element), so a check costs at most this many elements of memory whatever the data.
 pub const RECORDED_POSITIONS: u64 = 1 << 20;

@@ -14,6 +14,7 @@ pub mod interp;
 pub mod kernel;
 pub(crate) mod keys;
 pub mod multiway;
+pub mod numeric;
 pub mod plan;
 pub mod profile;
 pub mod relation;

@@ -119,6 +119,110 @@ pub fn shift(ty: &Type, value: i64, amount: i64, minus: bool) -> Result<i64, Str
         })
 }
 
+/// The length of a `@datetime_add`/`@datetime_sub` unit: a count of months (`year`,
+/// `month`) or of milliseconds (`day` to `mill`); None for another name.
+pub fn datetime_unit(unit: &str) -> Option<DatetimeUnit> {
+    Some(match unit {
+        "year" => DatetimeUnit::Months(12),
+        "month" => DatetimeUnit::Months(1),
+        "day" => DatetimeUnit::Millis(DAY_MS),
+        "hour" => DatetimeUnit::Millis(3_600_000),
+        "minute" => DatetimeUnit::Millis(60_000),
+        "second" => DatetimeUnit::Millis(1000),
+        "mill" => DatetimeUnit::Millis(1),
+        _ => return None,
+    })
+}
+
+/// See [`datetime_unit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatetimeUnit {
+    Months(i64),
+    Millis(i64),
+}
+
+/// Adds `months` to a day count, clamping the day to the end of the target month; `None`
+/// when the day count is not an i32 or the year leaves the calendar range.
+pub fn add_months_to_days(days: i64, months: i64) -> Option<i64> {
+    let (y, m, d) = civil_from_days(i32::try_from(days).ok()?);
+    let total = (i64::from(y) * 12 + i64::from(m) - 1).checked_add(months)?;
+    let year = i32::try_from(total.div_euclid(12)).ok()?;
+    if !(MIN_YEAR..=MAX_YEAR).contains(&year) {
+        return None;
+    }
+    let month = total.rem_euclid(12) as u32 + 1;
+    Some(i64::from(days_from_civil(
+        year,
+        month,
+        d.min(days_in_month(year, month)),
+    )))
+}
+
+/// One element of `@datetime_add(value, amount, unit)` (or `@datetime_sub`) of a `date`,
+/// `month` or `dt`: years and months move the calendar date and clamp the day to the
+/// month's end; a unit of fixed length moves the value by whole units of its encoding. A
+/// result outside the calendar range is an error naming the value, the amount and the unit
+/// (the message after `@datetime_add: `); so is a unit the type cannot move by (a `month` by
+/// days, a `date` by hours). Both backends compute it with this function (the GPU engine for
+/// the first element a kernel recorded as failing).
+pub fn datetime_shift(
+    ty: &Type,
+    unit: &str,
+    value: i64,
+    amount: i64,
+    minus: bool,
+) -> Result<i64, String> {
+    let sign: i64 = if minus { -1 } else { 1 };
+    let out_of_range = || {
+        format!(
+            "{} {} {amount} {unit} is outside the {ty} range {MIN_YEAR:04}-01-01 to {MAX_YEAR}-12-31",
+            describe_temporal(ty, value),
+            if minus { "minus" } else { "plus" },
+        )
+    };
+    let step = datetime_unit(unit).ok_or_else(|| format!("unknown unit `{unit}`"))?;
+    match (step, ty) {
+        (DatetimeUnit::Months(per), Type::Month) => per
+            .checked_mul(amount)
+            .and_then(|m| m.checked_mul(sign))
+            .and_then(|m| value.checked_add(m))
+            .filter(|&r| check_calendar(ty, r).is_ok())
+            .ok_or_else(out_of_range),
+        (DatetimeUnit::Months(per), Type::Date) => per
+            .checked_mul(amount)
+            .and_then(|m| m.checked_mul(sign))
+            .and_then(|m| add_months_to_days(value, m))
+            .ok_or_else(out_of_range),
+        (DatetimeUnit::Months(per), Type::Dt) => {
+            let (days, ms) = (value.div_euclid(DAY_MS), value.rem_euclid(DAY_MS));
+            per.checked_mul(amount)
+                .and_then(|m| m.checked_mul(sign))
+                .and_then(|m| add_months_to_days(days, m))
+                .map(|d| d * DAY_MS + ms)
+                .ok_or_else(out_of_range)
+        }
+        (DatetimeUnit::Millis(unit_ms), Type::Date | Type::Dt) => {
+            let resolution = if *ty == Type::Date { DAY_MS } else { 1 };
+            if unit_ms % resolution != 0 {
+                return Err(format!(
+                    "cannot shift a {ty} by a unit shorter than its resolution"
+                ));
+            }
+            (unit_ms / resolution)
+                .checked_mul(amount)
+                .and_then(|d| d.checked_mul(sign))
+                .and_then(|d| value.checked_add(d))
+                .filter(|&r| check_calendar(ty, r).is_ok())
+                .ok_or_else(out_of_range)
+        }
+        (DatetimeUnit::Months(_), _) => Err(format!("cannot shift a {ty} by months or years")),
+        (DatetimeUnit::Millis(_), Type::Month) => {
+            Err("cannot shift a month by a unit shorter than a month".to_string())
+        }
+        _ => Err(format!("cannot shift a {ty} with a calendar range check")),
+    }
+}
+
 fn format_year(y: i32) -> String {
     format!("{y:04}")
 }

@@ -310,6 +310,26 @@ fn a_builtin_without_gpu_code_is_an_error_naming_it_and_the_kernel() {
 }
 
 #[test]
+fn mod_is_generated_with_a_status_bit_for_an_integer_zero_divisor() {
+    let mut f = FunctionBuilder::new("main");
+    let k = f.param("k", Type::I64);
+    let x = f.param("x", Type::F64);
+    let r = f.local("r", Type::I64);
+    let m = f.local("m", Type::F64);
+    f.assign(r, call(Builtin::Mod, vec![var(k), lit_i64(&[7])])); // s0
+    f.assign(m, call(Builtin::Mod, vec![var(x), var(k)])); // s1
+    f.ret(vec![var(r), var(m)]);
+    let program = program(f.finish());
+    let module = kernel_of(&program, &[0, 1], 0, &[k, x], &[r, m]).expect("generates");
+    // Only the integer @mod can fail (a float one by zero is NaN, as on the CPU).
+    assert_eq!(module.checks.len(), 1);
+    assert_eq!(module.checks[0].message, "@mod: integer modulo by zero");
+    assert_eq!(module.checks[0].report, None);
+    assert!(module.wgsl.contains("fn mod_i64(") && module.wgsl.contains("fn mod_f64("));
+    insta::assert_snapshot!("codegen_mod", module.wgsl);
+}
+
+#[test]
 fn invalid_wgsl_is_reported_as_a_compiler_bug_not_a_panic() {
     let error = validate("main_k9", "fn broken( {").expect_err("does not parse");
     assert!(error.is_compiler_bug());

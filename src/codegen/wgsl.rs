@@ -160,6 +160,15 @@ pub enum Helper {
     CivilFromDays,
     /// `days_of_dt(ms: i64) -> i32`: the day of a datetime, clamped to i32.
     DaysOfDt,
+    /// `shift_months(days: i64, months: i64) -> Shifted`, `le_i64`, `floor_div_i64`: the
+    /// calendar shifts of `@datetime_add`/`@datetime_sub` of dates, months and dts, as
+    /// `horsec_runtime::temporal::datetime_shift` computes them.
+    CalendarShift,
+    /// `factorial_i64(n: u32) -> i64`: `n!` for `n` in 0..=20 (the caller checks the range).
+    Factorial,
+    /// `rem_euclid_i64(a: i64, d: i64) -> i64`: the Euclidean remainder by a positive `d`
+    /// (Rust's `rem_euclid`), never negative.
+    RemEuclidI64,
     /// `round_f32`/`round_f64`: half away from zero (Rust's `round`; WGSL's rounds to even).
     Round,
     /// `plus_f32`, `minus_f32`, `mul_f32`, `unordered_f32`: IEEE 754 special values chosen
@@ -181,6 +190,20 @@ pub enum Helper {
     TrigF32,
     /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same.
     ExpLogF32,
+    /// `mod_i32(a, b, bit)`: `a mod b` with the sign of `b` (floored), as the CPU's; a zero
+    /// `b` sets `bit` of the kernel's status word (the CPU's `integer modulo by zero`) and
+    /// gives 0. For i8, i16 and i32 (in i32 registers).
+    ModI32,
+    /// `mod_i64(a, b, bit)`: the same for i64, its tests on 32-bit words.
+    ModI64,
+    /// `mod_f32(a, b)`: `a - b * floor(a / b)` rounded step by step in f32, as the CPU's.
+    ModF32,
+    /// `mod_f64(a, b)`: the same in f64. Each step is an IEEE helper (`div_f64`, `mul_f64`,
+    /// `minus_f64`), so NaN and infinities come out as on the CPU (a zero or infinite
+    /// divisor, or an infinite dividend, gives NaN); the floor of a NaN or infinity is
+    /// decided on its bits, and the product reaches the subtraction through its bits, so
+    /// that no compiler contracts `a - b * f` into one fma (the CPU rounds the product).
+    ModF64,
     /// `special_f32`: an infinity or NaN made at run time from its bits, which are OR-ed with
     /// `params.zero` (always 0, unknown to the shader compiler). NVIDIA's compiler mishandles
     /// an infinity it can fold into a constant: the f64 sum, in a kernel's loop, of
@@ -229,6 +252,106 @@ fn days_of_dt(ms: i64) -> i32 {
     let q = ms / 86400000li;
     let days = select(q, q - 1li, (ms % 86400000li != 0li) && (ms < 0li));
     return i32(clamp(days, -2147483648li, 2147483647li));
+}
+"
+            }
+            Helper::CalendarShift => {
+                "// i64 a <= b on 32-bit words: lavapipe (Mesa 22.3) miscompiles signed i64 comparisons
+// with constants.
+fn le_i64(a: i64, b: i64) -> bool {
+    let ah = i32(a >> 32u);
+    let bh = i32(b >> 32u);
+    return ah < bh || (ah == bh && u32(a) <= u32(b));
+}
+
+// a / b rounded down, for b > 0 (Rust's div_euclid).
+fn floor_div_i64(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    return select(q, q - 1li, (u32((a - q * b) >> 32u) >> 31u) == 1u);
+}
+
+// Howard Hinnant's civil_from_days of a day count that is an i32, as
+// runtime/src/temporal.rs computes it in i64 (the i32 form overflows near i32::MAX).
+fn civil_from_days_i64(days: i64) -> vec3<i32> {
+    let z = days + 719468li;
+    let era = floor_div_i64(z, 146097li);
+    let doe = i32(z - era * 146097li);
+    let yoe = (doe - doe / 1460i + doe / 36524i - doe / 146096i) / 365i;
+    let doy = doe - (365i * yoe + yoe / 4i - yoe / 100i);
+    let mp = (5i * doy + 2i) / 153i;
+    let day = doy - (153i * mp + 2i) / 5i + 1i;
+    let month = select(mp - 9i, mp + 3i, mp < 10i);
+    let year = i32(era) * 400i + yoe + select(0i, 1i, month <= 2i);
+    return vec3<i32>(year, month, day);
+}
+
+// Days since 1970-01-01 of a civil date of the calendar's years (Hinnant's days_from_civil).
+fn days_from_civil_i32(year: i32, month: i32, day: i32) -> i32 {
+    let y = year - select(0i, 1i, month <= 2i);
+    let era = floor_div_i32(y, 400i);
+    let yoe = y - era * 400i;
+    let doy = (153i * select(month + 9i, month - 3i, month > 2i) + 2i) / 5i + day - 1i;
+    let doe = yoe * 365i + yoe / 4i - yoe / 100i + doy;
+    return era * 146097i + doe - 719468i;
+}
+
+fn days_in_month_i32(year: i32, month: i32) -> i32 {
+    if month == 2i {
+        let leap = (year % 4i == 0i && year % 100i != 0i) || year % 400i == 0i;
+        return select(28i, 29i, leap);
+    }
+    return select(31i, 30i, month == 4i || month == 6i || month == 9i || month == 11i);
+}
+
+struct Shifted {
+    value: i64,
+    ok: bool,
+}
+
+// A day count moved by `months`, the day clamped to the target month's end, as the CPU's
+// add_months_to_days: not ok when the day count is no i32, the month count overflows, or
+// the year leaves 0000-9999 (MIN_YEAR, MAX_YEAR).
+fn shift_months(days: i64, months: i64) -> Shifted {
+    let high = u32(days >> 32u);
+    let sign = u32(days) >> 31u;
+    if !((high == 0u && sign == 0u) || (high == 0xffffffffu && sign == 1u)) {
+        return Shifted(0li, false);
+    }
+    let civil = civil_from_days_i64(days);
+    let base = i64(civil.x) * 12li + i64(civil.y - 1i);
+    let total = base + months;
+    // A sum overflows when both operands' signs differ from the result's.
+    if (u32(((base ^ total) & (months ^ total)) >> 32u) >> 31u) == 1u {
+        return Shifted(0li, false);
+    }
+    let year64 = floor_div_i64(total, 12li);
+    if !(u32(year64 >> 32u) == 0u && u32(year64) <= 9999u) {
+        return Shifted(0li, false);
+    }
+    let year = i32(year64);
+    let month = i32(total - year64 * 12li) + 1i;
+    let day = min(civil.z, days_in_month_i32(year, month));
+    return Shifted(i64(days_from_civil_i32(year, month, day)), true);
+}
+"
+            }
+            Helper::Factorial => {
+                "// n! for n in 0..=20, the factorials that are i64 (the caller checks n).
+fn factorial_i64(n: u32) -> i64 {
+    var f = 1li;
+    for (var k = 2u; k <= min(n, 20u); k = k + 1u) {
+        f = f * i64(k);
+    }
+    return f;
+}
+"
+            }
+            Helper::RemEuclidI64 => {
+                "// a mod d for a positive d, never negative (the CPU's rem_euclid); the sign is tested
+// on the high word (lavapipe miscompiles signed i64 comparisons with constants).
+fn rem_euclid_i64(a: i64, d: i64) -> i64 {
+    let r = a % d;
+    return select(r, r + d, (u32(r >> 32u) >> 31u) == 1u);
 }
 "
             }
@@ -484,6 +607,73 @@ fn div_f32(a: f32, b: f32) -> f32 {
         q = nan_f32();
     }
     return q;
+}
+"
+            }
+            Helper::ModI32 => {
+                "// a mod b with the sign of b (floored), as the CPU's; a zero b is the CPU's error
+// (`bit` of the status word) and gives 0. A divisor of -1 divides every value: it is taken
+// as 1, since MIN % -1 overflows WGSL's remainder.
+fn mod_i32(a: i32, b: i32, bit: u32) -> i32 {
+    if b == 0i {
+        atomicOr(&status[0], bit);
+        return 0i;
+    }
+    let d = select(b, 1i, b == -1i);
+    let r = a % d;
+    return select(r, r + d, r != 0i && ((r < 0i) != (d < 0i)));
+}
+"
+            }
+            Helper::ModI64 => {
+                "// The same for i64, tested on 32-bit words: lavapipe (Mesa 22.3) miscompiles signed
+// i64 comparisons with constants.
+fn mod_i64(a: i64, b: i64, bit: u32) -> i64 {
+    let b_high = u32(b >> 32u);
+    let b_low = u32(b);
+    if (b_high | b_low) == 0u {
+        atomicOr(&status[0], bit);
+        return 0li;
+    }
+    let minus_one = (b_high & b_low) == 0xffffffffu;
+    let d = select(b, 1li, minus_one);
+    let r = a % d;
+    let r_high = u32(r >> 32u);
+    let r_nonzero = (r_high | u32(r)) != 0u;
+    return select(r, r + d, r_nonzero && (r_high >> 31u) != (b_high >> 31u));
+}
+"
+            }
+            Helper::ModF32 => {
+                "// a - b * floor(a / b) as the CPU computes it in f32 (see mod_f64).
+fn mod_f32(a: f32, b: f32) -> f32 {
+    let q = div_f32(a, b);
+    var f = floor(q);
+    if class_f32(q) >= 2u {
+        f = q;
+    } else if class_f32(f) == 0u {
+        f = signed_zero_f32(negative_f32(q));
+    }
+    let p = mul_f32(b, f);
+    return minus_f32(a, special_f32(bitcast<u32>(p)));
+}
+"
+            }
+            Helper::ModF64 => {
+                "// a - b * floor(a / b) as the CPU computes it, each step rounded: the floor of a NaN
+// or an infinity is itself and a zero floor keeps the quotient's sign, both decided on the
+// bits; the product reaches the subtraction through its bits, so that it is not contracted
+// into an fma with it.
+fn mod_f64(a: f64, b: f64) -> f64 {
+    let q = div_f64(a, b);
+    var f = floor(q);
+    if class_f64(q) >= 2u {
+        f = q;
+    } else if class_f64(f) == 0u {
+        f = signed_zero_f64(negative_f64(q));
+    }
+    let p = mul_f64(b, f);
+    return minus_f64(a, special_f64(bitcast<u64>(p)));
 }
 "
             }
@@ -771,6 +961,9 @@ fn log10_f32(w: f64) -> f32 {
             Helper::TrigF32 | Helper::ExpLogF32 => &[Helper::WidenF32, Helper::SpecialsF32],
             Helper::IeeeF32 => &[Helper::SpecialsF32],
             Helper::IeeeF64 => &[Helper::SpecialsF64],
+            Helper::ModF32 => &[Helper::DivF32, Helper::IeeeF32, Helper::SpecialsF32],
+            Helper::CalendarShift => &[Helper::FloorDiv],
+            Helper::ModF64 => &[Helper::IeeeF64, Helper::SpecialsF64],
             _ => &[],
         }
     }

@@ -12,7 +12,8 @@
 //!   through `@values` of their enums, scalar and vector literals of ten types;
 //! - element-wise arithmetic, comparisons and logic across types (the type rules decide,
 //!   so bools, i16, i32, i64, f32, f64, dates, chars and text all meet), with literal
-//!   operands that broadcast, and a few math and date builtins;
+//!   operands that broadcast, and a few math and date builtins (`@mod`, `@fact`, date parts,
+//!   `@datetime_add`/`@datetime_sub` of dates by years, months or days);
 //! - `@compress`, `@where`, `@index` (with positions from `@where`, `@unique`, `@order`,
 //!   joins, groups, foreign keys, or literals), reductions, `@len`, `@vector`, `@range`,
 //!   `@append`;

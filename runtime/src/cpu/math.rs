@@ -166,9 +166,7 @@ pub(crate) fn unary(b: Builtin, v: &Vector) -> Result<Vector> {
             };
             let out = n
                 .iter()
-                .map(|&k| {
-                    factorial(k).ok_or_else(|| RuntimeError::new(format!("{k}! is not an i64")))
-                })
+                .map(|&k| crate::numeric::factorial(k).map_err(RuntimeError::new))
                 .collect::<Result<Vec<i64>>>()?;
             Ok(Vector::from_i64s(out))
         }
@@ -184,13 +182,6 @@ fn float_sign(x: f64) -> f64 {
     } else {
         x
     }
-}
-
-fn factorial(n: i64) -> Option<i64> {
-    if n < 0 {
-        return None;
-    }
-    (1..=n).try_fold(1i64, |acc, k| acc.checked_mul(k))
 }
 
 #[cfg(test)]

@@ -17,10 +17,7 @@ use super::elementwise::{try_zip_with, zip_with};
 use crate::bail;
 use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
-use crate::temporal::{
-    check_calendar, civil_from_days, days_from_civil, days_in_month, describe_temporal,
-    month_from_code, MAX_YEAR, MIN_YEAR,
-};
+use crate::temporal::{civil_from_days, month_from_code};
 use crate::types::Type;
 use crate::value::Vector;
 
@@ -168,23 +165,6 @@ fn unit_ms(unit: Unit) -> Option<i64> {
     })
 }
 
-/// Adds `months` to a day count, clamping the day to the end of the target month; `None`
-/// when the year leaves the calendar range.
-fn add_months_to_days(days: i64, months: i64) -> Option<i64> {
-    let (y, m, d) = civil_from_days(i32::try_from(days).ok()?);
-    let total = (i64::from(y) * 12 + i64::from(m) - 1).checked_add(months)?;
-    let year = i32::try_from(total.div_euclid(12)).ok()?;
-    if !(MIN_YEAR..=MAX_YEAR).contains(&year) {
-        return None;
-    }
-    let month = total.rem_euclid(12) as u32 + 1;
-    Some(i64::from(days_from_civil(
-        year,
-        month,
-        d.min(days_in_month(year, month)),
-    )))
-}
-
 /// `@datetime_add` and `@datetime_sub`.
 ///
 /// A result outside the calendar range ([`crate::temporal::calendar_range`]) is an error
@@ -209,36 +189,15 @@ pub(crate) fn shift(b: Builtin, x: &Vector, n: &Vector, unit: &Vector) -> Result
         Type::Second => 1000,
         _ => 1,
     };
-    let out_of_range = |v: i64, k: i64| {
-        RuntimeError::new(format!(
-            "{} {} {k} {} is outside the {ty} range {MIN_YEAR:04}-01-01 to {MAX_YEAR}-12-31",
-            describe_temporal(&ty, v),
-            if sign < 0 { "minus" } else { "plus" },
-            unit.name()
-        ))
+    let minus = sign < 0;
+    // Dates, months and dts, element by element as the GPU engine names a failing one.
+    let calendar = |v: i64, k: i64| {
+        crate::temporal::datetime_shift(&ty, unit.name(), v, k, minus).map_err(RuntimeError::new)
     };
     let shifted: Vec<i64> = match (months, &ty) {
-        (Some(per), Type::Month) => try_zip_with(&values, &amounts, |v, k| {
-            per.checked_mul(k)
-                .and_then(|m| m.checked_mul(sign))
-                .and_then(|m| v.checked_add(m))
-                .filter(|&r| check_calendar(&ty, r).is_ok())
-                .ok_or_else(|| out_of_range(v, k))
-        })?,
-        (Some(per), Type::Date) => try_zip_with(&values, &amounts, |v, k| {
-            per.checked_mul(k)
-                .and_then(|m| m.checked_mul(sign))
-                .and_then(|m| add_months_to_days(v, m))
-                .ok_or_else(|| out_of_range(v, k))
-        })?,
-        (Some(per), Type::Dt) => try_zip_with(&values, &amounts, |v, k| {
-            let (days, ms) = (v.div_euclid(DAY_MS), v.rem_euclid(DAY_MS));
-            per.checked_mul(k)
-                .and_then(|m| m.checked_mul(sign))
-                .and_then(|m| add_months_to_days(days, m))
-                .map(|d| d * DAY_MS + ms)
-                .ok_or_else(|| out_of_range(v, k))
-        })?,
+        (Some(_), Type::Month | Type::Date | Type::Dt) => {
+            try_zip_with(&values, &amounts, calendar)?
+        }
         (Some(_), _) => bail!("cannot shift a {ty} by months or years"),
         (None, Type::Month) => bail!("cannot shift a month by a unit shorter than a month"),
         (None, _) => {
@@ -249,18 +208,15 @@ pub(crate) fn shift(b: Builtin, x: &Vector, n: &Vector, unit: &Vector) -> Result
             let step = step_ms / type_unit_ms;
             let day = DAY_MS / type_unit_ms;
             let wraps = matches!(ty, Type::Minute | Type::Second | Type::Time);
-            try_zip_with(&values, &amounts, |v, k| {
-                if wraps {
-                    // Only the amount modulo one day matters: no overflow is possible.
+            if wraps {
+                // Only the amount modulo one day matters: no overflow is possible.
+                zip_with(&values, &amounts, |v, k| {
                     let k = (k.rem_euclid(day) * step).rem_euclid(day);
-                    return Ok((v + sign * k).rem_euclid(day));
-                }
-                step.checked_mul(k)
-                    .and_then(|d| d.checked_mul(sign))
-                    .and_then(|d| v.checked_add(d))
-                    .filter(|&r| check_calendar(&ty, r).is_ok())
-                    .ok_or_else(|| out_of_range(v, k))
-            })?
+                    (v + sign * k).rem_euclid(day)
+                })?
+            } else {
+                try_zip_with(&values, &amounts, calendar)?
+            }
         }
     };
     // Every value was checked against its type's range, so it fits the encoding.

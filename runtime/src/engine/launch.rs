@@ -276,6 +276,7 @@ pub(crate) fn launch(
             Some(CheckReport::Shift {
                 first, operands, ..
             }) => &[*first, *operands],
+            Some(CheckReport::Factorial { first, arguments }) => &[*first, *arguments],
             Some(CheckReport::Index(_)) | None => &[],
         };
         for id in recorded {
@@ -591,6 +592,7 @@ pub(crate) fn report_message(
             builtin,
             ty,
             minus,
+            unit,
             first,
             operands,
         }) => first_recorded(device, kernel, recorded, *first)?
@@ -602,14 +604,33 @@ pub(crate) fn report_message(
                 let word = |k: usize| {
                     (u64::from(words[2 * k]) | (u64::from(words[2 * k + 1]) << 32)) as i64
                 };
-                Ok::<_, RuntimeError>(
-                    crate::temporal::shift(ty, word(0), word(1), *minus)
-                        .err()
-                        .map(|why| format!("@{builtin}: {why}")),
-                )
+                let shifted = match unit {
+                    Some(unit) => {
+                        crate::temporal::datetime_shift(ty, unit, word(0), word(1), *minus)
+                    }
+                    None => crate::temporal::shift(ty, word(0), word(1), *minus),
+                };
+                Ok::<_, RuntimeError>(shifted.err().map(|why| format!("@{builtin}: {why}")))
             })
             .transpose()?
             .flatten(),
+        Some(CheckReport::Factorial { first, arguments }) => {
+            first_recorded(device, kernel, recorded, *first)?
+                .filter(|&position| (position as u64) < RECORDED_POSITIONS)
+                .map(|position| {
+                    let words = device
+                        .download_range(recorded.buffer(kernel, *arguments)?, 2 * position, 2)
+                        .map_err(gpu_error)?;
+                    let argument = (u64::from(words[0]) | (u64::from(words[1]) << 32)) as i64;
+                    Ok::<_, RuntimeError>(
+                        crate::numeric::factorial(argument)
+                            .err()
+                            .map(|why| format!("@fact: {why}")),
+                    )
+                })
+                .transpose()?
+                .flatten()
+        }
         None => None,
     })
 }

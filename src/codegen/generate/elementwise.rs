@@ -32,6 +32,13 @@ impl Generator<'_> {
                 }
                 Ok(wgsl::wrap_narrow(format!("({cx} {op} {cy})"), result))
             }
+            B::Mod => {
+                let (Some(x), Some(y)) = (arg(0), arg(1)) else {
+                    return Err(unsupported(self, "expects two arguments"));
+                };
+                let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
+                self.modulo(&cx, &cy, result)
+            }
             B::Div => {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
                     return Err(unsupported(self, "expects two arguments"));
@@ -161,6 +168,18 @@ impl Generator<'_> {
                 }
                 self.helper(Helper::DaysOfDt);
                 Ok(format!("days_of_dt({})", x.expr))
+            }
+            B::Time | B::TimeHour | B::TimeMinute | B::TimeSecond | B::TimeMill => {
+                let Some(x) = arg(0) else {
+                    return Err(unsupported(self, "expects one argument"));
+                };
+                self.time_part(b, &x, result)
+            }
+            B::DatetimeAdd | B::DatetimeSub => {
+                let (Some(x), Some(k), Some(unit)) = (arg(0), arg(1), arg(2)) else {
+                    return Err(unsupported(self, "expects three arguments"));
+                };
+                self.time_of_day_shift(b, &x, &k, &unit)
             }
             B::DatetimeDiff => {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
@@ -484,6 +503,99 @@ impl Generator<'_> {
         self.conv_raw(&part_val, result)
     }
 
+    /// `@time` of a dt, and the hour, minute, second or millisecond of a time of day, as
+    /// `runtime/src/cpu/temporal.rs` computes them: the milliseconds since midnight in i64
+    /// (a dt's Euclidean remainder by a day; a time's own value, a second's times 1000, a
+    /// minute's times 60 000, any of which may lie outside one day after arithmetic), then
+    /// truncating divisions and remainders by positive constants, wrapped to the result type
+    /// (i16) as the CPU's `as` conversion wraps.
+    fn time_part(&mut self, b: Builtin, x: &Val, result: &Type) -> Result<String, CodegenError> {
+        self.use_type("i64");
+        let millis = match x.ty {
+            Type::Dt => {
+                self.helper(Helper::RemEuclidI64);
+                format!("rem_euclid_i64({}, 86400000li)", x.expr)
+            }
+            Type::Time if b != Builtin::Time => format!("i64({})", x.expr),
+            Type::Second if !matches!(b, Builtin::Time | Builtin::TimeMill) => {
+                format!("(i64({}) * 1000li)", x.expr)
+            }
+            Type::Minute if matches!(b, Builtin::TimeHour | Builtin::TimeMinute) => {
+                format!("(i64({}) * 60000li)", x.expr)
+            }
+            _ => return Err(self.error(Some(b), format!("@{b} of {}", x.ty))),
+        };
+        let part = match b {
+            // A dt's time of day lies within one day: an i32.
+            Builtin::Time => return Ok(format!("i32({millis})")),
+            Builtin::TimeHour => format!("({millis} / 3600000li)"),
+            Builtin::TimeMinute => format!("(({millis} / 60000li) % 60li)"),
+            Builtin::TimeSecond => format!("(({millis} / 1000li) % 60li)"),
+            _ => format!("({millis} % 1000li)"),
+        };
+        let part_val = Val::scalar(part, Type::I64);
+        Ok(wgsl::wrap_narrow(self.conv_raw(&part_val, result)?, result))
+    }
+
+    /// `@datetime_add`/`@datetime_sub` of a time of day (minute, second, time) by a unit of
+    /// fixed length, as `runtime/src/cpu/temporal.rs` shifts it: only the amount modulo one
+    /// day matters, and the result wraps around midnight, so no element fails. (Dates,
+    /// months and dts are [`Generator::calendar_shift`]s.) A unit shorter than the type's
+    /// resolution, or a month or year, is the CPU's error for the whole call: that call stays
+    /// on the CPU.
+    fn time_of_day_shift(
+        &mut self,
+        b: Builtin,
+        x: &Val,
+        k: &Val,
+        unit: &Val,
+    ) -> Result<String, CodegenError> {
+        let resolution: i64 = match x.ty {
+            Type::Minute => 60_000,
+            Type::Second => 1000,
+            Type::Time => 1,
+            _ => return Err(self.error(Some(b), format!("a wrapping shift of a {}", x.ty))),
+        };
+        let unit_ms: i64 = match unit.text.as_deref() {
+            Some("day") => 86_400_000,
+            Some("hour") => 3_600_000,
+            Some("minute") => 60_000,
+            Some("second") => 1000,
+            Some("mill") => 1,
+            Some(unit @ ("year" | "month")) => {
+                return Err(self.error(
+                    Some(b),
+                    format!(
+                        "a shift the CPU refuses for the whole call (a {} by `{unit})",
+                        x.ty
+                    ),
+                ))
+            }
+            _ => {
+                return Err(self.error(
+                    Some(b),
+                    "a unit that is not a literal `day, `hour, `minute, `second or `mill",
+                ))
+            }
+        };
+        if unit_ms % resolution != 0 || !k.ty.is_integer() {
+            return Err(self.error(
+                Some(b),
+                format!("a shift the CPU refuses (of a {} by {})", x.ty, k.ty),
+            ));
+        }
+        let (step, day) = (unit_ms / resolution, 86_400_000 / resolution);
+        self.use_type("i64");
+        self.helper(Helper::RemEuclidI64);
+        let v = self.conv_raw(x, &Type::I64)?;
+        let amount = self.conv_raw(k, &Type::I64)?;
+        let op = if b == Builtin::DatetimeSub { "-" } else { "+" };
+        // |amount mod day| * step < 86 400 000^2 / resolution: no overflow.
+        let moved =
+            format!("rem_euclid_i64(rem_euclid_i64({amount}, {day}li) * {step}li, {day}li)");
+        Ok(format!("i32(rem_euclid_i64({v} {op} {moved}, {day}li))"))
+    }
+
     /// For a float type, the suffix of its IEEE helpers (`plus_f64`, …), with the helpers
     /// and the types they need marked used: see [`Helper::IeeeF32`] for why float
     /// arithmetic and comparisons go through them.
@@ -517,6 +629,41 @@ impl Generator<'_> {
                 Ok(format!("div_f64({x}, {y})"))
             }
             other => Err(self.error(Some(Builtin::Div), format!("a division in {other}"))),
+        }
+    }
+
+    /// `x mod y` in `result`, as the CPU's `Num::modulo` (runtime/src/cpu/arith.rs): of
+    /// integers (i8 and i16 in their i32 registers), the remainder with the sign of `y`, a
+    /// zero `y` the CPU's error (a status bit; the element is 0); of floats,
+    /// `x - y * floor(x / y)`, each operation rounded in `result` as the CPU rounds it, and
+    /// the special values decided on the bits (see [`Helper::ModF64`]).
+    fn modulo(&mut self, x: &str, y: &str, result: &Type) -> Result<String, CodegenError> {
+        match result {
+            Type::F32 => {
+                self.use_type("f64");
+                self.helper(Helper::ModF32);
+                Ok(format!("mod_f32({x}, {y})"))
+            }
+            Type::F64 => {
+                self.ieee_float(result);
+                self.helper(Helper::ModF64);
+                Ok(format!("mod_f64({x}, {y})"))
+            }
+            Type::I8 | Type::I16 | Type::I32 | Type::I64 => {
+                let bit = self.status_bit("@mod: integer modulo by zero".to_string(), None)?;
+                let mask = 1u32 << bit;
+                if *result == Type::I64 {
+                    self.use_type("i64");
+                    self.helper(Helper::ModI64);
+                    Ok(format!("mod_i64({x}, {y}, {mask}u)"))
+                } else {
+                    // The remainder's magnitude is below the divisor's, so an i8 or i16
+                    // result needs no wrapping.
+                    self.helper(Helper::ModI32);
+                    Ok(format!("mod_i32({x}, {y}, {mask}u)"))
+                }
+            }
+            other => Err(self.error(Some(Builtin::Mod), format!("@mod in {other}"))),
         }
     }
 
@@ -620,6 +767,7 @@ impl Generator<'_> {
                 builtin: name,
                 ty: ty.clone(),
                 minus: shift.minus,
+                unit: None,
                 first,
                 operands,
             }),
@@ -672,6 +820,271 @@ impl Generator<'_> {
             dictionary: None,
             text: None,
             list: vals.iter().any(|v| v.list),
+        };
+        self.define_with(target, val, Vec::new(), prelude)
+    }
+}
+
+impl Generator<'_> {
+    /// `@fact(n)` of an integer, as [`horsec_runtime::numeric::factorial`] computes it: an
+    /// `n` outside 0..=20 (whose factorial is no i64) sets a status bit and records its
+    /// position and value, from which the engine writes the CPU's message
+    /// ([`CheckReport::Factorial`]); its result is 0.
+    pub(super) fn factorial(
+        &mut self,
+        target: LocalId,
+        vals: &[Val],
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        let builtin = Builtin::Fact;
+        let [n_val] = vals else {
+            return Err(self.error(Some(builtin), "expects one argument"));
+        };
+        let Layout::Vector { length, .. } = &self.layout else {
+            return Err(self.error(Some(builtin), "a checked factorial inside a list kernel"));
+        };
+        let length = length.clone();
+        if n_val.level == Level::Cell {
+            return Err(self.error(Some(builtin), "a checked factorial per cell"));
+        }
+        if !n_val.ty.is_integer() || *result_ty != Type::I64 {
+            return Err(self.error(
+                Some(builtin),
+                format!("@fact of {} as {result_ty}", n_val.ty),
+            ));
+        }
+        self.use_type("i64");
+        let argument = self.conv_raw(n_val, &Type::I64)?;
+        let n = self.scratch.len();
+        let (first, first_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::Status,
+            },
+            format!("status_first{n}"),
+        );
+        let (arguments, arguments_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::I64,
+                elements: Length::Min(
+                    Box::new(length),
+                    Box::new(Length::Constant(RECORDED_POSITIONS)),
+                ),
+                purpose: ScratchPurpose::BadIndexes,
+            },
+            format!("bad_argument{n}"),
+        );
+        let bit = self.status_bit(
+            "@fact: a factorial that is not an i64".to_string(),
+            Some(CheckReport::Factorial { first, arguments }),
+        )?;
+        self.helper(Helper::Factorial);
+        let f = format!("fact{n}");
+        // The range is tested on 32-bit words: lavapipe (Mesa 22.3) miscompiles signed i64
+        // comparisons with constants.
+        let prelude = vec![
+            format!("let {f}_n: i64 = {argument};"),
+            format!(
+                "let {f}_ok = u32({f}_n >> 32u) == 0u && u32({f}_n) <= {}u;",
+                horsec_runtime::numeric::MAX_FACTORIAL
+            ),
+            format!(
+                "if !{f}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
+                 if i < {RECORDED_POSITIONS}u {{ {arguments_name}[i] = {f}_n; }} }}",
+                1u32 << bit
+            ),
+        ];
+        let val = Val {
+            expr: format!("select(0li, factorial_i64(u32({f}_n)), {f}_ok)"),
+            ty: result_ty.clone(),
+            level: n_val.level,
+            active: n_val.active.clone(),
+            dictionary: None,
+            text: None,
+            list: n_val.list,
+        };
+        self.define_with(target, val, Vec::new(), prelude)
+    }
+}
+
+impl Generator<'_> {
+    /// `@datetime_add(x, k, unit)`/`@datetime_sub` of a date, month or dt by a literal unit,
+    /// as [`horsec_runtime::temporal::datetime_shift`] computes each element: years and
+    /// months through the civil calendar (the day clamped to the month's end), units of
+    /// fixed length by whole units of the encoding, checked against overflow and the
+    /// calendar's years. A failing element sets a status bit and records its position and
+    /// operands, from which the engine writes the CPU's message ([`CheckReport::Shift`] with
+    /// the unit); its result is 0. A unit the type cannot move by is the CPU's error for the
+    /// whole call: that call stays on the CPU.
+    pub(super) fn calendar_shift(
+        &mut self,
+        target: LocalId,
+        builtin: Builtin,
+        vals: &[Val],
+        result_ty: &Type,
+    ) -> Result<(), CodegenError> {
+        use horsec_runtime::temporal::{calendar_range, datetime_unit, DatetimeUnit};
+        let [value, amount, unit] = vals else {
+            return Err(self.error(Some(builtin), "expects three arguments"));
+        };
+        let Layout::Vector { length, .. } = &self.layout else {
+            return Err(self.error(
+                Some(builtin),
+                "a checked calendar shift inside a list kernel",
+            ));
+        };
+        let length = length.clone();
+        let level = [value, amount]
+            .iter()
+            .map(|v| v.level)
+            .max()
+            .unwrap_or(Level::Scalar);
+        if level == Level::Cell {
+            return Err(self.error(Some(builtin), "a checked calendar shift per cell"));
+        }
+        let ty = value.ty.clone();
+        let unit_name = unit
+            .text
+            .clone()
+            .ok_or_else(|| self.error(Some(builtin), "a unit that is not a symbol literal"))?;
+        let step = datetime_unit(&unit_name)
+            .ok_or_else(|| self.error(Some(builtin), format!("the unit `{unit_name}`")))?;
+        if !amount.ty.is_integer() || *result_ty != ty {
+            return Err(self.error(
+                Some(builtin),
+                format!("a shift of a {ty} by {} as {result_ty}", amount.ty),
+            ));
+        }
+        let refused = |g: &Self| {
+            g.error(
+                Some(builtin),
+                format!("a shift the CPU refuses for the whole call (a {ty} by `{unit_name})"),
+            )
+        };
+        const DAY_MS: i64 = 86_400_000;
+        let minus = builtin == Builtin::DatetimeSub;
+        self.use_type("i64");
+        self.helper(Helper::CalendarShift);
+        let widen = |g: &Self, v: &Val| {
+            wgsl::convert(&v.expr, &v.ty, &Type::I64).ok_or_else(|| {
+                g.error(Some(builtin), format!("no conversion from {} to i64", v.ty))
+            })
+        };
+        let (v_expr, k_expr) = (widen(self, value)?, widen(self, amount)?);
+        let n = self.scratch.len();
+        let s = format!("cal{n}");
+        let neg = if minus { "-" } else { "" };
+        // The amount in units of the encoding (months, days or milliseconds): `k * per`, whose
+        // overflow (the CPU's checked_mul) shows as a quotient by `per` other than `k`, then
+        // negated for @datetime_sub, which overflows only for i64::MIN.
+        let per = match (step, &ty) {
+            (DatetimeUnit::Months(per), Type::Month | Type::Date | Type::Dt) => per,
+            (DatetimeUnit::Millis(ms), Type::Dt) => ms,
+            (DatetimeUnit::Millis(ms), Type::Date) if ms % DAY_MS == 0 => ms / DAY_MS,
+            _ => return Err(refused(self)),
+        };
+        let negation_ok = if minus {
+            format!(" && !(u32({s}_p >> 32u) == 0x80000000u && u32({s}_p) == 0u)")
+        } else {
+            String::new()
+        };
+        let mut prelude = vec![
+            format!("let {s}_v: i64 = {v_expr};"),
+            format!("let {s}_k: i64 = {k_expr};"),
+            format!("let {s}_p: i64 = {s}_k * {per}li;"),
+            format!("let {s}_q: i64 = {s}_p / {per}li;"),
+            format!(
+                "let {s}_kok = u32({s}_q) == u32({s}_k) && u32({s}_q >> 32u) == u32({s}_k >> 32u){negation_ok};"
+            ),
+            format!("let {s}_d: i64 = {neg}{s}_p;"),
+        ];
+        match (step, &ty) {
+            (DatetimeUnit::Months(_), Type::Date) => prelude.extend([
+                format!("let {s}_m = shift_months({s}_v, {s}_d);"),
+                format!("let {s}_ok = {s}_kok && {s}_m.ok;"),
+                format!("let {s}_r: i64 = {s}_m.value;"),
+            ]),
+            (DatetimeUnit::Months(_), Type::Dt) => prelude.extend([
+                format!("let {s}_days = floor_div_i64({s}_v, {DAY_MS}li);"),
+                format!("let {s}_m = shift_months({s}_days, {s}_d);"),
+                format!("let {s}_ok = {s}_kok && {s}_m.ok;"),
+                format!(
+                    "let {s}_r: i64 = {s}_m.value * {DAY_MS}li + ({s}_v - {s}_days * {DAY_MS}li);"
+                ),
+            ]),
+            _ => {
+                // A sum overflows when both operands' signs differ from the result's.
+                let (lo, hi) = calendar_range(&ty).ok_or_else(|| refused(self))?;
+                let lo = self.constant(wgsl::i64_literal(lo), &Type::I64);
+                let hi = self.constant(wgsl::i64_literal(hi), &Type::I64);
+                prelude.extend([
+                    format!("let {s}_r: i64 = {s}_v + {s}_d;"),
+                    format!(
+                        "let {s}_overflow = (u32((({s}_v ^ {s}_r) & ({s}_d ^ {s}_r)) >> 32u) >> 31u) == 1u;"
+                    ),
+                    format!(
+                        "let {s}_ok = {s}_kok && !{s}_overflow && le_i64({lo}, {s}_r) && le_i64({s}_r, {hi});"
+                    ),
+                ]);
+            }
+        }
+        let (first, first_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::Status,
+            },
+            format!("status_first{n}"),
+        );
+        let (operands, operands_name) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::I64,
+                elements: Length::Min(
+                    Box::new(Length::Sum(Box::new(length.clone()), Box::new(length))),
+                    Box::new(Length::Constant(2 * RECORDED_POSITIONS)),
+                ),
+                purpose: ScratchPurpose::BadIndexes,
+            },
+            format!("bad_operands{n}"),
+        );
+        let name = builtin.name().to_string();
+        let bit = self.status_bit(
+            format!("@{name}: a {ty} shifted out of its range"),
+            Some(CheckReport::Shift {
+                builtin: name,
+                ty: ty.clone(),
+                minus,
+                unit: Some(unit_name),
+                first,
+                operands,
+            }),
+        )?;
+        prelude.push(format!(
+            "if !{s}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
+             if i < {RECORDED_POSITIONS}u {{ {operands_name}[2u * i] = {s}_v; \
+             {operands_name}[2u * i + 1u] = {s}_k; }} }}",
+            1u32 << bit
+        ));
+        let reg = wgsl::register_type(result_ty)
+            .ok_or_else(|| self.error(Some(builtin), format!("a shift of {ty}")))?;
+        let expr = if reg == "i64" {
+            format!("select(0li, {s}_r, {s}_ok)")
+        } else {
+            format!("{reg}(select(0li, {s}_r, {s}_ok))")
+        };
+        let actives: Vec<&[String]> = [value, amount]
+            .iter()
+            .map(|v| v.active.as_slice())
+            .collect();
+        let val = Val {
+            expr,
+            ty: result_ty.clone(),
+            level,
+            active: union(&actives),
+            dictionary: None,
+            text: None,
+            list: value.list || amount.list,
         };
         self.define_with(target, val, Vec::new(), prelude)
     }

@@ -348,6 +348,16 @@ impl Generator<'_> {
                 if let Some(shift) = elementwise::TemporalShift::of(builtin, &vals) {
                     return self.temporal_shift(target, builtin, shift, &vals, result_ty);
                 }
+                if matches!(builtin, B::DatetimeAdd | B::DatetimeSub)
+                    && vals
+                        .first()
+                        .is_some_and(|v| matches!(v.ty, Type::Date | Type::Dt | Type::Month))
+                {
+                    return self.calendar_shift(target, builtin, &vals, result_ty);
+                }
+                if builtin == B::Fact {
+                    return self.factorial(target, &vals, result_ty);
+                }
                 let val = self.map(builtin, &vals, result_ty)?;
                 self.define(target, val, Vec::new())
             }

@@ -600,6 +600,7 @@ impl<'p> Context<'p> {
                 | B::IndexA
                 | B::DatetimeAdd
                 | B::DatetimeSub
+                | B::Fact
                 | B::Sum
                 | B::Avg
                 | B::Min

@@ -33,7 +33,36 @@ impl Gen<'_> {
             };
             let unary = !binary_only && self.rng.chance(0.3);
             let (builtin, args) = if unary {
-                (weighted(&mut self.rng, UNARY), vec![a])
+                // Dates are few in the pool: a free unary call sometimes takes one.
+                let a = match self.pick_var(scope, |v| v.ty == Type::Date) {
+                    Some(v) if first.is_none() && want.is_none() && self.rng.chance(0.15) => {
+                        self.var_operand(v)
+                    }
+                    _ => a,
+                };
+                if a.ty == Type::Date && self.rng.chance(0.35) {
+                    let builtin = *self.rng.pick(&[B::DatetimeAdd, B::DatetimeSub]);
+                    // An amount of the value's shape, or a literal, and a unit.
+                    let shape = a.shape;
+                    let amount = match self.pick_var(scope, |v| {
+                        v.ty.is_integer() && (v.shape == shape || v.shape == Shape::Scalar)
+                    }) {
+                        Some(v) if self.rng.chance(0.5) => self.var_operand(v),
+                        _ => {
+                            let ty = weighted(&mut self.rng, &[(Type::I32, 2), (Type::I64, 1)]);
+                            self.scalar_literal(&ty)
+                        }
+                    };
+                    let unit = Operand {
+                        text: format!("`{}:sym", self.rng.pick(DATE_UNITS)),
+                        ty: Type::Sym,
+                        shape: Shape::Scalar,
+                        uses: Vec::new(),
+                    };
+                    (builtin, vec![a, amount, unit])
+                } else {
+                    (weighted(&mut self.rng, UNARY), vec![a])
+                }
             } else {
                 let builtin = weighted(&mut self.rng, BINARY);
                 let shape = a.shape;

@@ -128,7 +128,12 @@ const UNARY: &[(B, u32)] = &[
     (B::DateYear, 2),
     (B::DateMonth, 2),
     (B::DateDay, 2),
+    (B::Fact, 1),
 ];
+
+/// The units of `@datetime_add`/`@datetime_sub` of a date (the unary call of a date is one
+/// of these shifts a third of the time, with an integer amount; see `Gen::elementwise`).
+const DATE_UNITS: &[&str] = &["year", "month", "day"];
 
 /// Binary element-wise builtins (a length-1 operand broadcasts).
 const BINARY: &[(B, u32)] = &[
