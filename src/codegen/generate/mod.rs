@@ -20,6 +20,7 @@
 mod access;
 mod assemble;
 mod cells;
+mod checked;
 mod elementwise;
 mod interface;
 mod lengths;

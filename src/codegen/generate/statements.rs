@@ -345,7 +345,7 @@ impl Generator<'_> {
                     .iter()
                     .map(|op| self.operand(op))
                     .collect::<Result<Vec<_>, _>>()?;
-                if let Some(shift) = elementwise::TemporalShift::of(builtin, &vals) {
+                if let Some(shift) = checked::TemporalShift::of(builtin, &vals) {
                     return self.temporal_shift(target, builtin, shift, &vals, result_ty);
                 }
                 if matches!(builtin, B::DatetimeAdd | B::DatetimeSub)
