@@ -149,7 +149,8 @@ impl Generator<'_> {
             text: None,
             list: vals.iter().any(|v| v.list),
         };
-        self.define_with(target, val, Vec::new(), prelude)
+        let extent = self.checked_extent(target);
+        self.define_checked(target, val, extent, prelude)
     }
 }
 
@@ -232,7 +233,8 @@ impl Generator<'_> {
             text: None,
             list: n_val.list,
         };
-        self.define_with(target, val, Vec::new(), prelude)
+        let extent = self.checked_extent(target);
+        self.define_checked(target, val, extent, prelude)
     }
 }
 
@@ -414,6 +416,7 @@ impl Generator<'_> {
             text: None,
             list: value.list || amount.list,
         };
-        self.define_with(target, val, Vec::new(), prelude)
+        let extent = self.checked_extent(target);
+        self.define_checked(target, val, extent, prelude)
     }
 }

@@ -359,6 +359,11 @@ impl Generator<'_> {
                     return self.factorial(target, &vals, result_ty);
                 }
                 let val = self.map(builtin, &vals, result_ty)?;
+                // An integer @mod checks its divisor (a status bit): see `checked_extent`.
+                if builtin == B::Mod && result_ty.is_integer() {
+                    let extent = self.checked_extent(target);
+                    return self.define_checked(target, val, extent, Vec::new());
+                }
                 self.define(target, val, Vec::new())
             }
         }
@@ -398,6 +403,24 @@ impl Generator<'_> {
         })
     }
 
+    /// For a value whose evaluation may fail (a check setting a status bit), `i < <its
+    /// length>` when that length may differ from the geometry's: the launch spans the longest
+    /// input, and a failing check on an element past the value's end (an empty vector
+    /// against a one-element one, whose broadcast is empty) would fail a run the CPU
+    /// completes.
+    pub(super) fn checked_extent(&mut self, target: LocalId) -> Vec<String> {
+        let (Some(own), Some(geometry)) = (self.lengths.get(&target), self.geometry_length())
+        else {
+            return Vec::new();
+        };
+        if *own == geometry {
+            return Vec::new();
+        }
+        let own = own.clone();
+        let name = format!("len_v_{}", self.name(target));
+        vec![format!("i < {}", self.param(name, ParamValue::Length(own)))]
+    }
+
     /// Binds `target` to `val`, evaluated under `extra` conjuncts besides its own.
     pub(super) fn define(
         &mut self,
@@ -411,11 +434,27 @@ impl Generator<'_> {
     pub(super) fn define_with(
         &mut self,
         target: LocalId,
-        mut val: Val,
+        val: Val,
         extra: Vec<String>,
         prelude: Vec<String>,
     ) -> Result<(), CodegenError> {
         let active = union(&[val.active.as_slice(), extra.as_slice()]);
+        self.define_checked(target, Val { active, ..val }, Vec::new(), prelude)
+    }
+
+    /// Binds `target` to `val` (its `prelude` first), evaluated only where `extent` holds
+    /// besides its own conjuncts; unlike those, `extent` does not follow the value (see
+    /// [`Generator::checked_extent`]: past it the value is never read, but a check there
+    /// would fail the run).
+    pub(super) fn define_checked(
+        &mut self,
+        target: LocalId,
+        mut val: Val,
+        extent: Vec<String>,
+        prelude: Vec<String>,
+    ) -> Result<(), CodegenError> {
+        let active = val.active.clone();
+        let condition = union(&[active.as_slice(), extent.as_slice()]);
         let wgsl_ty = wgsl::register_type(&val.ty).ok_or_else(|| {
             self.error(
                 None,
@@ -428,12 +467,12 @@ impl Generator<'_> {
             Level::Cell => &mut self.cell_lines,
             _ => &mut self.element_lines,
         };
-        if active.is_empty() {
+        if condition.is_empty() {
             lines.extend(prelude);
             lines.push(format!("let {var}: {wgsl_ty} = {};", val.expr));
         } else {
             lines.push(format!("var {var}: {wgsl_ty};"));
-            lines.push(format!("if {} {{", active.join(" && ")));
+            lines.push(format!("if {} {{", condition.join(" && ")));
             lines.extend(prelude.into_iter().map(|l| format!("    {l}")));
             lines.push(format!("    {var} = {};", val.expr));
             lines.push("}".to_string());

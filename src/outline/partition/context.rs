@@ -312,6 +312,44 @@ impl<'p> Context<'p> {
         !(early_reader && earlier_may_fail())
     }
 
+    /// True unless a statement of `members` whose check in the kernel may fail (an integer
+    /// `@mod`, a date shift, `@fact`: not index gathers, as in
+    /// [`Context::failures_hide_no_earlier_error`]) would run ahead of a statement outside,
+    /// between the kernel's first statement and it in the source, that may fail or refuse
+    /// (nested in a condition or loop too): the kernel reports its error where the CPU
+    /// reports the earlier one (an `@mod` by zero fused with the mask an `if` body's
+    /// mismatched `@gt` reads; fuzzer seed 6500882910517104441).
+    pub(super) fn checks_run_after_earlier_refusals(&self, members: &Members) -> bool {
+        let Some(first) = members.statements().next() else {
+            return true;
+        };
+        members.statements().all(|id| {
+            if self.gathers_by_position(id) || !self.may_refuse(id) {
+                return true;
+            }
+            (first.0 + 1..id.0).map(StmtId).all(|between| {
+                members.contains(between)
+                    || !(self.may_fail_in_the_kernel(between)
+                        || self.unproven_launch_check(between))
+            })
+        })
+    }
+
+    /// True for an `@index`/`@index_a` statement whose positions are computed (join and
+    /// group positions, which never fail), not a literal (which may name a position out of
+    /// range: `@index(v, (-1, 7))`; fuzzer seed 18329231544978676971).
+    fn gathers_by_position(&self, id: StmtId) -> bool {
+        use crate::sema::typed::{Arg, Callee, Operand};
+        use horsec_runtime::builtin::Builtin as B;
+        self.tree.stmt(id).is_some_and(|stmt| {
+            matches!(
+                crate::analysis::statements::statement_call(stmt),
+                Some((Callee::Builtin(B::Index | B::IndexA), args))
+                    if !matches!(args.get(1), Some(Arg::Operand(Operand::Literal(_))))
+            )
+        })
+    }
+
     /// True unless a statement of `members` whose check may fail would wait for a value that
     /// a statement after it in the source computes outside and may refuse: the kernel is
     /// launched after that statement, so its refusal would be reported where the CPU reports
@@ -333,20 +371,10 @@ impl<'p> Context<'p> {
                 chains.defs_of(id, read.local).is_none_or(|sites| {
                     sites.iter().all(|site| match site {
                         DefSite::Stmt(def) if !members.contains(*def) && *def > first_check => {
-                            // (Index checks are not counted, as in
+                            // (Gathers by computed positions are not counted, as in
                             // `failures_hide_no_earlier_error`: gathers of join and group
                             // positions never fail, and counting them splits TPC-H kernels.)
-                            let gather = self.tree.stmt(*def).is_some_and(|stmt| {
-                                matches!(
-                                    crate::analysis::statements::statement_call(stmt),
-                                    Some((
-                                        crate::sema::typed::Callee::Builtin(
-                                            horsec_runtime::builtin::Builtin::Index
-                                        ),
-                                        _
-                                    ))
-                                )
-                            });
+                            let gather = self.gathers_by_position(*def);
                             gather
                                 || !(self.may_fail_in_the_kernel(*def)
                                     || self.unproven_launch_check(*def))

@@ -400,6 +400,7 @@ impl Partition {
             && cx.scalar_outputs_stay_scalar(&members, &geometry)
             && cx.failures_hide_no_earlier_error(&members)
             && cx.checks_wait_for_no_later_refusal(&members)
+            && cx.checks_run_after_earlier_refusals(&members)
             && cx.storage_bindings(&members) <= MAX_STORAGE_BINDINGS)
             .then_some(geometry)
     }
