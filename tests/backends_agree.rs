@@ -289,7 +289,10 @@ fn pairs(values: &[i64], divisor: impl Fn(i64) -> bool) -> (Vec<String>, Vec<Str
 
 /// Writes `source` as `name.hir` where the tests keep their files.
 fn write_program(name: &str, source: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.hir"));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    // A test binary carried to another machine finds no target directory there.
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let path = dir.join(format!("{name}.hir"));
     std::fs::write(&path, source).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     path
 }

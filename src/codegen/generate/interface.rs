@@ -125,16 +125,21 @@ impl Generator<'_> {
         }
     }
 
-    /// A status bit for an error the kernel detects; returns the bit.
+    /// A status bit for an error the kernel detects in the current statement; returns the
+    /// bit. Checks of one statement with one message share it; another statement's get
+    /// their own, since the engine reports the first failing statement in the source (two
+    /// empty `@min`s sharing a bit named the first where only the second failed, ahead of
+    /// an `@avg` between them).
     pub(super) fn status_bit(
         &mut self,
         message: String,
         report: Option<CheckReport>,
     ) -> Result<u32, CodegenError> {
+        let site = self.site();
         if let Some(check) = self
             .checks
             .iter()
-            .find(|c| c.message == message && c.report == report)
+            .find(|c| c.message == message && c.report == report && c.site == site)
         {
             return Ok(check.bit);
         }
@@ -157,7 +162,6 @@ impl Generator<'_> {
         if bit >= 32 {
             return Err(self.error(None, "more than 32 error checks in one kernel"));
         }
-        let site = self.site();
         self.checks.push(StatusCheck {
             status,
             bit,
