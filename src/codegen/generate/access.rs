@@ -80,26 +80,8 @@ impl Generator<'_> {
                 } else {
                     GpuElement::I32
                 };
-                let n = self.scratch.len();
-                let (first, first_name) = self.scratch_binding(
-                    Scratch {
-                        element: GpuElement::U32,
-                        elements: Length::Constant(1),
-                        purpose: ScratchPurpose::Status,
-                    },
-                    format!("status_first{n}"),
-                );
-                let (values, values_name) = self.scratch_binding(
-                    Scratch {
-                        element,
-                        elements: Length::Min(
-                            Box::new(length),
-                            Box::new(Length::Constant(RECORDED_POSITIONS)),
-                        ),
-                        purpose: ScratchPurpose::BadIndexes,
-                    },
-                    format!("bad_index{n}"),
-                );
+                let ((first, first_name), (values, values_name)) =
+                    self.failure_record(length, element, 1, "bad_index");
                 recorded = Some((first_name, values_name));
                 Some(CheckReport::Index(IndexReport {
                     builtin: reported.name().to_string(),

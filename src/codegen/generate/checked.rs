@@ -69,25 +69,8 @@ impl Generator<'_> {
         };
         let (t_expr, k_expr) = (widen(self, value)?, widen(self, amount)?);
         let n = self.scratch.len();
-        let (first, first_name) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::U32,
-                elements: Length::Constant(1),
-                purpose: ScratchPurpose::Status,
-            },
-            format!("status_first{n}"),
-        );
-        let (operands, operands_name) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::I64,
-                elements: Length::Min(
-                    Box::new(Length::Sum(Box::new(length.clone()), Box::new(length))),
-                    Box::new(Length::Constant(2 * RECORDED_POSITIONS)),
-                ),
-                purpose: ScratchPurpose::BadIndexes,
-            },
-            format!("bad_operands{n}"),
-        );
+        let ((first, first_name), (operands, operands_name)) =
+            self.failure_record(length, GpuElement::I64, 2, "bad_operands");
         let name = builtin.name().to_string();
         let bit = self.status_bit(
             format!("@{name}: a {ty} shifted out of its range"),
@@ -185,25 +168,8 @@ impl Generator<'_> {
         self.use_type("i64");
         let argument = self.conv_raw(n_val, &Type::I64)?;
         let n = self.scratch.len();
-        let (first, first_name) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::U32,
-                elements: Length::Constant(1),
-                purpose: ScratchPurpose::Status,
-            },
-            format!("status_first{n}"),
-        );
-        let (arguments, arguments_name) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::I64,
-                elements: Length::Min(
-                    Box::new(length),
-                    Box::new(Length::Constant(RECORDED_POSITIONS)),
-                ),
-                purpose: ScratchPurpose::BadIndexes,
-            },
-            format!("bad_argument{n}"),
-        );
+        let ((first, first_name), (arguments, arguments_name)) =
+            self.failure_record(length, GpuElement::I64, 1, "bad_argument");
         let bit = self.status_bit(
             "@fact: a factorial that is not an i64".to_string(),
             Some(CheckReport::Factorial { first, arguments }),
@@ -359,25 +325,8 @@ impl Generator<'_> {
                 ]);
             }
         }
-        let (first, first_name) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::U32,
-                elements: Length::Constant(1),
-                purpose: ScratchPurpose::Status,
-            },
-            format!("status_first{n}"),
-        );
-        let (operands, operands_name) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::I64,
-                elements: Length::Min(
-                    Box::new(Length::Sum(Box::new(length.clone()), Box::new(length))),
-                    Box::new(Length::Constant(2 * RECORDED_POSITIONS)),
-                ),
-                purpose: ScratchPurpose::BadIndexes,
-            },
-            format!("bad_operands{n}"),
-        );
+        let ((first, first_name), (operands, operands_name)) =
+            self.failure_record(length, GpuElement::I64, 2, "bad_operands");
         let name = builtin.name().to_string();
         let bit = self.status_bit(
             format!("@{name}: a {ty} shifted out of its range"),

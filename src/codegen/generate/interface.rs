@@ -66,6 +66,47 @@ impl Generator<'_> {
         name
     }
 
+    /// The two scratch buffers of a check that names its first failing element: `first`
+    /// (one word, the first failing position as `atomicMax(first[0], ~i)`) and a buffer of
+    /// `per_element` elements of `element` per position, for positions below the kernel's
+    /// `length` and [`RECORDED_POSITIONS`]; `what` names the latter (`bad_index`, …).
+    /// Returns their ids and WGSL names.
+    pub(super) fn failure_record(
+        &mut self,
+        length: Length,
+        element: GpuElement,
+        per_element: u64,
+        what: &str,
+    ) -> ((ScratchId, String), (ScratchId, String)) {
+        let n = self.scratch.len();
+        let first = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::Status,
+            },
+            format!("status_first{n}"),
+        );
+        let per_position = match per_element {
+            1 => length,
+            k => (1..k).fold(length.clone(), |sum, _| {
+                Length::Sum(Box::new(sum), Box::new(length.clone()))
+            }),
+        };
+        let recorded = self.scratch_binding(
+            Scratch {
+                element,
+                elements: Length::Min(
+                    Box::new(per_position),
+                    Box::new(Length::Constant(per_element * RECORDED_POSITIONS)),
+                ),
+                purpose: ScratchPurpose::BadIndexes,
+            },
+            format!("{what}{n}"),
+        );
+        (first, recorded)
+    }
+
     pub(super) fn scratch_binding(
         &mut self,
         scratch: Scratch,
