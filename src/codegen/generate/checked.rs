@@ -132,8 +132,7 @@ impl Generator<'_> {
             text: None,
             list: vals.iter().any(|v| v.list),
         };
-        let extent = self.checked_extent(target);
-        self.define_checked(target, val, extent, prelude)
+        self.define_checked_element(target, val, prelude)
     }
 }
 
@@ -199,8 +198,7 @@ impl Generator<'_> {
             text: None,
             list: n_val.list,
         };
-        let extent = self.checked_extent(target);
-        self.define_checked(target, val, extent, prelude)
+        self.define_checked_element(target, val, prelude)
     }
 }
 
@@ -365,7 +363,6 @@ impl Generator<'_> {
             text: None,
             list: value.list || amount.list,
         };
-        let extent = self.checked_extent(target);
-        self.define_checked(target, val, extent, prelude)
+        self.define_checked_element(target, val, prelude)
     }
 }

@@ -361,8 +361,7 @@ impl Generator<'_> {
                 let val = self.map(builtin, &vals, result_ty)?;
                 // An integer @mod checks its divisor (a status bit): see `checked_extent`.
                 if builtin == B::Mod && result_ty.is_integer() {
-                    let extent = self.checked_extent(target);
-                    return self.define_checked(target, val, extent, Vec::new());
+                    return self.define_checked_element(target, val, Vec::new());
                 }
                 self.define(target, val, Vec::new())
             }
@@ -403,12 +402,24 @@ impl Generator<'_> {
         })
     }
 
+    /// Binds `target` to `val`, an element-wise value whose evaluation (with `prelude`) may
+    /// fail a check: evaluated only within [`Generator::checked_extent`].
+    pub(super) fn define_checked_element(
+        &mut self,
+        target: LocalId,
+        val: Val,
+        prelude: Vec<String>,
+    ) -> Result<(), CodegenError> {
+        let extent = self.checked_extent(target);
+        self.define_checked(target, val, extent, prelude)
+    }
+
     /// For a value whose evaluation may fail (a check setting a status bit), `i < <its
     /// length>` when that length may differ from the geometry's: the launch spans the longest
     /// input, and a failing check on an element past the value's end (an empty vector
     /// against a one-element one, whose broadcast is empty) would fail a run the CPU
     /// completes.
-    pub(super) fn checked_extent(&mut self, target: LocalId) -> Vec<String> {
+    fn checked_extent(&mut self, target: LocalId) -> Vec<String> {
         let (Some(own), Some(geometry)) = (self.lengths.get(&target), self.geometry_length())
         else {
             return Vec::new();
