@@ -423,6 +423,13 @@ impl Generator<'_> {
         Ok(match b {
             B::Neg => wgsl::wrap_narrow(format!("(-({cx}))"), result),
             B::Abs if *result == Type::Bool => cx,
+            // Not WGSL's integer `abs`: on an H100 (Vulkan, driver 580) a comparison of a
+            // float with the negated, converted `abs` came out wrong (`-6.5 <= f32(-abs(4))`
+            // was false; fuzzer seed 8133290703911181448), for i32 and i64 alike, while
+            // this select gives the same values (`abs` of the most negative stays itself).
+            B::Abs if !float => {
+                wgsl::wrap_narrow(format!("select({cx}, -({cx}), {cx} < {zero})"), result)
+            }
             B::Abs => wgsl::wrap_narrow(format!("abs({cx})"), result),
             B::Signum if *result == Type::Bool => cx,
             B::Signum => {
