@@ -2,10 +2,12 @@
 //! on the CPU in the same process, split as `--time` splits one run.
 //!
 //! Per query: compile (parse → plan, including WGSL generation), the first GPU run (cold:
-//! pipelines are created and every column the query reads is uploaded), then `runs` timed
-//! GPU runs on the same engine (warm: columns stay resident on the GPU, as in a database
-//! whose tables live there; intermediate results still move), and `runs` CPU runs. A
-//! benchmark, never a test: numbers depend on the machine and its load.
+//! pipelines are created and every column the query reads is uploaded), untimed warm runs
+//! for the warm-up time (a GPU idle before the query runs at low clocks, and a few short runs
+//! do not raise them), then `runs` timed GPU runs on the same engine (warm: columns stay
+//! resident on the GPU, as in a database whose tables live there; intermediate results
+//! still move), and `runs` CPU runs. A benchmark, never a test: numbers depend on the
+//! machine and its load.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -54,20 +56,34 @@ struct WarmRun {
     uploaded: u64,
 }
 
-/// Benchmarks `files` on `db`: `runs` warm GPU runs and `cpu_runs` CPU runs per query (no CPU
-/// column when 0); writes a table to `out` as each query finishes. With `breakdown`, each
-/// query's row is followed by indented lines that split its median warm run by kind of
-/// work (see `breakdown_lines`); library kernels then get GPU timestamps too.
+/// How [`bench_queries`] times each query.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Timed warm GPU runs (at least one).
+    pub runs: usize,
+    /// CPU runs (no CPU column when 0).
+    pub cpu_runs: usize,
+    /// Untimed warm GPU runs until this much time has passed (at least one run when not
+    /// zero), after the cold run and before the timed ones.
+    pub warm_up: Duration,
+    /// Split each query's median warm run by kind of work (see `breakdown_lines`); library
+    /// kernels then get GPU timestamps too.
+    pub breakdown: bool,
+}
+
+/// Most untimed warm-up runs of one query, however short its runs.
+const MAX_WARM_UP_RUNS: usize = 100_000;
+
+/// Benchmarks `files` on `db` as `options` say; writes a table to `out` as each query
+/// finishes, each query's row followed by its breakdown lines with `options.breakdown`.
 pub fn bench_queries(
     files: &[PathBuf],
     db: &Database,
     device: &Device,
-    runs: usize,
-    cpu_runs: usize,
-    breakdown: bool,
+    options: &BenchOptions,
     out: &mut dyn Write,
 ) -> Result<Vec<QueryBench>, String> {
-    let runs = runs.max(1);
+    let (runs, cpu_runs, breakdown) = (options.runs.max(1), options.cpu_runs, options.breakdown);
     device.set_profiling(breakdown);
     let _ = writeln!(out, "device: {}", device.describe());
     let _ = writeln!(
@@ -132,6 +148,13 @@ pub fn bench_queries(
             })
         };
         let gpu_cold = run_gpu()?.time;
+        let warm_up = Instant::now();
+        for _ in 0..MAX_WARM_UP_RUNS {
+            if warm_up.elapsed() >= options.warm_up {
+                break;
+            }
+            run_gpu()?;
+        }
         let mut warm_runs = Vec::with_capacity(runs);
         let (mut gpu, mut kernels, mut library, mut host) = (vec![], vec![], vec![], vec![]);
         let mut transfer = Vec::with_capacity(runs);
@@ -224,7 +247,8 @@ pub fn bench_queries(
     let _ = writeln!(
         out,
         "times in ms, medians of {runs} runs; busy: GPU timestamps of the generated kernels (with --time); gpu cold: the first run (pipelines created, \
-         columns uploaded); gpu: later runs (columns resident); cpu/gpu > 1: the GPU is faster"
+         columns uploaded); gpu: later runs (columns resident), after {:.2} s of untimed warm runs; cpu/gpu > 1: the GPU is faster",
+        options.warm_up.as_secs_f64()
     );
     Ok(results)
 }

@@ -97,6 +97,20 @@ fn bad_input_exits_1_with_a_located_message() {
     assert_eq!(none.status.code(), Some(1));
 }
 
+#[test]
+fn a_warm_up_that_is_not_a_duration_is_refused_before_any_data_loads() {
+    for seconds in ["-1", "nan", "inf"] {
+        let flag = format!("--warm-up={seconds}");
+        let out = horsec(&["bench", "queries/tpch/q6.hir", "--gpu-only", &flag]);
+        fails_with(&out, "expected a number of seconds, 0 or more");
+        assert!(
+            !text(&out.stderr).contains("data loaded"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
+
 /// A program file in a fresh temporary directory (kept alive by the returned guard).
 fn program_file(source: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");

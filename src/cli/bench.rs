@@ -57,6 +57,13 @@ pub(super) fn bench_files(args: &BenchArgs) -> bool {
     {
         return bench_datalog_files(args);
     }
+    let Ok(warm_up) = std::time::Duration::try_from_secs_f64(args.warm_up) else {
+        eprintln!(
+            "error: --warm-up {}: expected a number of seconds, 0 or more",
+            args.warm_up
+        );
+        return false;
+    };
     let device = match open_device(args.adapter.as_deref()) {
         Ok(device) => device,
         Err(e) => {
@@ -81,15 +88,13 @@ pub(super) fn bench_files(args: &BenchArgs) -> bool {
     let stdout = std::io::stdout();
     let cpu_runs = if args.gpu_only { 0 } else { args.runs };
     let mut out = stdout.lock();
-    match crate::bench::bench_queries(
-        &args.files,
-        &db,
-        &device,
-        args.runs,
+    let options = crate::bench::BenchOptions {
+        runs: args.runs,
         cpu_runs,
-        args.time,
-        &mut out,
-    ) {
+        warm_up,
+        breakdown: args.time,
+    };
+    match crate::bench::bench_queries(&args.files, &db, &device, &options, &mut out) {
         Ok(_) => {
             if let Err(e) = device.save_pipeline_cache() {
                 eprintln!("warning: {e}");

@@ -183,6 +183,11 @@ struct BenchArgs {
     /// Time the query programs on the GPU only (no CPU backend runs).
     #[arg(long)]
     gpu_only: bool,
+    /// Seconds of untimed warm GPU runs of each query before its timed runs: an idle GPU
+    /// runs at low clocks and short runs do not raise them (on an H100, q6 at SF 10 took
+    /// 2.4 ms alone and 0.6 ms after a busy spell); 0 times the runs straight after the cold one.
+    #[arg(long, default_value_t = 0.25, value_name = "SECONDS")]
+    warm_up: f64,
     /// Time loading these TPC-H tables (comma-separated), every column, each from its file
     /// in --data DIR (`.tbl`, `.parquet`, …; foreign keys as plain keys); prints
     /// `load TABLE (FILE): best S s of RUNS (ROWS rows)`, then the best run's wall time by
