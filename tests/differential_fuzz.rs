@@ -964,3 +964,35 @@ fn bound_siblings_of_generated_programs_run_beside_them() {
     eprintln!("{siblings} siblings run, {bounded} values bounded, {unbounded} without a bound");
     assert!(bounded > 0, "no generated program returned a bounded value");
 }
+
+/// A group's sums and means get a bound per group: its size times the sum of its terms'
+/// magnitudes (its size plus one times their mean, for a mean), of order 1.
+#[test]
+fn group_sums_are_bounded_per_group() {
+    let db = database(0.001);
+    let group = |reducer: &str| {
+        format!(
+            "module fuzz {{
+  import Builtin.*;
+
+  def main() : f64 {{
+    k0:i64 = (1, 1, 2):i64;
+    x1:f64 = (1000000.0, -1000000.0, 3.0):f64;
+    g2:? = @group(k0);
+    g2_rows:? = @values(g2);
+    g2_cells:? = @each_right(@index, x1, g2_rows);
+    g2_aggs:? = @each(@{reducer}, g2_cells);
+    ga3:f64 = @raze(g2_aggs);
+    return ga3;
+  }}
+}}"
+        )
+    };
+    let u = fuzz::bound::UNIT_ROUNDOFF;
+    for (reducer, w) in [("sum", [4.0e6, 3.0]), ("avg", [3.0e6, 6.0])] {
+        let bounds = summation_bounds(&group(reducer), &db);
+        let allowed = bounds[0].as_ref().expect("a bound per group");
+        let expected: Vec<f64> = w.iter().map(|w| 4.0 * u * w).collect();
+        assert_eq!(allowed, &expected, "@{reducer}");
+    }
+}

@@ -12,7 +12,8 @@
 //! # The bound
 //! A sum of `n` floats added in any order, each addition rounded to nearest in f64 (unit
 //! roundoff `u = 2^-53`; both backends accumulate every float sum in f64, f32 terms
-//! converted exactly) is within `(n - 1) · u · Σ|x_i|` of the exact sum, to first order
+//! converted exactly: `float_sum` in `runtime/src/cpu/reduce.rs`, the f64 accumulator of
+//! `src/codegen/generate/reduce.rs`) is within `(n - 1) · u · Σ|x_i|` of the exact sum, to first order
 //! (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2). Values computed from
 //! sums by the builtins the generator lets them feed (`+ - *`, `@abs`, `@neg`, `@min`,
 //! `@max`, gathers, compression, groups' cells, user functions returning a sum) keep a
@@ -32,7 +33,9 @@
 //! same, to the bit, on both backends), and `c = 0`. By induction `W(v) >= |v|`, which the
 //! rules for `+` and `·` use. The backends then agree within `2 · c · u · W(v)` (each is
 //! within `c · u · W(v)` of the exact value); the comparison allows `2 · (c + 1) · u · W`,
-//! one more step for the second-order terms.
+//! one more step for the second-order terms, on top of the relative tolerance of the result
+//! (which covers the operations whose rounding differs between the backends for the same
+//! operands: a division, an f32 function).
 //!
 //! A wrong answer stays outside it: a term missing from a sum of `n` moves it by `|x_i|`,
 //! about `Σ|x_i| / n`, against a bound of about `n · u · Σ|x_i|` (at `n = 6,000` rows, 1e-12
@@ -390,39 +393,8 @@ pub fn bound_program(text: &str) -> Option<BoundProgram> {
     if !main_returns.iter().any(|r| a.is_reordered(r)) {
         return None;
     }
-    // Such a value must decide nothing: it may reach only values of float type or lists
-    // (which then depend on the order too), `@len`, `@count` and `main`'s return.
-    for line in &lines {
-        match line {
-            Line::Assign { name, rhs, .. } => {
-                if a.is_reordered(name) {
-                    let ty = types.get(name).map(String::as_str).unwrap_or("");
-                    if !is_float_type(ty) && ty != "?" {
-                        return None;
-                    }
-                    // A list of such values must be cells to reduce, or the reductions: a
-                    // list from `@group`, `@join_index`, ... decides on it.
-                    let cells = matches!(rhs, Rhs::Call { builtin, .. }
-                        if matches!(builtin.as_str(), "each" | "each_right" | "list"));
-                    if ty == "?" && !cells {
-                        return None;
-                    }
-                    // A user function's parameters must not receive one.
-                    if let Rhs::Call { builtin, args } = rhs {
-                        if a.results.contains_key(builtin) && args.iter().any(|x| a.is_reordered(x))
-                        {
-                            return None;
-                        }
-                    }
-                }
-            }
-            Line::Loop { operands } | Line::If { operands } => {
-                if operands.iter().any(|o| a.is_reordered(o)) {
-                    return None;
-                }
-            }
-            _ => {}
-        }
+    if lines.iter().any(|line| decides(&a, line)) {
+        return None;
     }
     let mut sibling = Sibling {
         a: &a,
@@ -475,6 +447,27 @@ pub fn bound_program(text: &str) -> Option<BoundProgram> {
         returns,
         reordered: main_returns.iter().map(|r| a.is_reordered(r)).collect(),
     })
+}
+
+/// Whether `line` decides something on a value that depends on a summation order: such a
+/// value may reach only values of float type or lists of cells (which then depend on the
+/// order too), `@len`, `@count` and `main`'s return, never a condition, a user function's
+/// parameter, or a list from `@group`, `@join_index`, ...
+fn decides(a: &Analysis<'_>, line: &Line) -> bool {
+    match line {
+        Line::Assign { name, rhs, .. } if a.is_reordered(name) => {
+            let ty = a.types.get(name).map(String::as_str).unwrap_or("");
+            let cells = matches!(rhs, Rhs::Call { builtin, .. }
+                if matches!(builtin.as_str(), "each" | "each_right" | "list"));
+            let argument = matches!(rhs, Rhs::Call { builtin, args }
+                if a.results.contains_key(builtin) && args.iter().any(|x| a.is_reordered(x)));
+            !(is_float_type(ty) || (ty == "?" && cells)) || argument
+        }
+        Line::Loop { operands } | Line::If { operands } => {
+            operands.iter().any(|o| a.is_reordered(o))
+        }
+        _ => false,
+    }
 }
 
 struct Sibling<'a> {
