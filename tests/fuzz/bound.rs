@@ -591,7 +591,9 @@ impl Sibling<'_> {
                 }
                 match builtin.as_str() {
                     "sum" | "avg" => c(0).max(1),
-                    "each" if matches!(args[0].as_str(), "@sum" | "@avg") => c(1).max(1),
+                    "each" if matches!(args.first().map(String::as_str), Some("@sum" | "@avg")) => {
+                        c(1).max(1)
+                    }
                     "plus" | "minus" => c(0).max(c(1)) + 1,
                     "mul" => c(0) + c(1) + 1,
                     _ => (0..args.len()).map(c).max().unwrap_or(0),
