@@ -44,7 +44,9 @@ use horsec_runtime::data::Database;
 use horsec_runtime::engine::GpuEngine;
 use horsec_runtime::gpu::Device;
 
-use fuzz::check::{check, Disagreement, Kind, Outcome, Timings, Verdict};
+use fuzz::check::{
+    check, compare, summation_bounds, Disagreement, Kind, Outcome, Timings, Verdict,
+};
 use fuzz::generate::{generate, Options, Schema, CONTINUOUS};
 use fuzz::program::{Program, CLOSE, OPEN};
 use fuzz::rng::program_seed;
@@ -414,6 +416,11 @@ impl<'a> Run<'a> {
             f.pipelines_built,
             f.pipeline_build_time.as_secs_f64()
         );
+        eprintln!(
+            "  {} programs with floats apart beyond the relative tolerance, {} of them within \
+             the bound of their summation order (tests/fuzz/bound.rs)",
+            t.beyond_tolerance, t.within_summation_bound
+        );
         let mut common: Vec<(&String, &u64)> = f.refused.iter().collect();
         common.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
         for (message, n) in common.iter().take(8) {
@@ -721,4 +728,271 @@ fn generated_programs_decide_nothing_on_a_summation_order() {
         reordered_uses > 0,
         "no generated program passes a reordered float to a builtin: the check saw nothing"
     );
+}
+
+/// One f64 value per row, as a backend returns it.
+fn f64_values(rows: &[f64]) -> Outcome {
+    Outcome::Values(vec![horsec_runtime::value::Value::Vector(
+        horsec_runtime::value::Vector::F64(rows.to_vec().into()),
+    )])
+}
+
+/// `@sum` of `terms` as the generator writes it, returned by `main`.
+fn sum_of_literals(terms: &str) -> String {
+    format!(
+        "module fuzz {{
+  import Builtin.*;
+
+  def main() : f64 {{
+    l0:f64 = ({terms}):f64;
+    r1:f64 = @sum(l0);
+    return r1;
+  }}
+}}"
+    )
+}
+
+/// The comparator accepts two sums of terms that cancel when they are apart by less than the
+/// summation-order bound of the terms (`tests/fuzz/bound.rs`), and rejects a wrong sum: a
+/// term missing, or a difference the small terms cannot explain. The bounds come from the
+/// bound-computing sibling run on the CPU, as in a fuzz run.
+#[test]
+fn the_comparator_bounds_sums_by_their_terms() {
+    let db = database(0.001);
+    let types = [horsec_runtime::types::Type::F64];
+    let verdict = |terms: &str, cpu: f64, gpu: f64| {
+        let text = sum_of_literals(terms);
+        compare(
+            f64_values(&[cpu]),
+            f64_values(&[gpu]),
+            &types,
+            fuzz::check::F64_TOLERANCE,
+            || summation_bounds(&text, &db),
+        )
+    };
+    let cancelling = "1000000.0, -1000000.0, 1000000.0, -1000000.0";
+    // The bound of these terms: 2 (c + 1) u · n Σ|x| = 4 · 2^-53 · 4 · 4e6, about 7.1e-9.
+    let bounds = summation_bounds(&sum_of_literals(cancelling), &db);
+    let allowed = bounds[0].as_ref().expect("a bound for a float sum")[0];
+    assert!(
+        (7.0e-9..7.2e-9).contains(&allowed),
+        "bound {allowed} for {cancelling}"
+    );
+    // The H100's case: the exact sum is 0, each backend's rounding depends on its order.
+    assert!(matches!(
+        verdict(cancelling, 1.0e-10, 0.0),
+        Verdict::Answered
+    ));
+    assert!(matches!(
+        verdict(cancelling, 0.0, -2.0e-9),
+        Verdict::Answered
+    ));
+    // A term missing (the GPU's 0 where 3 is right), beyond the bound.
+    let with_three = "1000000.0, -1000000.0, 3.0, 1000000.0, -1000000.0";
+    assert!(matches!(
+        verdict(with_three, 3.0, 0.0),
+        Verdict::Disagree(d) if d.kind == Kind::DifferentValues
+            && d.detail.contains("beyond its summation bound")
+    ));
+    // Small terms: 1 against 0 is wrong, not rounding.
+    assert!(matches!(
+        verdict("0.5, 0.25, 0.25", 1.0, 0.0),
+        Verdict::Disagree(d) if d.kind == Kind::DifferentValues
+    ));
+    // Values apart beyond the tolerance that depend on no summation order get no bound.
+    let no_sum = "module fuzz {
+  import Builtin.*;
+
+  def main() : f64 {
+    l0:f64 = (1.0, 2.0):f64;
+    return l0;
+  }
+}";
+    assert!(summation_bounds(no_sum, &db).iter().all(Option::is_none));
+    assert!(matches!(
+        compare(
+            f64_values(&[1.0e-10, 2.0]),
+            f64_values(&[0.0, 2.0]),
+            &types,
+            fuzz::check::F64_TOLERANCE,
+            || summation_bounds(no_sum, &db),
+        ),
+        Verdict::Disagree(_)
+    ));
+    // Integers are equal or not: no relative tolerance.
+    let i64_values = |x: i64| {
+        Outcome::Values(vec![horsec_runtime::value::Value::Vector(
+            horsec_runtime::value::Vector::I64(vec![x].into()),
+        )])
+    };
+    assert!(matches!(
+        compare(
+            i64_values(1_000_000_000_000),
+            i64_values(1_000_000_000_001),
+            &[horsec_runtime::types::Type::I64],
+            fuzz::check::F64_TOLERANCE,
+            Vec::new,
+        ),
+        Verdict::Disagree(d) if d.kind == Kind::DifferentValues
+    ));
+}
+
+/// The bound-computing sibling of the H100's program (seed 7920365047743087880): `@sum` of
+/// balances minus the sorted balances becomes n · Σ|terms|, and the other statements stay.
+#[test]
+fn the_sibling_of_a_cancelling_sum_computes_its_terms_magnitude() {
+    let db = database(0.001);
+    let text = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fuzz/corpus/sum_of_balances_minus_sorted_balances.hir"),
+    )
+    .expect("the corpus file");
+    let sibling = fuzz::bound::bound_program(&text).expect("a sibling");
+    assert_eq!(sibling.returns, vec![Some(1)]);
+    assert!(
+        sibling.text.contains("o3:i64 = @order(ok2, (0, 0):bool);"),
+        "{}",
+        sibling.text
+    );
+    let bounds = summation_bounds(&text, &db);
+    let allowed = bounds[0].as_ref().expect("a bound")[0];
+    // Σ|c - sorted c| over the customers (about 5.5e5 at SF 0.001), times their number
+    // (150), times 4 u: about 3.7e-8, above the CPU's 1.0e-10 against the GPU's 0.
+    assert!(
+        (1.0e-8..1.0e-7).contains(&allowed),
+        "bound {allowed} of the balances"
+    );
+}
+
+/// Programs whose summed floats reach a decision, or declare a name twice, get no sibling:
+/// their values are compared within the relative tolerance alone.
+#[test]
+fn no_sibling_where_a_summed_float_decides() {
+    let decides = "module fuzz {
+  import Builtin.*;
+
+  def main() : f64, bool {
+    l0:f64 = (1.5, 2.5):f64;
+    r1:f64 = @sum(l0);
+    b2:bool = @lt(r1, 4.0:f64);
+    return r1, b2;
+  }
+}";
+    assert!(fuzz::bound::bound_program(decides).is_none());
+    let unbounded = "module fuzz {
+  import Builtin.*;
+
+  def main() : f64, f64 {
+    l0:f64 = (1.5, 2.5):f64;
+    r1:f64 = @sum(l0);
+    q2:f64 = @sqrt(r1);
+    m3:f64 = @mul(r1, l0);
+    return q2, m3;
+  }
+}";
+    let sibling = fuzz::bound::bound_program(unbounded).expect("a sibling");
+    // sqrt has no rule; r1 · l0 is of order 1 + 0 + 1.
+    assert_eq!(sibling.returns, vec![None, Some(2)]);
+}
+
+/// The bound-computing siblings of generated programs (`tests/fuzz/bound.rs`) run on the CPU
+/// wherever their programs do, return every value that depends on no summation order
+/// unchanged (the sibling changes only values the generator keeps from decisions), and
+/// bound each value that does by at least its magnitude (`W(v) >= |v|`). CPU only.
+#[test]
+fn bound_siblings_of_generated_programs_run_beside_them() {
+    let db = database(0.001);
+    let schema = Schema::of(&db);
+    let (mut siblings, mut bounded, mut unbounded) = (0, 0, 0);
+    for seed in 0..20000 {
+        let program = generate(seed, &schema, Options::default());
+        let text = program.text();
+        // The sibling's analysis finds values depending on a summation order among those the
+        // generator marks `reordered` (which also marks the other floats of a statement, a
+        // group's keys beside its sums).
+        let reordered: Vec<bool> = program
+            .returns
+            .iter()
+            .map(|&v| program.vars[v].reordered)
+            .collect();
+        let Some(sibling) = fuzz::bound::bound_program(&text) else {
+            assert!(
+                !reordered.contains(&true),
+                "program seed {seed}: no sibling"
+            );
+            continue;
+        };
+        for (found, marked) in sibling.reordered.iter().zip(&reordered) {
+            assert!(!found || *marked, "program seed {seed}:\n{text}");
+        }
+        let Outcome::Values(values) = fuzz::check::run_on_cpu(&text, &db) else {
+            continue;
+        };
+        siblings += 1;
+        let Outcome::Values(bounds) = fuzz::check::run_on_cpu(&sibling.text, &db) else {
+            panic!(
+                "program seed {seed}: the program runs, its sibling does not:\n{}\n{:?}",
+                sibling.text,
+                fuzz::check::run_on_cpu(&sibling.text, &db).describe()
+            );
+        };
+        let returns = sibling.returns.iter().zip(&sibling.reordered);
+        for ((value, w), (order, reordered)) in values.iter().zip(&bounds).zip(returns) {
+            let (value, w) = (fuzz::check::tsv(value), fuzz::check::tsv(w));
+            if !reordered {
+                assert_eq!(value, w, "program seed {seed}:\n{}", sibling.text);
+                continue;
+            }
+            if order.is_none() {
+                // Computed through a builtin without a rule: compared as before.
+                unbounded += 1;
+                continue;
+            }
+            bounded += 1;
+            let (value, w) = (value.expect("printable"), w.expect("printable"));
+            assert_eq!(value.lines().count(), w.lines().count(), "seed {seed}");
+            for (v, w) in value.lines().zip(w.lines()) {
+                let (v, w): (f64, f64) = (v.parse().expect("a float"), w.parse().expect("W"));
+                assert!(
+                    !v.is_finite() || !w.is_finite() || w >= v.abs() * (1.0 - 1e-12),
+                    "program seed {seed}: W = {w} below |{v}|:\n{}",
+                    sibling.text
+                );
+            }
+        }
+    }
+    eprintln!("{siblings} siblings run, {bounded} values bounded, {unbounded} without a bound");
+    assert!(bounded > 0, "no generated program returned a bounded value");
+}
+
+/// A group's sums and means get a bound per group: its size times the sum of its terms'
+/// magnitudes (its size plus one times their mean, for a mean), of order 1.
+#[test]
+fn group_sums_are_bounded_per_group() {
+    let db = database(0.001);
+    let group = |reducer: &str| {
+        format!(
+            "module fuzz {{
+  import Builtin.*;
+
+  def main() : f64 {{
+    k0:i64 = (1, 1, 2):i64;
+    x1:f64 = (1000000.0, -1000000.0, 3.0):f64;
+    g2:? = @group(k0);
+    g2_rows:? = @values(g2);
+    g2_cells:? = @each_right(@index, x1, g2_rows);
+    g2_aggs:? = @each(@{reducer}, g2_cells);
+    ga3:f64 = @raze(g2_aggs);
+    return ga3;
+  }}
+}}"
+        )
+    };
+    let u = fuzz::bound::UNIT_ROUNDOFF;
+    for (reducer, w) in [("sum", [4.0e6, 3.0]), ("avg", [3.0e6, 6.0])] {
+        let bounds = summation_bounds(&group(reducer), &db);
+        let allowed = bounds[0].as_ref().expect("a bound per group");
+        let expected: Vec<f64> = w.iter().map(|w| 4.0 * u * w).collect();
+        assert_eq!(allowed, &expected, "@{reducer}");
+    }
 }

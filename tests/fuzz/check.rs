@@ -13,6 +13,8 @@ use horsec_runtime::profile::Profile;
 use horsec_runtime::types::Type;
 use horsec_runtime::value::Value;
 
+use super::bound::{bound_program, BoundProgram};
+
 /// What one backend did with a program.
 #[derive(Clone, Debug)]
 pub enum Outcome {
@@ -102,6 +104,10 @@ pub struct Timings {
     pub compile_pipelines: Duration,
     /// A second GPU run of the same plan, with its pipelines cached (when asked for).
     pub run_gpu_warm: Duration,
+    /// Programs whose float answers differ beyond the relative tolerance, and the part of
+    /// them that agree within the bound of their summation order (see `fuzz/bound.rs`).
+    pub beyond_tolerance: u64,
+    pub within_summation_bound: u64,
 }
 
 impl Timings {
@@ -115,6 +121,8 @@ impl Timings {
         self.pipelines_compiled += other.pipelines_compiled;
         self.compile_pipelines += other.compile_pipelines;
         self.run_gpu_warm += other.run_gpu_warm;
+        self.beyond_tolerance += other.beyond_tolerance;
+        self.within_summation_bound += other.within_summation_bound;
     }
 }
 
@@ -257,9 +265,59 @@ pub fn check(
     } else {
         F64_TOLERANCE
     };
-    let verdict = compare(cpu, gpu, &types, tolerance);
+    let mut bounded = false;
+    let verdict = compare(cpu, gpu, &types, tolerance, || {
+        bounded = true;
+        summation_bounds(text, db)
+    });
+    if bounded {
+        timings.beyond_tolerance += 1;
+        if matches!(verdict, Verdict::Answered) {
+            timings.within_summation_bound += 1;
+        }
+    }
     timings.compare += start.elapsed();
     verdict
+}
+
+/// Per value `main` returns: for a float that depends on a summation order and has a bound
+/// (`fuzz/bound.rs`), the largest difference allowed between the backends, per row; None
+/// for any other value (compared within the relative tolerance alone).
+pub type Bounds = Vec<Option<Vec<f64>>>;
+
+/// What the CPU backend does with `text` (a front-end error is a refusal).
+pub fn run_on_cpu(text: &str, db: &Database) -> Outcome {
+    match compile(text, Target::Cpu) {
+        Compiled::Plan(c) => run_plan(&c, db, None),
+        Compiled::FrontEnd(m) | Compiled::Refused(m) => Outcome::Refused(m),
+        Compiled::Panicked(m) => Outcome::Panicked(m),
+    }
+}
+
+/// The bounds of `text`'s returned values, from its bound-computing sibling run on the CPU.
+/// A sibling that fails to compile or run gives no bound: the comparison stays strict.
+pub fn summation_bounds(text: &str, db: &Database) -> Bounds {
+    let Some(sibling) = bound_program(text) else {
+        return Vec::new();
+    };
+    let Outcome::Values(values) = run_on_cpu(&sibling.text, db) else {
+        return Vec::new();
+    };
+    sibling
+        .returns
+        .iter()
+        .zip(&values)
+        .map(|(order, w)| {
+            let order = (*order)?;
+            let rows = tsv(w).ok()?;
+            rows.lines()
+                .map(|row| {
+                    let w: f64 = row.parse().ok()?;
+                    Some(BoundProgram::allowed(order, w))
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Relative tolerance of floats computed in f64 only: both backends compute the same IEEE
@@ -284,9 +342,19 @@ fn computes_in_f32(text: &str) -> bool {
     text.contains("f32")
 }
 
-/// The comparison rule: same values (floats within a relative `tolerance`), of the static
-/// types, or refusals with the same message.
-pub fn compare(cpu: Outcome, gpu: Outcome, types: &[Type], tolerance: f64) -> Verdict {
+/// The comparison rule: same values (floats within a relative `tolerance`, or, for a float
+/// that depends on a summation order, within the bound `bounds` gives for it, asked for only
+/// when a float differs beyond the tolerance), of the static types, or refusals with the
+/// same message. Values of other types (integers, dates, text) are equal as text.
+pub fn compare(
+    cpu: Outcome,
+    gpu: Outcome,
+    types: &[Type],
+    tolerance: f64,
+    bounds: impl FnOnce() -> Bounds,
+) -> Verdict {
+    let mut bounds = Some(bounds);
+    let mut computed: Option<Bounds> = None;
     let disagree = |kind: Kind, detail: String, cpu: Outcome, gpu: Outcome| {
         Verdict::Disagree(Box::new(Disagreement {
             kind,
@@ -333,7 +401,23 @@ pub fn compare(cpu: Outcome, gpu: Outcome, types: &[Type], tolerance: f64) -> Ve
                         return disagree(Kind::NotStaticType, detail, cpu, gpu);
                     }
                 }
-                if let Err(detail) = same_text(x, y, tolerance) {
+                if let Err(detail) = same_text(x, y, tolerance, None) {
+                    let float = matches!(x.ty(), Type::F32 | Type::F64);
+                    if float && computed.is_none() {
+                        computed = bounds.take().map(|b| b());
+                    }
+                    let allowed = computed
+                        .as_ref()
+                        .and_then(|b| b.get(i))
+                        .and_then(|b| b.as_deref())
+                        .filter(|_| float);
+                    let detail = match allowed {
+                        Some(allowed) => match same_text(x, y, tolerance, Some(allowed)) {
+                            Ok(()) => continue,
+                            Err(detail) => format!("{detail}, beyond its summation bound"),
+                        },
+                        None => detail,
+                    };
                     return disagree(
                         Kind::DifferentValues,
                         format!("value {i}: {detail}"),
@@ -347,11 +431,14 @@ pub fn compare(cpu: Outcome, gpu: Outcome, types: &[Type], tolerance: f64) -> Ve
     }
 }
 
-fn same_text(x: &Value, y: &Value, tolerance: f64) -> Result<(), String> {
+/// Whether `x` and `y` print the same, floats within the relative `tolerance` or, with
+/// `allowed`, within its absolute bound of the row (when it has one per row).
+fn same_text(x: &Value, y: &Value, tolerance: f64, allowed: Option<&[f64]>) -> Result<(), String> {
     let (a, b) = (tsv(x)?, tsv(y)?);
     if a == b {
         return Ok(());
     }
+    let float = matches!(x.ty(), Type::F32 | Type::F64);
     let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
     if la.len() != lb.len() {
         return Err(format!(
@@ -360,8 +447,14 @@ fn same_text(x: &Value, y: &Value, tolerance: f64) -> Result<(), String> {
             lb.len()
         ));
     }
+    let allowed = allowed.filter(|a| a.len() == la.len());
     for (row, (p, q)) in la.iter().zip(&lb).enumerate() {
-        if !field_eq(p, q, tolerance) {
+        let same = if float {
+            field_eq(p, q, tolerance, allowed.map(|a| a[row]))
+        } else {
+            p == q
+        };
+        if !same {
             return Err(format!("row {row}: CPU {p:?}, GPU {q:?}"));
         }
     }
@@ -377,7 +470,10 @@ fn nonfinite_ignored() -> bool {
     *IGNORE.get_or_init(|| std::env::var("HORSEC_FUZZ_NONFINITE").is_ok_and(|v| v == "lenient"))
 }
 
-fn field_eq(a: &str, b: &str, tolerance: f64) -> bool {
+/// Whether two printed floats agree: equal, within the relative `tolerance` (or 1e-12), or
+/// within the relative `tolerance` plus the absolute `allowed` (a bound of the summation
+/// order), all finite.
+fn field_eq(a: &str, b: &str, tolerance: f64, allowed: Option<f64>) -> bool {
     if a == b {
         return true;
     }
@@ -387,7 +483,11 @@ fn field_eq(a: &str, b: &str, tolerance: f64) -> bool {
     match (a.parse::<f64>(), b.parse::<f64>()) {
         (Ok(x), Ok(y)) if x.is_finite() && y.is_finite() => {
             let scale = x.abs().max(y.abs());
-            (x - y).abs() <= tolerance * scale || (x - y).abs() <= 1e-12
+            // The bound adds to the tolerance: the summation order and the rounding of the
+            // other operations (a division, an f32 function) each move the result.
+            let within_bound =
+                allowed.is_some_and(|w| w.is_finite() && (x - y).abs() <= tolerance * scale + w);
+            (x - y).abs() <= tolerance * scale || (x - y).abs() <= 1e-12 || within_bound
         }
         (Ok(x), Ok(y)) => x == y || (x.is_nan() && y.is_nan()),
         _ => false,

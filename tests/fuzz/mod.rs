@@ -40,9 +40,11 @@
 //! The program is compiled for each backend: a front-end error (parse, types) is one outcome
 //! for both; an error of the GPU compiler's own stages is the GPU's outcome. The backends
 //! agree when both return values of the same types, equal to the static types the generator
-//! declared, with equal TSV text (numbers within a relative 1e-9; in a program that computes in
+//! declared, with equal TSV text (floats within a relative 1e-9; in a program that computes in
 //! f32 anywhere, within 256 f32 ulp, see [`check::F32_TOLERANCE`]: the f32 functions the GPU
-//! still computes with its own instructions), or when both refuse with the same message text (locations may differ: a fused kernel reports its
+//! still computes with its own instructions; a float that depends on a summation order also
+//! within the bound of its terms, see [`bound`]; values of other types exactly), or when both
+//! refuse with the same message text (locations may differ: a fused kernel reports its
 //! first statement). A panic on either side is always a disagreement.
 //!
 //! # Non-finite floats
@@ -61,7 +63,9 @@
 //! group's cell in pieces), so the two results may differ in their last bits. Both are
 //! right; neither backend promises an order (making the GPU fold in the CPU's order would
 //! serialise every reduction, and an exactly rounded sum costs an accumulator of 2,100 bits
-//! per thread). Compared as numbers they agree within the tolerance, but a *discrete* decision
+//! per thread). Compared as numbers they agree within the tolerance, or, where the terms
+//! cancel (a sum of 0 computed as 1e-10 on one backend), within a bound of the terms'
+//! magnitudes that a sibling program computes on the CPU ([`bound`]). But a *discrete* decision
 //! on such a value amplifies an ulp into a different answer: `@mod(sum, key)` where
 //! `sum / key` is an integer (a group of equal values) gives about 0 on one backend and about
 //! `key` on the other, `@eq`/`@lt` of two sums flip, `@order`/`@unique`/`@member`/`@group`
@@ -118,6 +122,7 @@
 //! as `.hir` files in `corpus/`.
 //! See `tests/differential_fuzz.rs` for the environment variables of a run.
 
+pub mod bound;
 pub mod check;
 pub mod generate;
 pub mod program;
