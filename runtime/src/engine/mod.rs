@@ -735,8 +735,12 @@ impl Accelerator for GpuEngine<'_> {
             self.pending = status::PendingChecks::default();
         }
         // The run's last held work goes to the queue (the timestamps' read below would
-        // send it too, but a run with nothing to read must not leave it behind).
-        if let Err(e) = self.device.flush() {
+        // send it too, but a run with nothing to read must not leave it behind), and the run
+        // returns once the device has done it: a failed run stops with work in flight, and a
+        // process that exits then has the driver torn down under it (lavapipe's queue thread
+        // crashed compiling a shader while the fuzzer's test binary exited). After a read of
+        // the results this is one poll.
+        if let Err(e) = self.device.wait_idle() {
             if outcome.is_ok() {
                 return Err(RuntimeError::new(format!("submitting: {e}")));
             }
