@@ -192,6 +192,14 @@ pub enum Helper {
     TrigF32,
     /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same.
     ExpLogF32,
+    /// `argument_class`, `argument_negative`, `argument_f32`: an f32 function's f64 argument
+    /// tested on its bits, and a tiny one as the f32 it is (subnormals from their bits).
+    FunctionArgumentF64,
+    /// `asin_f32`, `acos_f32`, `atan_f32` of an f64 argument: the same as [`Helper::TrigF32`].
+    InverseTrigF32,
+    /// `sinh_f32`, `cosh_f32`, `tanh_f32`, `asinh_f32`, `acosh_f32`, `atanh_f32` of an f64
+    /// argument: the same (through `log_split` of [`Helper::ExpLogF32`]).
+    HyperbolicF32,
     /// `mod_i32(a, b, bit)`: `a mod b` with the sign of `b` (floored), as the CPU's; a zero
     /// `b` sets `bit` of the kernel's status word (the CPU's `integer modulo by zero`) and
     /// gives 0. For i8, i16 and i32 (in i32 registers).
@@ -694,6 +702,9 @@ fn widen_f32(x: f32) -> f64 {
             }
             Helper::TrigF32 => float_functions::TRIG_F32,
             Helper::ExpLogF32 => float_functions::EXP_LOG_F32,
+            Helper::FunctionArgumentF64 => float_functions::FUNCTION_ARGUMENT_F64,
+            Helper::InverseTrigF32 => float_functions::INVERSE_TRIG_F32,
+            Helper::HyperbolicF32 => float_functions::HYPERBOLIC_F32,
         }
     }
 
@@ -703,6 +714,17 @@ fn widen_f32(x: f32) -> f64 {
             Helper::CivilFromDays => &[Helper::FloorDiv],
             Helper::DivF32 => &[Helper::IeeeF32, Helper::SpecialsF32],
             Helper::TrigF32 | Helper::ExpLogF32 => &[Helper::WidenF32, Helper::SpecialsF32],
+            Helper::InverseTrigF32 => &[
+                Helper::FunctionArgumentF64,
+                Helper::WidenF32,
+                Helper::SpecialsF32,
+            ],
+            Helper::HyperbolicF32 => &[
+                Helper::ExpLogF32,
+                Helper::FunctionArgumentF64,
+                Helper::WidenF32,
+                Helper::SpecialsF32,
+            ],
             Helper::IeeeF32 => &[Helper::SpecialsF32],
             Helper::IeeeF64 => &[Helper::SpecialsF64],
             Helper::ModF32 => &[Helper::DivF32, Helper::IeeeF32, Helper::SpecialsF32],

@@ -269,3 +269,339 @@ fn log10_f32(w: f64) -> f32 {
     return f32(parts.x * 0.3010299956639812lf + parts.y * 0.4342944819032518lf);
 }
 ";
+
+/// [`super::Helper::FunctionArgumentF64`].
+pub(super) const FUNCTION_ARGUMENT_F64: &str =
+    "// The argument of an f32 function (an f32 or an integer, held in f64) tested on its bits, as
+// a shader compiler may assume floats are finite and fold tests of NaN and infinities.
+// Classes: 0 finite, 1 infinite, 2 NaN.
+fn argument_class(w: f64) -> u32 {
+    let bits = bitcast<u64>(w);
+    let hi = u32(bits >> 32u) & 0x7fffffffu;
+    if hi < 0x7ff00000u {
+        return 0u;
+    }
+    return select(1u, 2u, hi > 0x7ff00000u || u32(bits & 4294967295lu) != 0u);
+}
+
+fn argument_negative(w: f64) -> bool {
+    return (u32(bitcast<u64>(w) >> 32u) & 0x80000000u) != 0u;
+}
+
+// An argument below 2^-13 in magnitude as the f32 it is, the sign of a zero kept and a
+// subnormal made from its bits (f32(w) may flush it to 0): the functions whose Taylor series
+// start x + c x^3 (|c| <= 1/3) round to x itself there, since |c| x^2 < 2^-27 is far below the
+// half ulp (2^-25 of x or more) that would move the rounding.
+fn argument_f32(w: f64) -> f32 {
+    let sign = u32(bitcast<u64>(w) >> 32u) & 0x80000000u;
+    let a = abs(w);
+    if a >= 1.1754943508222875e-38lf {
+        return f32(w);
+    }
+    let scaled = a * bitcast<f64>(u64(149u + 1023u) << 52u);
+    return bitcast<f32>(sign | u32(scaled));
+}
+";
+
+/// [`super::Helper::InverseTrigF32`].
+pub(super) const INVERSE_TRIG_F32: &str =
+    "// asin, acos and atan with an f32 result as the CPU computes them: the f64 function of the
+// argument (an f32, or an integer of at most 32 bits, both exact in f64), rounded to f32
+// (WGSL allows f32 atan 4096 ulp and derives asin and acos from formulas that cancel near
+// 1). All three are atan of a quotient of at most 1: asin x = atan(x / sqrt(1 - x^2)),
+// acos x = atan(sqrt(1 - x^2) / x), 1 - x^2 as (1 - x)(1 + x), exact to a few f64 ulp even
+// next to 1 (1 - x is exact there). Each step's relative error passes to the result at most
+// once (atan's condition number is below 1), so the f64 result is within about 30 f64 ulp
+// of the exact value, if the GPU's f64 division and square root are within 3 ulp.
+
+// atan b for 0 <= b <= 1: two halvings, atan b = 2 atan(b / (1 + sqrt(1 + b^2))), leave
+// c <= tan(pi/16) < 0.199, and atan c = c sum of (-1)^n c^2n / (2n + 1), n <= 11, whose
+// first omitted term is below 6e-19 of the sum.
+fn atan_kernel(b: f64) -> f64 {
+    let h = b / (1.0lf + sqrt(1.0lf + b * b));
+    let c = h / (1.0lf + sqrt(1.0lf + h * h));
+    let z = c * c;
+    var p = -0.043478260869565216lf;
+    p = p * z + 0.047619047619047616lf;
+    p = p * z + -0.05263157894736842lf;
+    p = p * z + 0.058823529411764705lf;
+    p = p * z + -0.06666666666666667lf;
+    p = p * z + 0.07692307692307693lf;
+    p = p * z + -0.09090909090909091lf;
+    p = p * z + 0.1111111111111111lf;
+    p = p * z + -0.14285714285714285lf;
+    p = p * z + 0.2lf;
+    p = p * z + -0.3333333333333333lf;
+    p = p * z + 1.0lf;
+    return 4.0lf * c * p;
+}
+
+// atan(y / x) for finite y, x >= 0, not both 0: the quotient taken at most 1, else its
+// inverse's atan subtracted from pi/2 (>= pi/4, nothing cancels), and no division by 0
+// (lavapipe's f64 division makes x / 0 NaN).
+fn atan_ratio(y: f64, x: f64) -> f64 {
+    if y <= x {
+        return atan_kernel(y / x);
+    }
+    return 1.5707963267948966lf - atan_kernel(x / y);
+}
+
+fn atan_f32(w: f64) -> f32 {
+    let kind = argument_class(w);
+    if kind == 2u {
+        return special_f32(0x7fc00000u);
+    }
+    let a = abs(w);
+    var v = 1.5707963267948966lf;
+    if kind == 0u {
+        if a < 0.0001220703125lf {
+            return argument_f32(w);
+        }
+        v = atan_ratio(a, 1.0lf);
+    }
+    return f32(select(v, -v, argument_negative(w)));
+}
+
+fn asin_f32(w: f64) -> f32 {
+    let a = abs(w);
+    if argument_class(w) != 0u || a > 1.0lf {
+        return special_f32(0x7fc00000u);
+    }
+    if a < 0.0001220703125lf {
+        return argument_f32(w);
+    }
+    let v = atan_ratio(a, sqrt((1.0lf - a) * (1.0lf + a)));
+    return f32(select(v, -v, argument_negative(w)));
+}
+
+// acos -x = pi - acos x: pi - v >= pi/2 for v <= pi/2, nothing cancels.
+fn acos_f32(w: f64) -> f32 {
+    let a = abs(w);
+    if argument_class(w) != 0u || a > 1.0lf {
+        return special_f32(0x7fc00000u);
+    }
+    let v = atan_ratio(sqrt((1.0lf - a) * (1.0lf + a)), a);
+    return f32(select(v, 3.141592653589793lf - v, w < 0.0lf));
+}
+";
+
+/// [`super::Helper::HyperbolicF32`].
+pub(super) const HYPERBOLIC_F32: &str =
+    "// sinh, cosh, tanh, asinh, acosh and atanh with an f32 result as the CPU computes them: the
+// f64 function of the argument (an f32, or an integer of at most 32 bits, both exact in
+// f64), rounded to f32 (WGSL derives them from exp and log by formulas that cancel near 0
+// and 1, bounded only absolutely there). Each is written so that nothing cancels: sinh and
+// tanh by series or e^t - 1 near 0, the inverse functions as log(1 + u) of a u computed from
+// sums of positive terms (acosh from t = x - 1, exact near 1; atanh from 1 - x, exact near
+// 1), log(1 + u) without rounding 1 + u where u is small. The f64 result is within about
+// 30 f64 ulp of the exact value, if the GPU's f64 division and square root are within 3 ulp.
+// Results beyond the f32 range are infinities; none but the argument itself (below 2^-13)
+// is an f32 subnormal.
+
+// e^t for 0 <= t < 128, as exp_f32 computes it before rounding to f32: t = k ln2 + r with
+// |r| <= ln2/2, the Taylor series of e^r to r^13 (the rest is below 5e-18), times 2^k.
+fn hyperbolic_exp(t: f64) -> f64 {
+    let k = round(t * 1.4426950408889634lf);
+    let r = (t - k * 6.93147180369123816490e-1lf) - k * 1.90821492927058770002e-10lf;
+    var p = 1.6059043836821613e-10lf;
+    p = p * r + 2.08767569878681e-09lf;
+    p = p * r + 2.505210838544172e-08lf;
+    p = p * r + 2.755731922398589e-07lf;
+    p = p * r + 2.7557319223985893e-06lf;
+    p = p * r + 2.48015873015873e-05lf;
+    p = p * r + 0.0001984126984126984lf;
+    p = p * r + 0.001388888888888889lf;
+    p = p * r + 0.008333333333333333lf;
+    p = p * r + 0.041666666666666664lf;
+    p = p * r + 0.16666666666666666lf;
+    p = p * r + 0.5lf;
+    p = p * r + 1.0lf;
+    p = p * r + 1.0lf;
+    return p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
+}
+
+// e^t - 1 for 0 <= t < 128: below 1 the Taylor series t sum of t^n / (n + 1)!, n <= 17, of
+// positive terms (the rest is below 9e-18 of the sum); from 1 on, e^t - 1 >= e - 1, which
+// magnifies e^t's relative error at most e / (e - 1) times.
+fn hyperbolic_expm1(t: f64) -> f64 {
+    if t >= 1.0lf {
+        return hyperbolic_exp(t) - 1.0lf;
+    }
+    var p = 1.5619206968586225e-16lf;
+    p = p * t + 2.8114572543455206e-15lf;
+    p = p * t + 4.779477332387385e-14lf;
+    p = p * t + 7.647163731819816e-13lf;
+    p = p * t + 1.1470745597729725e-11lf;
+    p = p * t + 1.6059043836821613e-10lf;
+    p = p * t + 2.08767569878681e-09lf;
+    p = p * t + 2.505210838544172e-08lf;
+    p = p * t + 2.755731922398589e-07lf;
+    p = p * t + 2.7557319223985893e-06lf;
+    p = p * t + 2.48015873015873e-05lf;
+    p = p * t + 0.0001984126984126984lf;
+    p = p * t + 0.001388888888888889lf;
+    p = p * t + 0.008333333333333333lf;
+    p = p * t + 0.041666666666666664lf;
+    p = p * t + 0.16666666666666666lf;
+    p = p * t + 0.5lf;
+    p = p * t + 1.0lf;
+    return t * p;
+}
+
+// log(1 + u) for a finite u >= 0. Below sqrt(2) - 1: 2 atanh(s) with s = u / (2 + u) <= 0.172
+// by log_split's series to s^23 (the rest is below 1e-19), 1 + u never rounded (that would
+// lose u's low bits). From there on: log_split of 1 + u, whose rounding moves the logarithm
+// by at most 2^-53, against a logarithm of at least 0.34.
+fn hyperbolic_log1p(u: f64) -> f64 {
+    if u >= 0.41421356237309515lf {
+        let parts = log_split(1.0lf + u);
+        return parts.x * 6.93147180369123816490e-1lf
+            + (parts.y + parts.x * 1.90821492927058770002e-10lf);
+    }
+    let s = u / (2.0lf + u);
+    let z = s * s;
+    var p = 0.043478260869565216lf;
+    p = p * z + 0.047619047619047616lf;
+    p = p * z + 0.05263157894736842lf;
+    p = p * z + 0.058823529411764705lf;
+    p = p * z + 0.06666666666666667lf;
+    p = p * z + 0.07692307692307693lf;
+    p = p * z + 0.09090909090909091lf;
+    p = p * z + 0.1111111111111111lf;
+    p = p * z + 0.14285714285714285lf;
+    p = p * z + 0.2lf;
+    p = p * z + 0.3333333333333333lf;
+    p = p * z + 1.0lf;
+    return 2.0lf * s * p;
+}
+
+// An infinity with the sign of w.
+fn hyperbolic_infinity(w: f64) -> f32 {
+    return special_f32(select(0x7f800000u, 0xff800000u, argument_negative(w)));
+}
+
+// Halfway between the largest f32 and 2^128 and beyond, v rounds to infinity.
+fn hyperbolic_overflows(v: f64) -> bool {
+    return v >= 3.4028235677973366e38lf;
+}
+
+// sinh a = a sum of a^2n / (2n + 1)!, n <= 8, below 1 (the rest is below 9e-18 of the sum);
+// (e^a - e^-a) / 2 from 1 on, where e^-a <= e^a / 7. sinh 100 is beyond the f32 range.
+fn sinh_f32(w: f64) -> f32 {
+    let kind = argument_class(w);
+    if kind == 2u {
+        return special_f32(0x7fc00000u);
+    }
+    let a = abs(w);
+    if kind == 1u || a >= 100.0lf {
+        return hyperbolic_infinity(w);
+    }
+    if a < 0.0001220703125lf {
+        return argument_f32(w);
+    }
+    var v: f64;
+    if a < 1.0lf {
+        let z = a * a;
+        var p = 2.8114572543455206e-15lf;
+        p = p * z + 7.647163731819816e-13lf;
+        p = p * z + 1.6059043836821613e-10lf;
+        p = p * z + 2.505210838544172e-08lf;
+        p = p * z + 2.7557319223985893e-06lf;
+        p = p * z + 0.0001984126984126984lf;
+        p = p * z + 0.008333333333333333lf;
+        p = p * z + 0.16666666666666666lf;
+        p = p * z + 1.0lf;
+        v = a * p;
+    } else {
+        let e = hyperbolic_exp(a);
+        v = 0.5lf * (e - 1.0lf / e);
+    }
+    if hyperbolic_overflows(v) {
+        return hyperbolic_infinity(w);
+    }
+    return f32(select(v, -v, argument_negative(w)));
+}
+
+// (e^a + e^-a) / 2, a sum of positive terms.
+fn cosh_f32(w: f64) -> f32 {
+    let kind = argument_class(w);
+    if kind == 2u {
+        return special_f32(0x7fc00000u);
+    }
+    let a = abs(w);
+    if kind == 1u || a >= 100.0lf {
+        return special_f32(0x7f800000u);
+    }
+    let e = hyperbolic_exp(a);
+    let v = 0.5lf * (e + 1.0lf / e);
+    if hyperbolic_overflows(v) {
+        return special_f32(0x7f800000u);
+    }
+    return f32(v);
+}
+
+// tanh a = m / (m + 2) with m = e^2a - 1; from 20 on it is 1 - 2e^-40 or nearer, 1 in f64.
+fn tanh_f32(w: f64) -> f32 {
+    let kind = argument_class(w);
+    if kind == 2u {
+        return special_f32(0x7fc00000u);
+    }
+    let a = abs(w);
+    if kind == 1u || a >= 20.0lf {
+        return select(1.0f, -1.0f, argument_negative(w));
+    }
+    if a < 0.0001220703125lf {
+        return argument_f32(w);
+    }
+    let m = hyperbolic_expm1(2.0lf * a);
+    let v = m / (m + 2.0lf);
+    return f32(select(v, -v, argument_negative(w)));
+}
+
+// asinh a = log(1 + u), u = a + a^2 / (1 + sqrt(1 + a^2)) (a^2 of an f32 or i32 is far from
+// f64 overflow).
+fn asinh_f32(w: f64) -> f32 {
+    let kind = argument_class(w);
+    if kind == 2u {
+        return special_f32(0x7fc00000u);
+    }
+    if kind == 1u {
+        return hyperbolic_infinity(w);
+    }
+    let a = abs(w);
+    if a < 0.0001220703125lf {
+        return argument_f32(w);
+    }
+    let v = hyperbolic_log1p(a + a * a / (1.0lf + sqrt(1.0lf + a * a)));
+    return f32(select(v, -v, argument_negative(w)));
+}
+
+// acosh x = log(1 + u), u = t + sqrt(t (t + 2)), t = x - 1 (acosh 1 is +0).
+fn acosh_f32(w: f64) -> f32 {
+    let kind = argument_class(w);
+    if kind == 2u || argument_negative(w) || (kind == 0u && w < 1.0lf) {
+        return special_f32(0x7fc00000u);
+    }
+    if kind == 1u {
+        return special_f32(0x7f800000u);
+    }
+    let t = w - 1.0lf;
+    return f32(hyperbolic_log1p(t + sqrt(t * (t + 2.0lf))));
+}
+
+// atanh a = log(1 + u) / 2, u = 2a / (1 - a); atanh 1 is infinite.
+fn atanh_f32(w: f64) -> f32 {
+    let a = abs(w);
+    if argument_class(w) != 0u || a > 1.0lf {
+        return special_f32(0x7fc00000u);
+    }
+    if a == 1.0lf {
+        return hyperbolic_infinity(w);
+    }
+    if a < 0.0001220703125lf {
+        return argument_f32(w);
+    }
+    let v = 0.5lf * hyperbolic_log1p(2.0lf * a / (1.0lf - a));
+    return f32(select(v, -v, argument_negative(w)));
+}
+";
