@@ -713,7 +713,9 @@ fn widen_f32(x: f32) -> f64 {
         match self {
             Helper::CivilFromDays => &[Helper::FloorDiv],
             Helper::DivF32 => &[Helper::IeeeF32, Helper::SpecialsF32],
-            Helper::TrigF32 | Helper::ExpLogF32 => &[Helper::WidenF32, Helper::SpecialsF32],
+            Helper::TrigF32 | Helper::ExpLogF32 => {
+                &[Helper::WidenF32, Helper::SpecialsF32, Helper::SpecialsF64]
+            }
             Helper::InverseTrigF32 => &[
                 Helper::FunctionArgumentF64,
                 Helper::WidenF32,
@@ -724,6 +726,7 @@ fn widen_f32(x: f32) -> f64 {
                 Helper::FunctionArgumentF64,
                 Helper::WidenF32,
                 Helper::SpecialsF32,
+                Helper::SpecialsF64,
             ],
             Helper::IeeeF32 => &[Helper::SpecialsF32],
             Helper::IeeeF64 => &[Helper::SpecialsF64],

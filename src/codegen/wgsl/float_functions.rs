@@ -40,8 +40,13 @@ fn trig_two_over_pi(i: i32) -> f64 {
 fn trig_reduce(w: f64) -> TrigReduced {
     if w < 2147483648.0lf {
         let k = round(w * 0.6366197723675814lf);
-        let r = ((w - k * 1.570796012878418lf) - k * 3.139164164167596e-7lf)
-            - k * 6.223372171896613e-14lf;
+        // Each exact partial remainder is taken through its bits (special_f64): NVIDIA's
+        // compiler rewrites (w - k c1) - k c2 as w - k (c1 + c2), whose product is rounded
+        // (on an H100, cos of the integer 34402 came out an f32 ulp off, and every sin of a
+        // large integer with it).
+        let r1 = special_f64(bitcast<u64>(w - k * 1.570796012878418lf));
+        let r2 = special_f64(bitcast<u64>(r1 - k * 3.139164164167596e-7lf));
+        let r = r2 - k * 6.223372171896613e-14lf;
         return TrigReduced(u32(k) & 3u, r);
     }
     let bits = bitcast<u32>(f32(w));
@@ -58,7 +63,10 @@ fn trig_reduce(w: f64) -> TrigReduced {
     let t3 = (m * trig_two_over_pi(first + 3i)) * trig_pow2(s - 72i);
     let whole0 = floor(t0);
     let whole1 = floor(t1);
-    let fraction = (((t0 - whole0) + (t1 - whole1)) + t2) + t3;
+    // The exact fractional parts through their bits, so that no compiler regroups the sum.
+    let fraction0 = special_f64(bitcast<u64>(t0 - whole0));
+    let fraction1 = special_f64(bitcast<u64>(t1 - whole1));
+    let fraction = ((fraction0 + fraction1) + t2) + t3;
     let k = round(fraction);
     let quadrant = (u32(whole0) + u32(whole1) + u32(k)) & 3u;
     return TrigReduced(quadrant, (fraction - k) * 1.5707963267948966lf);
@@ -168,7 +176,10 @@ fn exp_f32(w: f64) -> f32 {
         return 0.0f;
     }
     let k = round(w * 1.4426950408889634lf);
-    let r = (w - k * 6.93147180369123816490e-1lf) - k * 1.90821492927058770002e-10lf;
+    // The exact w - k ln2_hi through its bits, so that no compiler makes it w - k ln2 (see
+    // trig_reduce).
+    let r = special_f64(bitcast<u64>(w - k * 6.93147180369123816490e-1lf))
+        - k * 1.90821492927058770002e-10lf;
     var p = 1.6059043836821613e-10lf;
     p = p * r + 2.08767569878681e-09lf;
     p = p * r + 2.505210838544172e-08lf;
