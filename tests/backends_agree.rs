@@ -257,13 +257,15 @@ fn f32_transcendental_functions_give_the_cpu_s_bits() {
     assert_eq!(gpu.lines().count(), cpu.lines().count());
 }
 
-// ----- inverse trigonometric and hyperbolic f32 functions -----------------------------------
-// Each of them, on thousands of f32 and i32 arguments, gives the CPU's text exactly: the f64
-// function rounded to f32 on both backends (codegen::wgsl::Helper::InverseTrigF32 and
-// HyperbolicF32). lavapipe's own f32 functions would agree as well, so these arguments are
-// chosen where an approximation shows: near 0 (where sinh, tanh and the inverse functions
-// cancel in the textbook formulas), next to 1 (asin, acos, acosh, atanh), at the edges of
-// each helper's ranges and of the f32 range, subnormals and special values.
+// ----- f32 functions on many arguments ------------------------------------------------------
+// Each f32 function, on thousands of f32 and i32 arguments, gives the CPU's text exactly: the
+// f64 function rounded to f32 on both backends (codegen::wgsl::Helper::TrigF32, ExpLogF32,
+// InverseTrigF32, HyperbolicF32). lavapipe's own f32 functions would agree as well, so the
+// arguments are chosen where an approximation shows: near 0 (where sinh, tanh and the
+// inverse functions cancel in the textbook formulas), next to 1 (asin, acos, acosh, atanh),
+// at the edges of each helper's ranges and of the f32 range (Payne-Hanek reduction of sin,
+// cos and tan beyond 2^31, which f32_transcendental_functions_give_the_cpu_s_bits does not
+// reach), subnormals and special values.
 
 /// A deterministic stream of 64-bit numbers (Knuth's MMIX LCG), the high bits used.
 struct Lcg(u64);
@@ -394,7 +396,7 @@ fn f32_literal(v: f32) -> String {
 }
 
 #[test]
-fn inverse_trigonometric_and_hyperbolic_f32_functions_give_the_cpu_s_bits() {
+fn f32_functions_give_the_cpu_s_bits_on_thousands_of_arguments() {
     let floats = function_arguments_f32();
     let ints = function_arguments_i32();
     // inf, -inf, NaN: no literal spells them, so they are quotients computed in the kernel.
@@ -402,7 +404,8 @@ fn inverse_trigonometric_and_hyperbolic_f32_functions_give_the_cpu_s_bits() {
     let float_text: Vec<String> = floats.iter().map(|&v| f32_literal(v)).collect();
     let int_text: Vec<String> = ints.iter().map(i64::to_string).collect();
     for function in [
-        "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+        "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sin", "cos",
+        "tan", "exp", "log", "log2", "log10", "sqrt",
     ] {
         let source = format!(
             "module functions {{\n  import Builtin.*;\n  def main() : f32, f32, f32 {{\n    \

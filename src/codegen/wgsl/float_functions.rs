@@ -413,7 +413,8 @@ pub(super) const HYPERBOLIC_F32: &str =
 // |r| <= ln2/2, the Taylor series of e^r to r^13 (the rest is below 5e-18), times 2^k.
 fn hyperbolic_exp(t: f64) -> f64 {
     let k = round(t * 1.4426950408889634lf);
-    let r = (t - k * 6.93147180369123816490e-1lf) - k * 1.90821492927058770002e-10lf;
+    let r = special_f64(bitcast<u64>(t - k * 6.93147180369123816490e-1lf))
+        - k * 1.90821492927058770002e-10lf;
     var p = 1.6059043836821613e-10lf;
     p = p * r + 2.08767569878681e-09lf;
     p = p * r + 2.505210838544172e-08lf;
@@ -459,17 +460,9 @@ fn hyperbolic_expm1(t: f64) -> f64 {
     return t * p;
 }
 
-// log(1 + u) for a finite u >= 0. Below sqrt(2) - 1: 2 atanh(s) with s = u / (2 + u) <= 0.172
-// by log_split's series to s^23 (the rest is below 1e-19), 1 + u never rounded (that would
-// lose u's low bits). From there on: log_split of 1 + u, whose rounding moves the logarithm
-// by at most 2^-53, against a logarithm of at least 0.34.
-fn hyperbolic_log1p(u: f64) -> f64 {
-    if u >= 0.41421356237309515lf {
-        let parts = log_split(1.0lf + u);
-        return parts.x * 6.93147180369123816490e-1lf
-            + (parts.y + parts.x * 1.90821492927058770002e-10lf);
-    }
-    let s = u / (2.0lf + u);
+// atanh s = s sum of s^2n / (2n + 1), n <= 11, for 0 <= s <= 0.172 (log_split's series; the
+// rest is below 1e-19 of the sum).
+fn hyperbolic_atanh_series(s: f64) -> f64 {
     let z = s * s;
     var p = 0.043478260869565216lf;
     p = p * z + 0.047619047619047616lf;
@@ -483,7 +476,19 @@ fn hyperbolic_log1p(u: f64) -> f64 {
     p = p * z + 0.2lf;
     p = p * z + 0.3333333333333333lf;
     p = p * z + 1.0lf;
-    return 2.0lf * s * p;
+    return s * p;
+}
+
+// log(1 + u) for a finite u >= 0. Below sqrt(2) - 1: 2 atanh(s) with s = u / (2 + u) <= 0.172,
+// 1 + u never rounded (that would lose u's low bits). From there on: log_split of 1 + u,
+// whose rounding moves the logarithm by at most 2^-53, against a logarithm of at least 0.34.
+fn hyperbolic_log1p(u: f64) -> f64 {
+    if u >= 0.41421356237309515lf {
+        let parts = log_split(1.0lf + u);
+        return parts.x * 6.93147180369123816490e-1lf
+            + (parts.y + parts.x * 1.90821492927058770002e-10lf);
+    }
+    return 2.0lf * hyperbolic_atanh_series(u / (2.0lf + u));
 }
 
 // An infinity with the sign of w.
@@ -600,7 +605,9 @@ fn acosh_f32(w: f64) -> f32 {
     return f32(hyperbolic_log1p(t + sqrt(t * (t + 2.0lf))));
 }
 
-// atanh a = log(1 + u) / 2, u = 2a / (1 - a); atanh 1 is infinite.
+// atanh a = log(1 + u) / 2, u = 2a / (1 - a), from 0.172 on, where u >= sqrt(2) - 1; below,
+// where log(1 + u) would be 2 atanh(u / (2 + u)) = 2 atanh a, the series of a itself, without
+// the roundings of two quotients. atanh 1 is infinite.
 fn atanh_f32(w: f64) -> f32 {
     let a = abs(w);
     if argument_class(w) != 0u || a > 1.0lf {
@@ -612,7 +619,10 @@ fn atanh_f32(w: f64) -> f32 {
     if a < 0.0001220703125lf {
         return argument_f32(w);
     }
-    let v = 0.5lf * hyperbolic_log1p(2.0lf * a / (1.0lf - a));
+    var v = hyperbolic_atanh_series(a);
+    if a >= 0.17157287525380996lf {
+        v = 0.5lf * hyperbolic_log1p(2.0lf * a / (1.0lf - a));
+    }
     return f32(select(v, -v, argument_negative(w)));
 }
 ";
