@@ -378,7 +378,7 @@ fn function_arguments_i32() -> Vec<i64> {
         -16_777_217,
         1_000_000_007,
     ]);
-    let mut rng = Lcg(0x1_32);
+    let mut rng = Lcg(0x5eed_0132);
     for _ in 0..300 {
         values.push(i64::from(rng.next() as i32));
     }
