@@ -257,6 +257,183 @@ fn f32_transcendental_functions_give_the_cpu_s_bits() {
     assert_eq!(gpu.lines().count(), cpu.lines().count());
 }
 
+// ----- f32 functions on many arguments ------------------------------------------------------
+// Each f32 function, on thousands of f32 and i32 arguments, gives the CPU's text exactly: the
+// f64 function rounded to f32 on both backends (codegen::wgsl::Helper::TrigF32, ExpLogF32,
+// InverseTrigF32, HyperbolicF32). lavapipe's own f32 functions would agree as well, so the
+// arguments are chosen where an approximation shows: near 0 (where sinh, tanh and the
+// inverse functions cancel in the textbook formulas), next to 1 (asin, acos, acosh, atanh),
+// at the edges of each helper's ranges and of the f32 range (Payne-Hanek reduction of sin,
+// cos and tan beyond 2^31, which f32_transcendental_functions_give_the_cpu_s_bits does not
+// reach), subnormals and special values.
+
+/// A deterministic stream of 64-bit numbers (Knuth's MMIX LCG), the high bits used.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 32) as u32
+    }
+}
+
+/// f32 arguments (finite; subnormals included) for the nine functions.
+fn function_arguments_f32() -> Vec<f32> {
+    let mut values: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        2.0,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::from_bits(0x0003_0f1d),
+        f32::from_bits(0x807f_ffff),
+        f32::MAX,
+        f32::MIN,
+        f32::EPSILON,
+        std::f32::consts::PI,
+        0.1,
+        -0.7,
+    ];
+    let one = 1.0f32.to_bits();
+    let mut rng = Lcg(0x5eed_f32f);
+    for k in 1..=24 {
+        // Next to 1 on both sides, and to -1.
+        for v in [one - k, one + k] {
+            values.push(f32::from_bits(v));
+            values.push(-f32::from_bits(v));
+        }
+    }
+    // Next to the edges of the helpers' ranges: the pass-through below 2^-13, the series of
+    // sinh and e^t - 1 below 1 (tanh's 2a), log(1 + u) at u = sqrt(2) - 1 (asinh 0.4067,
+    // acosh 1.0987, atanh 0.1716), tanh's 20, sinh's and cosh's overflow near 89.4 and the
+    // 100 beyond which they are infinite, e^x's 88.7.
+    for edge in [
+        1.220_703_1e-4f32,
+        2.441_406_2e-4,
+        1.0,
+        0.5,
+        0.406_7,
+        1.098_7,
+        0.171_6,
+        0.414_2,
+        10.0,
+        20.0,
+        88.72,
+        89.415_985,
+        89.415_99,
+        100.0,
+        16_777_216.0,
+    ] {
+        for d in -3i32..=3 {
+            let v = f32::from_bits(edge.to_bits().wrapping_add_signed(d));
+            values.push(v);
+            values.push(-v);
+        }
+    }
+    // Every binade from the subnormals to the largest, a few random significands each.
+    for e in -149i32..=127 {
+        for _ in 0..3 {
+            let m = 1.0 + f64::from(rng.next() >> 9) / f64::from(1u32 << 23);
+            let v = (m * 2f64.powi(e)) as f32;
+            values.push(if rng.next() & 1 == 0 { v } else { -v });
+        }
+    }
+    // Dense where the functions are not constant or out of range: |x| in [2^-14, 128].
+    for _ in 0..1500 {
+        let e = (rng.next() % 21) as i32 - 14;
+        let m = 1.0 + f64::from(rng.next() >> 9) / f64::from(1u32 << 23);
+        let v = (m * 2f64.powi(e)) as f32;
+        values.push(if rng.next() & 1 == 0 { v } else { -v });
+    }
+    // Uniform in [-1, 1] (asin, acos, atanh), and arbitrary finite bit patterns.
+    for _ in 0..500 {
+        values.push((f64::from(rng.next()) / f64::from(u32::MAX) * 2.0 - 1.0) as f32);
+    }
+    while values.len() < 3000 {
+        let v = f32::from_bits(rng.next());
+        if v.is_finite() {
+            values.push(v);
+        }
+    }
+    values
+}
+
+/// i32 arguments: small ones, the edges and random ones (exact in f64, most not in f32).
+fn function_arguments_i32() -> Vec<i64> {
+    let mut values: Vec<i64> = (-120..=120).collect();
+    values.extend([
+        i64::from(i32::MIN),
+        i64::from(i32::MIN) + 1,
+        i64::from(i32::MAX),
+        i64::from(i32::MAX) - 1,
+        16_777_217,
+        -16_777_217,
+        1_000_000_007,
+    ]);
+    let mut rng = Lcg(0x5eed_0132);
+    for _ in 0..300 {
+        values.push(i64::from(rng.next() as i32));
+    }
+    values
+}
+
+/// An f32 literal's text (HorseIR writes every digit; subnormals too).
+fn f32_literal(v: f32) -> String {
+    let text = format!("{v}");
+    if text.contains('.') {
+        text
+    } else {
+        format!("{text}.0")
+    }
+}
+
+#[test]
+fn f32_functions_give_the_cpu_s_bits_on_thousands_of_arguments() {
+    let floats = function_arguments_f32();
+    let ints = function_arguments_i32();
+    // inf, -inf, NaN: no literal spells them, so they are quotients computed in the kernel.
+    let specials = ["inf", "-inf", "NaN"];
+    let float_text: Vec<String> = floats.iter().map(|&v| f32_literal(v)).collect();
+    let int_text: Vec<String> = ints.iter().map(i64::to_string).collect();
+    for function in [
+        "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sin", "cos",
+        "tan", "exp", "log", "log2", "log10", "sqrt",
+    ] {
+        let source = format!(
+            "module functions {{\n  import Builtin.*;\n  def main() : f32, f32, f32 {{\n    \
+             x:f32 = ({}):f32;\n    n:f32 = (1.0, -1.0, 0.0):f32;\n    \
+             d:f32 = (0.0, 0.0, 0.0):f32;\n    s:f32 = @div(n, d);\n    \
+             k:i32 = ({}):i32;\n    a:f32 = @{function}(x);\n    b:f32 = @{function}(s);\n    \
+             c:f32 = @{function}(k);\n    return a, b, c;\n  }}\n}}\n",
+            float_text.join(", "),
+            int_text.join(", "),
+        );
+        let path = write_program(&format!("f32_function_{function}"), &source);
+        same_text_on_the_gpu(&path, |row| {
+            let argument = if row < floats.len() {
+                format!(
+                    "{:?}:f32 (bits {:#010x})",
+                    floats[row],
+                    floats[row].to_bits()
+                )
+            } else if row < floats.len() + specials.len() {
+                specials[row - floats.len()].to_string()
+            } else {
+                format!("{}:i32", ints[row - floats.len() - specials.len()])
+            };
+            format!("@{function}({argument})")
+        });
+    }
+}
+
 // ----- @mod ---------------------------------------------------------------------------------
 // `@mod` in a kernel against the CPU's `Num::modulo` (runtime/src/cpu/arith.rs): the
 // remainder with the divisor's sign for integers, `x - y * floor(x / y)` rounded step by step

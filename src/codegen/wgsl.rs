@@ -9,6 +9,8 @@ use horsec_runtime::types::Type;
 
 use crate::syntax::ast::LiteralValue;
 
+mod float_functions;
+
 /// The WGSL type a value of HorseIR type `ty` has in registers.
 pub fn register_type(ty: &Type) -> Option<&'static str> {
     if *ty == Type::Bool {
@@ -190,6 +192,14 @@ pub enum Helper {
     TrigF32,
     /// `exp_f32`, `log_f32`, `log2_f32`, `log10_f32` of an f64 argument: the same.
     ExpLogF32,
+    /// `argument_class`, `argument_negative`, `argument_f32`: an f32 function's f64 argument
+    /// tested on its bits, and a tiny one as the f32 it is (subnormals from their bits).
+    FunctionArgumentF64,
+    /// `asin_f32`, `acos_f32`, `atan_f32` of an f64 argument: the same as [`Helper::TrigF32`].
+    InverseTrigF32,
+    /// `sinh_f32`, `cosh_f32`, `tanh_f32`, `asinh_f32`, `acosh_f32`, `atanh_f32` of an f64
+    /// argument: the same (through `log_split` of [`Helper::ExpLogF32`]).
+    HyperbolicF32,
     /// `mod_i32(a, b, bit)`: `a mod b` with the sign of `b` (floored), as the CPU's; a zero
     /// `b` sets `bit` of the kernel's status word (the CPU's `integer modulo by zero`) and
     /// gives 0. For i8, i16 and i32 (in i32 registers).
@@ -690,266 +700,11 @@ fn widen_f32(x: f32) -> f64 {
 }
 "
             }
-            Helper::TrigF32 => {
-                "// sin, cos and tan with an f32 result as the CPU computes them: the f64 function of the
-// argument (an f32, or an integer of at most 32 bits, both exact in f64), rounded to f32.
-// WGSL bounds sin's and cos's error absolutely and only inside [-pi, pi], and GPUs use fast
-// approximations, far off near a zero of cos or for a large argument. |x| is reduced modulo
-// pi/2 in f64: below 2^31 by a three-part pi/2 of 21, 21 and 53 bits (k < 2^31 times either
-// of the first two parts is exact), else (only f32 values lie there) by Payne-Hanek with the
-// bits of 2/pi in 24-bit pieces (each product of two 24-bit integers is exact in f64); then
-// Taylor series of sin and cos on |r| <= pi/4, whose first omitted terms are below 1e-20.
-// The f64 value is within a few f64 ulp of the exact one, so its rounding to f32 is the
-// CPU's except where the exact value lies within about 2^-26 f32 ulp of a rounding midpoint
-// (see runtime/BUILTINS.md).
-struct TrigReduced {
-    quadrant: u32,
-    r: f64,
-}
-
-fn trig_pow2(s: i32) -> f64 {
-    return f64(bitcast<f32>(u32(127i + s) << 23u));
-}
-
-fn trig_two_over_pi(i: i32) -> f64 {
-    var pieces = array<u32, 8>(0xa2f983u, 0x6e4e44u, 0x1529fcu, 0x2757d1u, 0xf534ddu,
-        0xc0db62u, 0x95993cu, 0x439041u);
-    return f64(pieces[clamp(i, 0i, 7i)]);
-}
-
-// w = (4k + quadrant + r / (pi/2)) pi/2 with |r| <= pi/4, for a finite w >= 0.
-fn trig_reduce(w: f64) -> TrigReduced {
-    if w < 2147483648.0lf {
-        let k = round(w * 0.6366197723675814lf);
-        let r = ((w - k * 1.570796012878418lf) - k * 3.139164164167596e-7lf)
-            - k * 6.223372171896613e-14lf;
-        return TrigReduced(u32(k) & 3u, r);
-    }
-    let bits = bitcast<u32>(f32(w));
-    // x = m 2^e with m a 24-bit integer and e >= 5; x 2/pi = sum of m c_i 2^(e - 24 i - 24)
-    // over the pieces c_i, of which those with e - 24 i - 24 >= 2 are multiples of 4.
-    let m = f64((bits & 0x7fffffu) | 0x800000u);
-    let e = i32(bits >> 23u) - 150i;
-    let first = select(0i, (e - 26i) / 24i + 1i, e >= 26i);
-    let s = e - 24i * first - 24i;
-    var t0 = (m * trig_two_over_pi(first)) * trig_pow2(s);
-    t0 = t0 - 8.0lf * floor(t0 / 8.0lf);
-    let t1 = (m * trig_two_over_pi(first + 1i)) * trig_pow2(s - 24i);
-    let t2 = (m * trig_two_over_pi(first + 2i)) * trig_pow2(s - 48i);
-    let t3 = (m * trig_two_over_pi(first + 3i)) * trig_pow2(s - 72i);
-    let whole0 = floor(t0);
-    let whole1 = floor(t1);
-    let fraction = (((t0 - whole0) + (t1 - whole1)) + t2) + t3;
-    let k = round(fraction);
-    let quadrant = (u32(whole0) + u32(whole1) + u32(k)) & 3u;
-    return TrigReduced(quadrant, (fraction - k) * 1.5707963267948966lf);
-}
-
-// cos r = sum of (-1)^n r^2n / (2n)!, n <= 9.
-fn trig_cos_kernel(r: f64) -> f64 {
-    let z = r * r;
-    var p = -1.5619206968586225e-16lf;
-    p = p * z + 4.779477332387385e-14lf;
-    p = p * z + -1.1470745597729725e-11lf;
-    p = p * z + 2.08767569878681e-09lf;
-    p = p * z + -2.755731922398589e-07lf;
-    p = p * z + 2.48015873015873e-05lf;
-    p = p * z + -0.001388888888888889lf;
-    p = p * z + 0.041666666666666664lf;
-    p = p * z + -0.5lf;
-    p = p * z + 1.0lf;
-    return p;
-}
-
-// sin r = r sum of (-1)^n r^2n / (2n + 1)!, n <= 9.
-fn trig_sin_kernel(r: f64) -> f64 {
-    let z = r * r;
-    var p = -8.22063524662433e-18lf;
-    p = p * z + 2.8114572543455206e-15lf;
-    p = p * z + -7.647163731819816e-13lf;
-    p = p * z + 1.6059043836821613e-10lf;
-    p = p * z + -2.505210838544172e-08lf;
-    p = p * z + 2.7557319223985893e-06lf;
-    p = p * z + -0.0001984126984126984lf;
-    p = p * z + 0.008333333333333333lf;
-    p = p * z + -0.16666666666666666lf;
-    p = p * z + 1.0lf;
-    return r * p;
-}
-
-fn trig_not_finite(w: f64) -> bool {
-    return (u32(bitcast<u64>(w) >> 32u) & 0x7ff00000u) == 0x7ff00000u;
-}
-
-fn trig_negative(w: f64) -> bool {
-    return (u32(bitcast<u64>(w) >> 32u) & 0x80000000u) != 0u;
-}
-
-fn cos_f32(w: f64) -> f32 {
-    if trig_not_finite(w) {
-        return special_f32(0x7fc00000u);
-    }
-    let reduced = trig_reduce(abs(w));
-    let c = trig_cos_kernel(reduced.r);
-    let s = trig_sin_kernel(reduced.r);
-    let q = reduced.quadrant;
-    return f32(select(select(select(c, -s, q == 1u), -c, q == 2u), s, q == 3u));
-}
-
-fn sin_f32(w: f64) -> f32 {
-    if trig_not_finite(w) {
-        return special_f32(0x7fc00000u);
-    }
-    let reduced = trig_reduce(abs(w));
-    let c = trig_cos_kernel(reduced.r);
-    let s = trig_sin_kernel(reduced.r);
-    let q = reduced.quadrant;
-    let v = select(select(select(s, c, q == 1u), -s, q == 2u), -c, q == 3u);
-    return f32(select(v, -v, trig_negative(w)));
-}
-
-fn tan_f32(w: f64) -> f32 {
-    if trig_not_finite(w) {
-        return special_f32(0x7fc00000u);
-    }
-    let reduced = trig_reduce(abs(w));
-    let c = trig_cos_kernel(reduced.r);
-    let s = trig_sin_kernel(reduced.r);
-    let v = select(s / c, -c / s, (reduced.quadrant & 1u) == 1u);
-    return f32(select(v, -v, trig_negative(w)));
-}
-"
-            }
-            Helper::ExpLogF32 => {
-                "// exp, log, log2 and log10 with an f32 result as the CPU computes them: the f64 function
-// of the argument (an f32, or an integer of at most 32 bits, both exact in f64), rounded to
-// f32 (WGSL allows f32 exp 3 + 2|x| ulp, log 3 ulp, and GPUs use that). exp: w = k ln2 + r
-// with |r| <= ln2/2 (a two-part ln2 whose first part times k is exact), the Taylor series of
-// e^r to r^13 (the rest is below 5e-18), times 2^k made from its bits. log: w = 2^e m with m
-// in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with s = (m - 1) / (m + 1), |s| <= 0.172, by
-// its series to s^23 (the rest is below 1e-18). Special values are chosen on the bits;
-// results beyond the f32 range round as IEEE says (inf, subnormals), without f32 arithmetic
-// on subnormals (a GPU may flush them). See runtime/BUILTINS.md for the accuracy.
-fn explog_is_nan(w: f64) -> bool {
-    let bits = bitcast<u64>(w);
-    let hi = u32(bits >> 32u) & 0x7fffffffu;
-    return hi > 0x7ff00000u || (hi == 0x7ff00000u && u32(bits & 4294967295lu) != 0u);
-}
-
-fn exp_f32(w: f64) -> f32 {
-    if explog_is_nan(w) {
-        return special_f32(0x7fc00000u);
-    }
-    // e^100 and e^-110 lie beyond the f32 range (and its rounding to zero).
-    if w >= 100.0lf {
-        return special_f32(0x7f800000u);
-    }
-    if w <= -110.0lf {
-        return 0.0f;
-    }
-    let k = round(w * 1.4426950408889634lf);
-    let r = (w - k * 6.93147180369123816490e-1lf) - k * 1.90821492927058770002e-10lf;
-    var p = 1.6059043836821613e-10lf;
-    p = p * r + 2.08767569878681e-09lf;
-    p = p * r + 2.505210838544172e-08lf;
-    p = p * r + 2.755731922398589e-07lf;
-    p = p * r + 2.7557319223985893e-06lf;
-    p = p * r + 2.48015873015873e-05lf;
-    p = p * r + 0.0001984126984126984lf;
-    p = p * r + 0.001388888888888889lf;
-    p = p * r + 0.008333333333333333lf;
-    p = p * r + 0.041666666666666664lf;
-    p = p * r + 0.16666666666666666lf;
-    p = p * r + 0.5lf;
-    p = p * r + 1.0lf;
-    p = p * r + 1.0lf;
-    let y = p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
-    // Halfway between the largest f32 and 2^128 and beyond: infinity.
-    if y >= 3.4028235677973366e38lf {
-        return special_f32(0x7f800000u);
-    }
-    // Below the least normal f32: rounded to a multiple of 2^-149 (round is to even, as
-    // IEEE's) and made from its bits.
-    if y < 1.1754943508222875e-38lf {
-        let scaled = y * bitcast<f64>(u64(149u + 1023u) << 52u);
-        return bitcast<f32>(u32(round(scaled)));
-    }
-    return f32(y);
-}
-
-// The f32 bits of log's special values, or 0 for a finite w > 0.
-fn log_special(w: f64) -> u32 {
-    if explog_is_nan(w) {
-        return 0x7fc00000u;
-    }
-    if w == 0.0lf {
-        return 0xff800000u;
-    }
-    if w < 0.0lf {
-        return 0x7fc00000u;
-    }
-    if (u32(bitcast<u64>(w) >> 32u) & 0x7ff00000u) == 0x7ff00000u {
-        return 0x7f800000u;
-    }
-    return 0u;
-}
-
-// log w = e ln2 + log m for a finite w > 0 (normal in f64): (e, log m).
-fn log_split(w: f64) -> vec2<f64> {
-    let bits = bitcast<u64>(w);
-    var e = i32(u32(bits >> 52u) & 0x7ffu) - 1023i;
-    var m = bitcast<f64>((bits & 4503599627370495lu) | 4607182418800017408lu);
-    if m > 1.4142135623730951lf {
-        m = m * 0.5lf;
-        e = e + 1i;
-    }
-    let f = m - 1.0lf;
-    let s = f / (2.0lf + f);
-    let z = s * s;
-    var p = 0.043478260869565216lf;
-    p = p * z + 0.047619047619047616lf;
-    p = p * z + 0.05263157894736842lf;
-    p = p * z + 0.058823529411764705lf;
-    p = p * z + 0.06666666666666667lf;
-    p = p * z + 0.07692307692307693lf;
-    p = p * z + 0.09090909090909091lf;
-    p = p * z + 0.1111111111111111lf;
-    p = p * z + 0.14285714285714285lf;
-    p = p * z + 0.2lf;
-    p = p * z + 0.3333333333333333lf;
-    p = p * z + 1.0lf;
-    return vec2<f64>(f64(e), 2.0lf * s * p);
-}
-
-fn log_f32(w: f64) -> f32 {
-    let special = log_special(w);
-    if special != 0u {
-        return special_f32(special);
-    }
-    let parts = log_split(w);
-    return f32(parts.x * 6.93147180369123816490e-1lf
-        + (parts.y + parts.x * 1.90821492927058770002e-10lf));
-}
-
-fn log2_f32(w: f64) -> f32 {
-    let special = log_special(w);
-    if special != 0u {
-        return special_f32(special);
-    }
-    let parts = log_split(w);
-    return f32(parts.x + parts.y * 1.4426950408889634lf);
-}
-
-fn log10_f32(w: f64) -> f32 {
-    let special = log_special(w);
-    if special != 0u {
-        return special_f32(special);
-    }
-    let parts = log_split(w);
-    return f32(parts.x * 0.3010299956639812lf + parts.y * 0.4342944819032518lf);
-}
-"
-            }
+            Helper::TrigF32 => float_functions::TRIG_F32,
+            Helper::ExpLogF32 => float_functions::EXP_LOG_F32,
+            Helper::FunctionArgumentF64 => float_functions::FUNCTION_ARGUMENT_F64,
+            Helper::InverseTrigF32 => float_functions::INVERSE_TRIG_F32,
+            Helper::HyperbolicF32 => float_functions::HYPERBOLIC_F32,
         }
     }
 
@@ -958,7 +713,21 @@ fn log10_f32(w: f64) -> f32 {
         match self {
             Helper::CivilFromDays => &[Helper::FloorDiv],
             Helper::DivF32 => &[Helper::IeeeF32, Helper::SpecialsF32],
-            Helper::TrigF32 | Helper::ExpLogF32 => &[Helper::WidenF32, Helper::SpecialsF32],
+            Helper::TrigF32 | Helper::ExpLogF32 => {
+                &[Helper::WidenF32, Helper::SpecialsF32, Helper::SpecialsF64]
+            }
+            Helper::InverseTrigF32 => &[
+                Helper::FunctionArgumentF64,
+                Helper::WidenF32,
+                Helper::SpecialsF32,
+            ],
+            Helper::HyperbolicF32 => &[
+                Helper::ExpLogF32,
+                Helper::FunctionArgumentF64,
+                Helper::WidenF32,
+                Helper::SpecialsF32,
+                Helper::SpecialsF64,
+            ],
             Helper::IeeeF32 => &[Helper::SpecialsF32],
             Helper::IeeeF64 => &[Helper::SpecialsF64],
             Helper::ModF32 => &[Helper::DivF32, Helper::IeeeF32, Helper::SpecialsF32],

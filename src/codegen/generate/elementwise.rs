@@ -141,12 +141,27 @@ impl Generator<'_> {
                         self.helper(Helper::ExpLogF32);
                         Ok(format!("{b}_f32({w})"))
                     }
+                    // WGSL allows f32 atan 4096 ulp and derives the others from formulas
+                    // that cancel near 0 and 1.
+                    B::Asin | B::Acos | B::Atan if *result == Type::F32 => {
+                        let w = wide(self)?;
+                        self.use_type("i64");
+                        self.helper(Helper::InverseTrigF32);
+                        Ok(format!("{b}_f32({w})"))
+                    }
+                    B::Sinh | B::Cosh | B::Tanh | B::Asinh | B::Acosh | B::Atanh
+                        if *result == Type::F32 =>
+                    {
+                        let w = wide(self)?;
+                        self.use_type("i64");
+                        self.helper(Helper::HyperbolicF32);
+                        Ok(format!("{b}_f32({w})"))
+                    }
                     B::Pi => Ok(format!(
                         "({cx} * {})",
                         wgsl::float_literal(std::f64::consts::PI, *result == Type::F32)
                     )),
                     B::Log10 => Err(unsupported(self, "WGSL has no log10 matching the CPU's")),
-                    _ if *result == Type::F32 => Ok(format!("{b}({cx})")),
                     _ => Err(unsupported(
                         self,
                         "f64 transcendental functions have no GPU instruction (only sqrt is exact in f64)",
