@@ -216,11 +216,15 @@ impl<'p> Context<'p> {
     /// an output is written per element, and a scalar has one (a loop counter's test fused
     /// into the kernel before the loop made that kernel fail to generate and run on the CPU).
     /// Reductions are outputs of their own kind and are not scalar statements here.
-    pub(super) fn scalar_outputs_stay_scalar(&self, members: &Members, kernel: &Geometry) -> bool {
+    pub(super) fn scalar_outputs_stay_scalar(
+        &self,
+        members: &Members,
+        kernel: &Geometry,
+        outputs: &[LocalId],
+    ) -> bool {
         if crate::outline::compatibility::is_scalar(kernel) {
             return true;
         }
-        let (_, outputs) = self.interface(members);
         members.statements().all(|id| {
             let scalar = self
                 .gpu_geometry(id)
@@ -597,9 +601,13 @@ impl<'p> Context<'p> {
     /// status word, and per statement the scratch its code may need (a recorded failing
     /// index or operand, a reduction's partials and count, a compaction's flags and
     /// offsets). Merges that would exceed [`MAX_STORAGE_BINDINGS`] are not made.
-    pub fn storage_bindings(&self, members: &Members) -> usize {
+    pub fn storage_bindings(
+        &self,
+        members: &Members,
+        inputs: &[LocalId],
+        outputs: &[LocalId],
+    ) -> usize {
         use horsec_runtime::builtin::Builtin as B;
-        let (inputs, outputs) = self.interface(members);
         let buffers = |local: &LocalId| match self.function.locals.get(local.0).map(|l| &l.ty) {
             Some(horsec_runtime::types::Type::List(_) | horsec_runtime::types::Type::Enum(_)) => 2,
             _ => 1,
@@ -623,7 +631,7 @@ impl<'p> Context<'p> {
                 B::Plus | B::Minus if self.temporal_operand(args) => 2,
                 // An index read from an input is named from the host's copy; one computed
                 // in the kernel (or a literal) is recorded.
-                B::Index | B::IndexA if self.index_is_input(args, &inputs) => 0,
+                B::Index | B::IndexA if self.index_is_input(args, inputs) => 0,
                 B::Index
                 | B::IndexA
                 | B::DatetimeAdd

@@ -113,8 +113,8 @@ pub(crate) struct Partition {
     refused: RefCell<HashSet<u128, BuildHasherDefault<PairHasher>>>,
 }
 
-/// The hash of a packed refusal key: the steps look up every pair again after each merge, and
-/// SipHash made the lookups a visible part of compile time.
+/// The hash of a packed refusal key or a pair of groups: the steps look up every pair again
+/// after each merge, and SipHash made the lookups a visible part of compile time.
 #[derive(Default)]
 struct PairHasher(u64);
 
@@ -128,6 +128,11 @@ impl Hasher for PairHasher {
             self.0 =
                 (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
         }
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        let mixed = (self.0.rotate_left(29) ^ value as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = mixed ^ (mixed >> 32);
     }
 
     fn write_u128(&mut self, key: u128) {
@@ -165,7 +170,9 @@ pub(crate) enum Placed {
 /// The group graph at one moment: links between live groups and each group's successors.
 #[derive(Clone, Debug)]
 struct GroupGraph {
-    links: BTreeMap<(usize, usize), Link>,
+    /// Hashed, not ordered: the steps look a link up for every pair they try, again after
+    /// each merge, and nothing iterates the links in an order that matters.
+    links: HashMap<(usize, usize), Link, BuildHasherDefault<PairHasher>>,
     /// Each group's successors, in ascending order (ties in step 3 go to the first).
     successors: Vec<BTreeSet<usize>>,
     predecessors: Vec<BTreeSet<usize>>,
@@ -181,7 +188,7 @@ impl GroupGraph {
             predecessors[b].insert(a);
         }
         GroupGraph {
-            links: links.clone(),
+            links: links.iter().map(|(&pair, &link)| (pair, link)).collect(),
             successors,
             predecessors,
         }
@@ -395,13 +402,18 @@ impl Partition {
             return None;
         }
         let members = Members::new(cx, &self.unit_statements(&[a, b]));
-        (cx.masked_reads_are_inside(&members, &geometry)
-            && cx.refusing_scalars_stay_scalar(&members, &geometry)
-            && cx.scalar_outputs_stay_scalar(&members, &geometry)
+        if !(cx.masked_reads_are_inside(&members, &geometry)
+            && cx.refusing_scalars_stay_scalar(&members, &geometry))
+        {
+            return None;
+        }
+        // Worked out once for the two checks that read it.
+        let (inputs, outputs) = cx.interface(&members);
+        (cx.scalar_outputs_stay_scalar(&members, &geometry, &outputs)
             && cx.failures_hide_no_earlier_error(&members)
             && cx.checks_wait_for_no_later_refusal(&members)
             && cx.checks_run_after_earlier_refusals(&members)
-            && cx.storage_bindings(&members) <= MAX_STORAGE_BINDINGS)
+            && cx.storage_bindings(&members, &inputs, &outputs) <= MAX_STORAGE_BINDINGS)
             .then_some(geometry)
     }
 
@@ -466,6 +478,11 @@ impl Partition {
     fn sibling_merge(&self, cx: &Context<'_>) -> Option<Merge> {
         let graph = &self.graph;
         for parent in 0..self.groups.len() {
+            // Most groups feed one other group: no pair to look at (this scan runs again
+            // after every merge).
+            if graph.successors[parent].len() < 2 {
+                continue;
+            }
             let children: Vec<usize> = graph.successors[parent]
                 .iter()
                 .copied()
