@@ -164,17 +164,9 @@ fn explog_is_nan(w: f64) -> bool {
     return hi > 0x7ff00000u || (hi == 0x7ff00000u && u32(bits & 4294967295lu) != 0u);
 }
 
-fn exp_f32(w: f64) -> f32 {
-    if explog_is_nan(w) {
-        return special_f32(0x7fc00000u);
-    }
-    // e^100 and e^-110 lie beyond the f32 range (and its rounding to zero).
-    if w >= 100.0lf {
-        return special_f32(0x7f800000u);
-    }
-    if w <= -110.0lf {
-        return 0.0f;
-    }
+// e^w in f64 for -160 ln2 < w < 1023 ln2 (before exp_f32 rounds it to f32; hyperbolic
+// functions use it too): w = k ln2 + r, the series of e^r, times 2^k made from its bits.
+fn exp_f64(w: f64) -> f64 {
     let k = round(w * 1.4426950408889634lf);
     // The exact w - k ln2_hi through its bits, so that no compiler makes it w - k ln2 (see
     // trig_reduce).
@@ -194,7 +186,21 @@ fn exp_f32(w: f64) -> f32 {
     p = p * r + 0.5lf;
     p = p * r + 1.0lf;
     p = p * r + 1.0lf;
-    let y = p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
+    return p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
+}
+
+fn exp_f32(w: f64) -> f32 {
+    if explog_is_nan(w) {
+        return special_f32(0x7fc00000u);
+    }
+    // e^100 and e^-110 lie beyond the f32 range (and its rounding to zero).
+    if w >= 100.0lf {
+        return special_f32(0x7f800000u);
+    }
+    if w <= -110.0lf {
+        return 0.0f;
+    }
+    let y = exp_f64(w);
     // Halfway between the largest f32 and 2^128 and beyond: infinity.
     if y >= 3.4028235677973366e38lf {
         return special_f32(0x7f800000u);
@@ -409,35 +415,12 @@ pub(super) const HYPERBOLIC_F32: &str =
 // Results beyond the f32 range are infinities; none but the argument itself (below 2^-13)
 // is an f32 subnormal.
 
-// e^t for 0 <= t < 128, as exp_f32 computes it before rounding to f32: t = k ln2 + r with
-// |r| <= ln2/2, the Taylor series of e^r to r^13 (the rest is below 5e-18), times 2^k.
-fn hyperbolic_exp(t: f64) -> f64 {
-    let k = round(t * 1.4426950408889634lf);
-    let r = special_f64(bitcast<u64>(t - k * 6.93147180369123816490e-1lf))
-        - k * 1.90821492927058770002e-10lf;
-    var p = 1.6059043836821613e-10lf;
-    p = p * r + 2.08767569878681e-09lf;
-    p = p * r + 2.505210838544172e-08lf;
-    p = p * r + 2.755731922398589e-07lf;
-    p = p * r + 2.7557319223985893e-06lf;
-    p = p * r + 2.48015873015873e-05lf;
-    p = p * r + 0.0001984126984126984lf;
-    p = p * r + 0.001388888888888889lf;
-    p = p * r + 0.008333333333333333lf;
-    p = p * r + 0.041666666666666664lf;
-    p = p * r + 0.16666666666666666lf;
-    p = p * r + 0.5lf;
-    p = p * r + 1.0lf;
-    p = p * r + 1.0lf;
-    return p * bitcast<f64>(u64(u32(i32(k) + 1023i)) << 52u);
-}
-
 // e^t - 1 for 0 <= t < 128: below 1 the Taylor series t sum of t^n / (n + 1)!, n <= 17, of
 // positive terms (the rest is below 9e-18 of the sum); from 1 on, e^t - 1 >= e - 1, which
 // magnifies e^t's relative error at most e / (e - 1) times.
 fn hyperbolic_expm1(t: f64) -> f64 {
     if t >= 1.0lf {
-        return hyperbolic_exp(t) - 1.0lf;
+        return exp_f64(t) - 1.0lf;
     }
     var p = 1.5619206968586225e-16lf;
     p = p * t + 2.8114572543455206e-15lf;
@@ -529,7 +512,7 @@ fn sinh_f32(w: f64) -> f32 {
         p = p * z + 1.0lf;
         v = a * p;
     } else {
-        let e = hyperbolic_exp(a);
+        let e = exp_f64(a);
         v = 0.5lf * (e - 1.0lf / e);
     }
     if hyperbolic_overflows(v) {
@@ -548,7 +531,7 @@ fn cosh_f32(w: f64) -> f32 {
     if kind == 1u || a >= 100.0lf {
         return special_f32(0x7f800000u);
     }
-    let e = hyperbolic_exp(a);
+    let e = exp_f64(a);
     let v = 0.5lf * (e + 1.0lf / e);
     if hyperbolic_overflows(v) {
         return special_f32(0x7f800000u);
