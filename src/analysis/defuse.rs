@@ -70,17 +70,7 @@ impl DataFlowAnalysis for ReachingDefinitions {
 
     fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
         for local in definitions(stmt) {
-            // Definitions order by local first: a local's definitions are one range.
-            let killed: Vec<Definition> = fact
-                .range(
-                    Definition {
-                        local,
-                        site: DefSite::Entry,
-                    }..,
-                )
-                .take_while(|def| def.local == local)
-                .copied()
-                .collect();
+            let killed: Vec<Definition> = definitions_of(fact, local).collect();
             for def in killed {
                 fact.remove(&def);
             }
@@ -101,13 +91,42 @@ impl DataFlowAnalysis for ReachingDefinitions {
     fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
         let mut locals: Vec<LocalId> = uses(stmt).into_iter().map(|u| u.local).collect();
         locals.extend(definitions(stmt));
+        locals.sort_unstable();
+        locals.dedup();
         into.clear();
-        into.extend(
-            fact.iter()
-                .filter(|def| locals.contains(&def.local))
-                .copied(),
-        );
+        // One range per local rather than a scan of the whole fact: the fact holds a
+        // definition of nearly every local, so a scan per statement is quadratic.
+        for local in locals {
+            into.extend(definitions_of(fact, local));
+        }
     }
+}
+
+/// The definitions of `local` in `fact`: definitions order by local first, so they are one
+/// range of the set.
+pub(super) fn definitions_of(
+    fact: &BTreeSet<Definition>,
+    local: LocalId,
+) -> impl Iterator<Item = Definition> + '_ {
+    fact.range(
+        Definition {
+            local,
+            site: DefSite::Entry,
+        }..,
+    )
+    .take_while(move |def| def.local == local)
+    .copied()
+}
+
+/// The reads of `local` in a [`ReachingUses`] fact: reads order by local first, so they are
+/// one range of the set.
+pub(super) fn reads_of(
+    fact: &BTreeSet<(LocalId, StmtId)>,
+    local: LocalId,
+) -> impl Iterator<Item = (LocalId, StmtId)> + '_ {
+    fact.range((local, StmtId(0))..)
+        .take_while(move |(read, _)| *read == local)
+        .copied()
 }
 
 /// Forward, may-analysis: the reads `(local, statement)` that reach each point without the
@@ -146,12 +165,7 @@ impl DataFlowAnalysis for ReachingUses {
         let written = definitions(stmt);
         fact.extend(uses(stmt).into_iter().map(|u| (u.local, id)));
         for local in written {
-            // Reads order by local first: a local's reads are one range.
-            let killed: Vec<(LocalId, StmtId)> = fact
-                .range((local, StmtId(0))..)
-                .take_while(|(read, _)| *read == local)
-                .copied()
-                .collect();
+            let killed: Vec<(LocalId, StmtId)> = reads_of(fact, local).collect();
             for read in killed {
                 fact.remove(&read);
             }
@@ -165,13 +179,11 @@ impl DataFlowAnalysis for ReachingUses {
 
     /// Only the reads of the locals the statement writes: all that anti dependences ask.
     fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
-        let written = definitions(stmt);
         into.clear();
-        into.extend(
-            fact.iter()
-                .filter(|(local, _)| written.contains(local))
-                .copied(),
-        );
+        // One range per written local rather than a scan of the whole fact (quadratic).
+        for local in definitions(stmt) {
+            into.extend(reads_of(fact, local));
+        }
     }
 }
 
@@ -234,9 +246,7 @@ impl UseDefChains {
                 continue;
             };
             for used in uses(entry.stmt) {
-                let sites: BTreeSet<DefSite> = before
-                    .iter()
-                    .filter(|def| def.local == used.local)
+                let sites: BTreeSet<DefSite> = definitions_of(before, used.local)
                     .map(|def| def.site)
                     .collect();
                 for &site in &sites {

@@ -6,7 +6,7 @@
 //! Dependences come from reaching definitions and reaching uses over the structured control
 //! flow, so a loop gives *loop-carried* edges that point backward in program order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
 
 use petgraph::dot::{Config, Dot};
@@ -17,7 +17,9 @@ use petgraph::Direction as EdgeDirection;
 use crate::sema::typed::{Function, FunctionId, LocalId, TypedProgram};
 
 use super::dataflow::{solve, FlowResults, NoFixedPoint};
-use super::defuse::{DefSite, Definition, ReachingDefinitions, ReachingUses};
+use super::defuse::{
+    definitions_of, reads_of, DefSite, Definition, ReachingDefinitions, ReachingUses,
+};
 use super::device::{edge_synchronization, statement_device, Context, Device, Synchronization};
 use super::statements::{definitions, label, local_name, uses, StatementTree, StmtId};
 
@@ -122,53 +124,63 @@ impl DependenceGraph {
             })
             .collect();
 
-        // Edges are collected in a map first so that each (parent, child, kind, local) appears
-        // once and in a stable order.
-        let mut edges: BTreeMap<(StmtId, StmtId, DependenceKind, LocalId), Synchronization> =
-            BTreeMap::new();
+        // Edges are collected first, then sorted and deduplicated, so that each (parent,
+        // child, kind, local) appears once and in a stable order. A repeated key always comes
+        // with the same synchronization (it is computed from the key's statements and the
+        // child's reads of the local), so which copy is kept does not matter.
+        let mut edges: Vec<((StmtId, StmtId, DependenceKind, LocalId), Synchronization)> =
+            Vec::with_capacity(2 * tree.len());
         let empty_defs = BTreeSet::new();
         let empty_uses = BTreeSet::new();
+        // The argument positions at which the child reads each local, grouped by local.
+        let mut reads: Vec<(LocalId, Option<usize>)> = Vec::new();
+        let mut positions: Vec<Option<usize>> = Vec::new();
         for (child, entry) in tree.iter() {
             let defs_before = reaching_defs.before(child).unwrap_or(&empty_defs);
             let uses_before = reaching_uses.before(child).unwrap_or(&empty_uses);
 
             // True dependences: every definition reaching a read.
-            let mut positions: BTreeMap<LocalId, Vec<Option<usize>>> = BTreeMap::new();
-            for read in uses(entry.stmt) {
-                positions.entry(read.local).or_default().push(read.argument);
-            }
-            for (&local, at) in &positions {
-                for def in defs_before.iter().filter(|d| d.local == local) {
+            reads.clear();
+            reads.extend(uses(entry.stmt).into_iter().map(|r| (r.local, r.argument)));
+            // Stable: each local's positions stay in argument order.
+            reads.sort_by_key(|&(local, _)| local);
+            for group in reads.chunk_by(|a, b| a.0 == b.0) {
+                let local = group[0].0;
+                positions.clear();
+                positions.extend(group.iter().map(|&(_, at)| at));
+                for def in definitions_of(defs_before, local) {
                     let DefSite::Stmt(parent) = def.site else {
                         continue; // parameters have no statement
                     };
                     let Some(parent_stmt) = tree.stmt(parent) else {
                         continue;
                     };
-                    let sync = edge_synchronization(cx, parent_stmt, entry.stmt, at);
-                    edges.insert((parent, child, DependenceKind::True, local), sync);
+                    let sync = edge_synchronization(cx, parent_stmt, entry.stmt, &positions);
+                    edges.push(((parent, child, DependenceKind::True, local), sync));
                 }
             }
 
             for local in definitions(entry.stmt) {
                 // Output dependences: earlier definitions this one overwrites.
-                for def in defs_before.iter().filter(|d| d.local == local) {
+                for def in definitions_of(defs_before, local) {
                     if let DefSite::Stmt(parent) = def.site {
-                        edges.insert(
+                        edges.push((
                             (parent, child, DependenceKind::Output, local),
                             Synchronization::default(),
-                        );
+                        ));
                     }
                 }
                 // Anti dependences: earlier reads of the value this one overwrites.
-                for &(_, reader) in uses_before.iter().filter(|(l, _)| *l == local) {
-                    edges.insert(
+                for (_, reader) in reads_of(uses_before, local) {
+                    edges.push((
                         (reader, child, DependenceKind::Anti, local),
                         Synchronization::default(),
-                    );
+                    ));
                 }
             }
         }
+        edges.sort_unstable_by_key(|&(key, _)| key);
+        edges.dedup_by_key(|&mut (key, _)| key);
 
         for ((parent, child, kind, local), sync) in edges {
             let (Some(&from), Some(&to)) = (nodes.get(parent.0), nodes.get(child.0)) else {

@@ -572,17 +572,20 @@ impl Body<'_, '_> {
     fn assign(&mut self, targets: &[ast::Target], expr: &ast::Expr) -> Option<typed::StmtKind> {
         let analyzed = self.expr(expr);
         let produced = &analyzed.types;
-        let described = analyzed
-            .expr
-            .as_ref()
-            .map_or_else(String::new, |e| self.describe_expr(e));
+        // Only error and warning messages name the expression: built when one is reported.
+        let described = |body: &Self| {
+            analyzed
+                .expr
+                .as_ref()
+                .map_or_else(String::new, |e| body.describe_expr(e))
+        };
         let mut value_types: Vec<Option<Type>> = vec![None; targets.len()];
         if analyzed.known {
             if produced.is_empty() && targets.len() == 1 {
                 // HorsePower pass/t12 assigns the call of a function that declares no result.
                 self.diags.push(Diagnostic::warning(
                     expr.span,
-                    format!("{described} declares no result to assign"),
+                    format!("{} declares no result to assign", described(self)),
                 ));
             } else if let Some(spread) = analyzed
                 .expr
@@ -600,7 +603,7 @@ impl Body<'_, '_> {
                         format!(
                             "{} targets but {} gives {} values",
                             targets.len(),
-                            described,
+                            described(self),
                             spread.len()
                         ),
                     ));
@@ -612,7 +615,7 @@ impl Body<'_, '_> {
                         "{} target{} but {} gives {} value{}",
                         targets.len(),
                         if targets.len() == 1 { "" } else { "s" },
-                        described,
+                        described(self),
                         produced.len(),
                         if produced.len() == 1 { "" } else { "s" }
                     ),
