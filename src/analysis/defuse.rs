@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::sema::typed::{Function, LocalId, Stmt};
 
 use super::dataflow::{solve, DataFlowAnalysis, Direction, FlowResults, JoinPoint, NoFixedPoint};
-use super::statements::{definitions, uses, StatementTree, StmtId};
+use super::statements::{defined_locals, definitions, for_each_use, uses, StatementTree, StmtId};
 
 /// Where a value of a local comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -69,7 +69,7 @@ impl DataFlowAnalysis for ReachingDefinitions {
     }
 
     fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
-        for local in definitions(stmt) {
+        for local in defined_locals(stmt) {
             let killed: Vec<Definition> = definitions_of(fact, local).collect();
             for def in killed {
                 fact.remove(&def);
@@ -89,14 +89,12 @@ impl DataFlowAnalysis for ReachingDefinitions {
     /// Only the definitions of the locals the statement reads or writes: all that use-def
     /// chains and true and output dependences ask of the point before a statement.
     fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
-        let mut locals: Vec<LocalId> = uses(stmt).into_iter().map(|u| u.local).collect();
-        locals.extend(definitions(stmt));
-        locals.sort_unstable();
-        locals.dedup();
         into.clear();
         // One range per local rather than a scan of the whole fact: the fact holds a
-        // definition of nearly every local, so a scan per statement is quadratic.
-        for local in locals {
+        // definition of nearly every local, so a scan per statement is quadratic. A local
+        // read twice is looked up twice; the set keeps one copy.
+        for_each_use(stmt, |read| into.extend(definitions_of(fact, read.local)));
+        for local in defined_locals(stmt) {
             into.extend(definitions_of(fact, local));
         }
     }
@@ -162,9 +160,10 @@ impl DataFlowAnalysis for ReachingUses {
     }
 
     fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
-        let written = definitions(stmt);
-        fact.extend(uses(stmt).into_iter().map(|u| (u.local, id)));
-        for local in written {
+        for_each_use(stmt, |read| {
+            fact.insert((read.local, id));
+        });
+        for local in defined_locals(stmt) {
             let killed: Vec<(LocalId, StmtId)> = reads_of(fact, local).collect();
             for read in killed {
                 fact.remove(&read);
@@ -181,7 +180,7 @@ impl DataFlowAnalysis for ReachingUses {
     fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
         into.clear();
         // One range per written local rather than a scan of the whole fact (quadratic).
-        for local in definitions(stmt) {
+        for local in defined_locals(stmt) {
             into.extend(reads_of(fact, local));
         }
     }

@@ -21,7 +21,7 @@ use super::defuse::{
     definitions_of, reads_of, DefSite, Definition, ReachingDefinitions, ReachingUses,
 };
 use super::device::{edge_synchronization, statement_device, Context, Device, Synchronization};
-use super::statements::{definitions, label, local_name, uses, StatementTree, StmtId};
+use super::statements::{defined_locals, for_each_use, label, local_name, StatementTree, StmtId};
 
 /// The kind of a data dependence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -141,7 +141,7 @@ impl DependenceGraph {
 
             // True dependences: every definition reaching a read.
             reads.clear();
-            reads.extend(uses(entry.stmt).into_iter().map(|r| (r.local, r.argument)));
+            for_each_use(entry.stmt, |read| reads.push((read.local, read.argument)));
             // Stable: each local's positions stay in argument order.
             reads.sort_by_key(|&(local, _)| local);
             for group in reads.chunk_by(|a, b| a.0 == b.0) {
@@ -160,7 +160,7 @@ impl DependenceGraph {
                 }
             }
 
-            for local in definitions(entry.stmt) {
+            for local in defined_locals(entry.stmt) {
                 // Output dependences: earlier definitions this one overwrites.
                 for def in definitions_of(defs_before, local) {
                     if let DefSite::Stmt(parent) = def.site {

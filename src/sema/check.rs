@@ -8,6 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rustc_hash::FxHashMap;
+
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::types::Type;
 
@@ -331,9 +333,9 @@ impl<'a> Analyzer<'a> {
             module,
             function: id,
             locals: Vec::new(),
-            undeclared: HashMap::new(),
+            undeclared: FxHashMap::default(),
             poisoned: HashSet::new(),
-            scopes: vec![HashMap::new()],
+            scopes: vec![FxHashMap::default()],
             loops: 0,
             returned: Vec::new(),
             diags: Vec::new(),
@@ -407,10 +409,12 @@ struct Body<'s, 'a> {
     locals: Vec<typed::Local>,
     /// Names used without a declaration, each reported once and then bound to a local of
     /// unknown type.
-    undeclared: HashMap<String, LocalId>,
+    undeclared: FxHashMap<String, LocalId>,
     poisoned: HashSet<LocalId>,
-    /// Innermost last; the first holds the parameters, so the body may shadow them.
-    scopes: Vec<HashMap<String, LocalId>>,
+    /// Innermost last; the first holds the parameters, so the body may shadow them. Keyed
+    /// with Fx, not SipHash: every declaration and every read of a name hashes it, and
+    /// names come from the program being compiled, not from an adversary of a server.
+    scopes: Vec<FxHashMap<String, LocalId>>,
     loops: usize,
     /// The operand types of each `return`, for inferring `?` return types.
     returned: Vec<Vec<Type>>,
@@ -470,7 +474,7 @@ impl Body<'_, '_> {
     }
 
     fn block(&mut self, block: &ast::Block) -> Vec<typed::Stmt> {
-        self.scopes.push(HashMap::new());
+        self.scopes.push(FxHashMap::default());
         let stmts = block
             .stmts
             .iter()

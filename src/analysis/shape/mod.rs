@@ -24,7 +24,7 @@ use crate::sema::typed::{
 
 use super::dataflow::{solve, DataFlowAnalysis, Direction, JoinPoint, NoFixedPoint};
 use super::defuse::{DefSite, UseDefChains};
-use super::statements::{local_name, uses, StatementTree, StmtId};
+use super::statements::{for_each_use, local_name, StatementTree, StmtId};
 
 /// Names a dynamic size; [`ShapeResults::dynamic_origin`] says where it was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -551,11 +551,11 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
     /// Only the locals the statement reads (see [`ShapeResults::before`]).
     fn record_before(&self, stmt: &Stmt, fact: &ShapeFact, into: &mut ShapeFact) {
         into.clear();
-        for used in uses(stmt) {
+        for_each_use(stmt, |used| {
             if let Some(shape) = fact.get(&used.local) {
                 into.insert(used.local, shape.clone());
             }
-        }
+        });
     }
 
     fn direction(&self) -> Direction {
