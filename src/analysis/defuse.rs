@@ -24,42 +24,137 @@ pub struct Definition {
     pub site: DefSite,
 }
 
+/// A may-set of items per local, indexed by [`LocalId`]: the facts of reaching definitions
+/// and reaching uses. Dense rather than one ordered set of pairs because the transfer of a
+/// statement touches only the locals it reads and writes: overwriting a local clears its
+/// list, a read appends to one, neither searches a tree nor allocates a node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerLocal<T> {
+    /// For each local, its items sorted and without duplicates (so equal sets compare equal).
+    items: Vec<Vec<T>>,
+}
+
+impl<T: Copy + Ord> PerLocal<T> {
+    /// The empty set for a function with `locals` locals.
+    fn new(locals: usize) -> PerLocal<T> {
+        PerLocal {
+            items: vec![Vec::new(); locals],
+        }
+    }
+
+    /// The items of `local` (none for an id the function does not have).
+    pub fn of(&self, local: LocalId) -> &[T] {
+        self.items.get(local.0).map_or(&[], Vec::as_slice)
+    }
+
+    fn slot(&mut self, local: LocalId) -> &mut Vec<T> {
+        if local.0 >= self.items.len() {
+            // Ids come from the function's locals; grow rather than panic on a bad one.
+            self.items.resize(local.0 + 1, Vec::new());
+        }
+        &mut self.items[local.0]
+    }
+
+    fn insert(&mut self, local: LocalId, item: T) {
+        let items = self.slot(local);
+        // Items mostly arrive in increasing order (statement ids): the search ends at once.
+        if items.last().is_none_or(|last| *last < item) {
+            items.push(item);
+        } else if let Err(at) = items.binary_search(&item) {
+            items.insert(at, item);
+        }
+    }
+
+    /// Makes `item` the only item of `local`.
+    fn replace(&mut self, local: LocalId, item: T) {
+        let items = self.slot(local);
+        items.clear();
+        items.push(item);
+    }
+
+    fn clear(&mut self, local: LocalId) {
+        if let Some(items) = self.items.get_mut(local.0) {
+            items.clear();
+        }
+    }
+
+    fn union_with(&mut self, other: &PerLocal<T>) {
+        for (local, items) in other.items.iter().enumerate() {
+            for &item in items {
+                self.insert(LocalId(local), item);
+            }
+        }
+    }
+}
+
+/// The definitions of `local` in a record of reaching definitions.
+pub(super) fn definitions_of(
+    record: &[Definition],
+    local: LocalId,
+) -> impl Iterator<Item = Definition> + '_ {
+    record.iter().filter(move |def| def.local == local).copied()
+}
+
+/// The reads of `local` in a record of reaching uses.
+pub(super) fn reads_of(
+    record: &[(LocalId, StmtId)],
+    local: LocalId,
+) -> impl Iterator<Item = (LocalId, StmtId)> + '_ {
+    record
+        .iter()
+        .filter(move |(read, _)| *read == local)
+        .copied()
+}
+
+/// What [`solve`] gives for [`ReachingDefinitions`].
+pub type ReachingDefinitionResults = FlowResults<PerLocal<DefSite>, Vec<Definition>>;
+
+/// What [`solve`] gives for [`ReachingUses`].
+pub type ReachingUseResults = FlowResults<PerLocal<StmtId>, Vec<(LocalId, StmtId)>>;
+
 /// Forward, may-analysis: the definitions that reach each point without being overwritten.
 pub struct ReachingDefinitions {
     params: Vec<LocalId>,
+    locals: usize,
 }
 
 impl ReachingDefinitions {
     pub fn new(function: &Function) -> ReachingDefinitions {
         ReachingDefinitions {
             params: function.params.clone(),
+            locals: function.locals.len(),
         }
     }
 }
 
 impl DataFlowAnalysis for ReachingDefinitions {
-    type Fact = BTreeSet<Definition>;
+    /// Per local, where its reaching values were assigned.
+    type Fact = PerLocal<DefSite>;
+    /// The definitions reaching the statement of the locals it reads or writes, sorted.
+    type Record = Vec<Definition>;
 
     fn direction(&self) -> Direction {
         Direction::Forward
     }
 
     fn boundary(&mut self) -> Self::Fact {
-        self.params
-            .iter()
-            .map(|&local| Definition {
-                local,
-                site: DefSite::Entry,
-            })
-            .collect()
+        let mut fact = PerLocal::new(self.locals);
+        for &local in &self.params {
+            fact.insert(local, DefSite::Entry);
+        }
+        fact
     }
 
     fn unreachable(&mut self) -> Self::Fact {
-        BTreeSet::new()
+        PerLocal::new(self.locals)
+    }
+
+    fn unrecorded(&mut self) -> Self::Record {
+        Vec::new()
     }
 
     fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
-        into.extend(other.iter().copied());
+        into.union_with(other);
     }
 
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
@@ -70,14 +165,7 @@ impl DataFlowAnalysis for ReachingDefinitions {
 
     fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
         for local in defined_locals(stmt) {
-            let killed: Vec<Definition> = definitions_of(fact, local).collect();
-            for def in killed {
-                fact.remove(&def);
-            }
-            fact.insert(Definition {
-                local,
-                site: DefSite::Stmt(id),
-            });
+            fact.replace(local, DefSite::Stmt(id));
         }
     }
 
@@ -88,86 +176,76 @@ impl DataFlowAnalysis for ReachingDefinitions {
 
     /// Only the definitions of the locals the statement reads or writes: all that use-def
     /// chains and true and output dependences ask of the point before a statement.
-    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Record) {
         into.clear();
-        // One range per local rather than a scan of the whole fact: the fact holds a
-        // definition of nearly every local, so a scan per statement is quadratic. A local
-        // read twice is looked up twice; the set keeps one copy.
-        for_each_use(stmt, |read| into.extend(definitions_of(fact, read.local)));
-        for local in defined_locals(stmt) {
-            into.extend(definitions_of(fact, local));
-        }
+        let mut add = |local: LocalId| {
+            into.extend(
+                fact.of(local)
+                    .iter()
+                    .map(|&site| Definition { local, site }),
+            );
+        };
+        for_each_use(stmt, |read| add(read.local));
+        defined_locals(stmt).for_each(add);
+        // A local read twice, or read and written, was added twice.
+        into.sort_unstable();
+        into.dedup();
     }
-}
-
-/// The definitions of `local` in `fact`: definitions order by local first, so they are one
-/// range of the set.
-pub(super) fn definitions_of(
-    fact: &BTreeSet<Definition>,
-    local: LocalId,
-) -> impl Iterator<Item = Definition> + '_ {
-    fact.range(
-        Definition {
-            local,
-            site: DefSite::Entry,
-        }..,
-    )
-    .take_while(move |def| def.local == local)
-    .copied()
-}
-
-/// The reads of `local` in a [`ReachingUses`] fact: reads order by local first, so they are
-/// one range of the set.
-pub(super) fn reads_of(
-    fact: &BTreeSet<(LocalId, StmtId)>,
-    local: LocalId,
-) -> impl Iterator<Item = (LocalId, StmtId)> + '_ {
-    fact.range((local, StmtId(0))..)
-        .take_while(move |(read, _)| *read == local)
-        .copied()
 }
 
 /// Forward, may-analysis: the reads `(local, statement)` that reach each point without the
 /// local being overwritten since. A write of `x` after a reaching read of `x` is an anti
 /// (write-after-read) dependence.
-pub struct ReachingUses;
+pub struct ReachingUses {
+    locals: usize,
+}
+
+impl ReachingUses {
+    pub fn new(function: &Function) -> ReachingUses {
+        ReachingUses {
+            locals: function.locals.len(),
+        }
+    }
+}
 
 impl DataFlowAnalysis for ReachingUses {
-    type Fact = BTreeSet<(LocalId, StmtId)>;
+    /// Per local, the statements whose reads of it reach.
+    type Fact = PerLocal<StmtId>;
+    /// The reaching reads of the locals the statement writes, sorted.
+    type Record = Vec<(LocalId, StmtId)>;
 
     fn direction(&self) -> Direction {
         Direction::Forward
     }
 
     fn boundary(&mut self) -> Self::Fact {
-        BTreeSet::new()
+        PerLocal::new(self.locals)
     }
 
     fn unreachable(&mut self) -> Self::Fact {
-        BTreeSet::new()
+        PerLocal::new(self.locals)
+    }
+
+    fn unrecorded(&mut self) -> Self::Record {
+        Vec::new()
     }
 
     fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
-        into.extend(other.iter().copied());
+        into.union_with(other);
     }
 
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
-        // The statement reads its operands before it writes its targets, so its own reads of
-        // a local it also writes are overwritten at once.
         let mut out = fact.clone();
         self.transfer_in_place(id, stmt, &mut out);
         out
     }
 
     fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
-        for_each_use(stmt, |read| {
-            fact.insert((read.local, id));
-        });
+        // The statement reads its operands before it writes its targets, so its own reads of
+        // a local it also writes are overwritten at once.
+        for_each_use(stmt, |read| fact.insert(read.local, id));
         for local in defined_locals(stmt) {
-            let killed: Vec<(LocalId, StmtId)> = reads_of(fact, local).collect();
-            for read in killed {
-                fact.remove(&read);
-            }
+            fact.clear(local);
         }
     }
 
@@ -177,12 +255,14 @@ impl DataFlowAnalysis for ReachingUses {
     }
 
     /// Only the reads of the locals the statement writes: all that anti dependences ask.
-    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Record) {
         into.clear();
-        // One range per written local rather than a scan of the whole fact (quadratic).
         for local in defined_locals(stmt) {
-            into.extend(reads_of(fact, local));
+            into.extend(fact.of(local).iter().map(|&reader| (local, reader)));
         }
+        // A statement writing one local twice added its reads twice.
+        into.sort_unstable();
+        into.dedup();
     }
 }
 
@@ -191,6 +271,7 @@ pub struct LiveVariables;
 
 impl DataFlowAnalysis for LiveVariables {
     type Fact = BTreeSet<LocalId>;
+    type Record = BTreeSet<LocalId>;
 
     fn direction(&self) -> Direction {
         Direction::Backward
@@ -202,6 +283,14 @@ impl DataFlowAnalysis for LiveVariables {
 
     fn unreachable(&mut self) -> Self::Fact {
         BTreeSet::new()
+    }
+
+    fn unrecorded(&mut self) -> Self::Record {
+        BTreeSet::new()
+    }
+
+    fn record_before(&self, _stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Record) {
+        into.clone_from(fact);
     }
 
     fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
@@ -236,7 +325,7 @@ impl UseDefChains {
 
     pub fn from_reaching(
         function: &Function,
-        reaching: &FlowResults<BTreeSet<Definition>>,
+        reaching: &ReachingDefinitionResults,
     ) -> UseDefChains {
         let tree = StatementTree::new(function);
         let mut chains = UseDefChains::default();

@@ -6,7 +6,6 @@
 //! Dependences come from reaching definitions and reaching uses over the structured control
 //! flow, so a loop gives *loop-carried* edges that point backward in program order.
 
-use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
 
 use petgraph::dot::{Config, Dot};
@@ -16,9 +15,10 @@ use petgraph::Direction as EdgeDirection;
 
 use crate::sema::typed::{Function, FunctionId, LocalId, TypedProgram};
 
-use super::dataflow::{solve, FlowResults, NoFixedPoint};
+use super::dataflow::{solve, NoFixedPoint};
 use super::defuse::{
-    definitions_of, reads_of, DefSite, Definition, ReachingDefinitions, ReachingUses,
+    definitions_of, reads_of, DefSite, ReachingDefinitionResults, ReachingDefinitions,
+    ReachingUseResults, ReachingUses,
 };
 use super::device::{edge_synchronization, statement_device, Context, Device, Synchronization};
 use super::statements::{defined_locals, for_each_use, label, local_name, StatementTree, StmtId};
@@ -91,9 +91,9 @@ impl DependenceGraph {
         program: &TypedProgram,
         id: FunctionId,
         function: &Function,
-        reaching_defs: &FlowResults<BTreeSet<Definition>>,
+        reaching_defs: &ReachingDefinitionResults,
     ) -> Result<DependenceGraph, NoFixedPoint> {
-        let reaching_uses = solve(&mut ReachingUses, function)?;
+        let reaching_uses = solve(&mut ReachingUses::new(function), function)?;
         Ok(Self::from_flow(
             program,
             id,
@@ -107,8 +107,8 @@ impl DependenceGraph {
         program: &TypedProgram,
         id: FunctionId,
         function: &Function,
-        reaching_defs: &FlowResults<BTreeSet<Definition>>,
-        reaching_uses: &FlowResults<BTreeSet<(LocalId, StmtId)>>,
+        reaching_defs: &ReachingDefinitionResults,
+        reaching_uses: &ReachingUseResults,
     ) -> DependenceGraph {
         let cx = Context { program, function };
         let tree = StatementTree::new(function);
@@ -130,14 +130,12 @@ impl DependenceGraph {
         // child's reads of the local), so which copy is kept does not matter.
         let mut edges: Vec<((StmtId, StmtId, DependenceKind, LocalId), Synchronization)> =
             Vec::with_capacity(2 * tree.len());
-        let empty_defs = BTreeSet::new();
-        let empty_uses = BTreeSet::new();
         // The argument positions at which the child reads each local, grouped by local.
         let mut reads: Vec<(LocalId, Option<usize>)> = Vec::new();
         let mut positions: Vec<Option<usize>> = Vec::new();
         for (child, entry) in tree.iter() {
-            let defs_before = reaching_defs.before(child).unwrap_or(&empty_defs);
-            let uses_before = reaching_uses.before(child).unwrap_or(&empty_uses);
+            let defs_before = reaching_defs.before(child).map_or(&[][..], Vec::as_slice);
+            let uses_before = reaching_uses.before(child).map_or(&[][..], Vec::as_slice);
 
             // True dependences: every definition reaching a read.
             reads.clear();

@@ -542,6 +542,11 @@ pub fn merge_size(
 
 impl DataFlowAnalysis for ShapeAnalysis<'_> {
     type Fact = ShapeFact;
+    type Record = ShapeFact;
+
+    fn unrecorded(&mut self) -> ShapeFact {
+        ShapeFact::new()
+    }
 
     /// Users read the shapes where statements read operands: before them.
     fn records_after(&self) -> bool {
