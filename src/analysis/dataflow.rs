@@ -158,8 +158,22 @@ pub fn solve<A: DataFlowAnalysis>(
     let boundary_out = match solver.analysis.direction() {
         Direction::Forward => {
             let end = solver.forward_body(&function.body, boundary)?;
-            let mut exit = end;
-            for returned in std::mem::take(&mut solver.exits) {
+            let mut returns = std::mem::take(&mut solver.exits).into_iter();
+            // A body that ends in its only `return` (the usual case) does not fall off its
+            // end: the unreachable end is join's identity, so the exit is the returned fact,
+            // taken as it is rather than copied into the identity.
+            let mut exit = match returns.next() {
+                Some(first) if end == unreachable => first,
+                Some(first) => {
+                    let mut exit = end;
+                    solver
+                        .analysis
+                        .join(JoinPoint::FunctionExit, &mut exit, &first);
+                    exit
+                }
+                None => end,
+            };
+            for returned in returns {
                 solver
                     .analysis
                     .join(JoinPoint::FunctionExit, &mut exit, &returned);
@@ -335,10 +349,18 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                 Ok(dead)
             }
             StmtKind::Return(_) => {
-                let fact = self.analysis.transfer(id, stmt, &entry);
+                // Control leaves here, so the fact moves to the exit rather than being copied
+                // (recorded first, so that it can change in place).
+                if let Some(slot) = self.before.get_mut(id.0) {
+                    self.analysis.record_before(stmt, &entry, slot);
+                }
+                let mut fact = entry;
+                self.analysis.transfer_in_place(id, stmt, &mut fact);
                 self.exits.push(fact);
                 let dead = self.analysis.unreachable();
-                self.record(id, stmt, &entry, &dead);
+                if let Some(slot) = self.after.get_mut(id.0) {
+                    slot.clone_from(&dead);
+                }
                 Ok(dead)
             }
             StmtKind::Declare(_) | StmtKind::Assign { .. } | StmtKind::Expr(_) => {
