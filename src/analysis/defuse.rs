@@ -337,6 +337,7 @@ impl UseDefChains {
             let Some(before) = reaching.before(id) else {
                 continue;
             };
+            let (reads_start, sites_start) = (reads.len(), read_sites.len());
             for_each_use(entry.stmt, |used| {
                 // Every read has an entry, also one no definition reaches.
                 reads.push((id, used.local));
@@ -345,10 +346,11 @@ impl UseDefChains {
                     readers.push((def, id));
                 }
             });
+            // Statements come in id order, so sorting each one's few reads sorts them all.
+            reads[reads_start..].sort_unstable();
+            read_sites[sites_start..].sort_unstable();
         }
-        reads.sort_unstable();
         reads.dedup();
-        read_sites.sort_unstable();
         read_sites.dedup();
         readers.sort_unstable();
         readers.dedup();

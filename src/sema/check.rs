@@ -474,12 +474,15 @@ impl Body<'_, '_> {
     }
 
     fn block(&mut self, block: &ast::Block) -> Vec<typed::Stmt> {
-        self.scopes.push(FxHashMap::default());
-        let stmts = block
-            .stmts
-            .iter()
-            .filter_map(|stmt| self.stmt(stmt))
-            .collect();
+        // Sized for the block up front (most statements declare one name): a function body
+        // holds a hundred statements or more, and growing there by doubling copies them.
+        let statements = block.stmts.len();
+        self.scopes.push(FxHashMap::with_capacity_and_hasher(
+            statements,
+            Default::default(),
+        ));
+        let mut stmts = Vec::with_capacity(statements);
+        stmts.extend(block.stmts.iter().filter_map(|stmt| self.stmt(stmt)));
         self.scopes.pop();
         stmts
     }
