@@ -45,7 +45,8 @@ pub struct StatementTree<'p> {
 impl<'p> StatementTree<'p> {
     pub fn new(function: &'p Function) -> StatementTree<'p> {
         let mut tree = StatementTree {
-            entries: Vec::new(),
+            // Exact for straight-line bodies (the usual case), a start otherwise.
+            entries: Vec::with_capacity(function.body.len()),
         };
         tree.number_body(&function.body, None, 0);
         tree
