@@ -332,7 +332,9 @@ impl<'a> Analyzer<'a> {
             analyzer: self,
             module,
             function: id,
-            locals: Vec::new(),
+            // Most statements of a body declare one local: sized once rather than grown by
+            // doubling (each growth copies the locals into fresh, page-faulting memory).
+            locals: Vec::with_capacity(ast.params.len() + ast.body.stmts.len()),
             undeclared: FxHashMap::default(),
             poisoned: HashSet::new(),
             scopes: vec![FxHashMap::default()],
