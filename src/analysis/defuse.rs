@@ -332,7 +332,9 @@ impl UseDefChains {
         // keys in one pass: cheaper than one tree insertion per pair.
         let mut reads: Vec<(StmtId, LocalId)> = Vec::new();
         let mut read_sites: Vec<((StmtId, LocalId), DefSite)> = Vec::new();
-        let mut readers: Vec<(Definition, StmtId)> = Vec::new();
+        // The readers of each definition, bucketed by local: definitions order by local
+        // first, so the buckets in turn are the definitions in order.
+        let mut readers: Vec<Vec<(DefSite, StmtId)>> = vec![Vec::new(); function.locals.len()];
         for (id, entry) in tree.iter() {
             let Some(before) = reaching.before(id) else {
                 continue;
@@ -343,7 +345,10 @@ impl UseDefChains {
                 reads.push((id, used.local));
                 for def in definitions_of(before, used.local) {
                     read_sites.push(((id, used.local), def.site));
-                    readers.push((def, id));
+                    if def.local.0 >= readers.len() {
+                        readers.resize(def.local.0 + 1, Vec::new());
+                    }
+                    readers[def.local.0].push((def.site, id));
                 }
             });
             // Statements come in id order, so sorting each one's few reads sorts them all.
@@ -352,8 +357,6 @@ impl UseDefChains {
         }
         reads.dedup();
         read_sites.dedup();
-        readers.sort_unstable();
-        readers.dedup();
 
         let mut sites = read_sites.into_iter().peekable();
         let use_defs = reads
@@ -366,10 +369,20 @@ impl UseDefChains {
                 (read, of_read)
             })
             .collect();
-        let def_uses = readers
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|group| (group[0].0, group.iter().map(|&(_, id)| id).collect()))
-            .collect();
+        let mut def_uses = Vec::new();
+        for (local, of_local) in readers.iter_mut().enumerate() {
+            // A few reads, in id order per definition already.
+            of_local.sort_unstable();
+            of_local.dedup();
+            for group in of_local.chunk_by(|a, b| a.0 == b.0) {
+                let definition = Definition {
+                    local: LocalId(local),
+                    site: group[0].0,
+                };
+                def_uses.push((definition, group.iter().map(|&(_, id)| id).collect()));
+            }
+        }
+        let def_uses = def_uses.into_iter().collect();
         UseDefChains { use_defs, def_uses }
     }
 

@@ -124,12 +124,20 @@ impl DependenceGraph {
             })
             .collect();
 
-        // Edges are collected first, then sorted and deduplicated, so that each (parent,
-        // child, kind, local) appears once and in a stable order. A repeated key always comes
-        // with the same synchronization (it is computed from the key's statements and the
-        // child's reads of the local), so which copy is kept does not matter.
-        let mut edges: Vec<((StmtId, StmtId, DependenceKind, LocalId), Synchronization)> =
-            Vec::with_capacity(2 * tree.len());
+        // Edges are collected per parent first, then each parent's are sorted and
+        // deduplicated, so that each (parent, child, kind, local) appears once and in a stable
+        // order (children come in order already, so each sort has little to do). A repeated
+        // key always comes with the same synchronization (it is computed from the key's
+        // statements and the child's reads of the local), so which copy is kept does not
+        // matter.
+        let mut by_parent: Vec<Vec<(StmtId, DependenceKind, LocalId, Synchronization)>> =
+            vec![Vec::new(); tree.len()];
+        let mut add = |parent: StmtId, edge| {
+            // A parent outside the function has no node: no edge.
+            if let Some(edges) = by_parent.get_mut(parent.0) {
+                edges.push(edge);
+            }
+        };
         // The argument positions at which the child reads each local, grouped by local.
         let mut reads: Vec<(LocalId, Option<usize>)> = Vec::new();
         let mut positions: Vec<Option<usize>> = Vec::new();
@@ -154,7 +162,7 @@ impl DependenceGraph {
                         continue;
                     };
                     let sync = edge_synchronization(cx, parent_stmt, entry.stmt, &positions);
-                    edges.push(((parent, child, DependenceKind::True, local), sync));
+                    add(parent, (child, DependenceKind::True, local, sync));
                 }
             }
 
@@ -162,38 +170,49 @@ impl DependenceGraph {
                 // Output dependences: earlier definitions this one overwrites.
                 for def in definitions_of(defs_before, local) {
                     if let DefSite::Stmt(parent) = def.site {
-                        edges.push((
-                            (parent, child, DependenceKind::Output, local),
-                            Synchronization::default(),
-                        ));
+                        add(
+                            parent,
+                            (
+                                child,
+                                DependenceKind::Output,
+                                local,
+                                Synchronization::default(),
+                            ),
+                        );
                     }
                 }
                 // Anti dependences: earlier reads of the value this one overwrites.
                 for (_, reader) in reads_of(uses_before, local) {
-                    edges.push((
-                        (reader, child, DependenceKind::Anti, local),
-                        Synchronization::default(),
-                    ));
+                    add(
+                        reader,
+                        (
+                            child,
+                            DependenceKind::Anti,
+                            local,
+                            Synchronization::default(),
+                        ),
+                    );
                 }
             }
         }
-        edges.sort_unstable_by_key(|&(key, _)| key);
-        edges.dedup_by_key(|&mut (key, _)| key);
-
-        for ((parent, child, kind, local), sync) in edges {
-            let (Some(&from), Some(&to)) = (nodes.get(parent.0), nodes.get(child.0)) else {
-                continue;
-            };
-            graph.add_edge(
-                from,
-                to,
-                DependenceEdge {
-                    kind,
-                    local,
-                    sync,
-                    loop_carried: parent >= child,
-                },
-            );
+        for (parent, mut edges) in by_parent.into_iter().enumerate() {
+            edges.sort_unstable_by_key(|&(child, kind, local, _)| (child, kind, local));
+            edges.dedup_by_key(|&mut (child, kind, local, _)| (child, kind, local));
+            for (child, kind, local, sync) in edges {
+                let (Some(&from), Some(&to)) = (nodes.get(parent), nodes.get(child.0)) else {
+                    continue;
+                };
+                graph.add_edge(
+                    from,
+                    to,
+                    DependenceEdge {
+                        kind,
+                        local,
+                        sync,
+                        loop_carried: StmtId(parent) >= child,
+                    },
+                );
+            }
         }
         DependenceGraph {
             function: id,
