@@ -13,7 +13,9 @@
 
 mod rules;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 use horsec_runtime::types::Type;
@@ -155,7 +157,9 @@ impl DynamicOrigin {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DynamicSizes {
     origins: Vec<DynamicOrigin>,
-    ids: HashMap<DynamicOrigin, DynamicId>,
+    /// Hashed with Fx, not SipHash: every call making a size interns its origin, and the
+    /// origins come from the program being compiled.
+    ids: FxHashMap<DynamicOrigin, DynamicId>,
 }
 
 impl DynamicSizes {
