@@ -112,7 +112,8 @@ impl DependenceGraph {
     ) -> DependenceGraph {
         let cx = Context { program, function };
         let tree = StatementTree::new(function);
-        let mut graph = StableDiGraph::new();
+        // Sized once: growing the graph's node and edge lists by doubling copies them.
+        let mut graph = StableDiGraph::with_capacity(tree.len(), 0);
         let nodes: Vec<NodeIndex> = tree
             .iter()
             .map(|(stmt, entry)| {
@@ -195,6 +196,7 @@ impl DependenceGraph {
                 }
             }
         }
+        graph.reserve_edges(by_parent.iter().map(Vec::len).sum());
         for (parent, mut edges) in by_parent.into_iter().enumerate() {
             edges.sort_unstable_by_key(|&(child, kind, local, _)| (child, kind, local));
             edges.dedup_by_key(|&mut (child, kind, local, _)| (child, kind, local));
