@@ -40,6 +40,9 @@ pub enum JoinPoint {
 /// A data-flow analysis: the lattice and the transfer functions.
 pub trait DataFlowAnalysis {
     type Fact: Clone + PartialEq + fmt::Debug;
+    /// What [`FlowResults::before`] keeps of the fact before a statement (see
+    /// [`Self::record_before`]).
+    type Record: Clone + fmt::Debug;
 
     fn direction(&self) -> Direction;
 
@@ -71,22 +74,24 @@ pub trait DataFlowAnalysis {
         true
     }
 
+    /// The record of a statement the walk never reaches.
+    fn unrecorded(&mut self) -> Self::Record;
+
     /// Writes into `into` what [`FlowResults::before`] keeps of `fact`, the fact before
     /// `stmt`: all of it, unless the analysis's users read only part of it there (each
     /// recorded fact is a copy, so keeping whole facts that map every local costs time
     /// quadratic in the function's size).
-    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
-        let _ = stmt;
-        into.clone_from(fact);
-    }
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Record);
 }
 
-/// The facts around every statement, in program order whatever the direction.
+/// The facts around every statement, in program order whatever the direction: `F` the
+/// analysis's facts, `R` what it records of them before statements.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FlowResults<F> {
-    /// Before each statement. For a `while` this is the loop head (reached from before the
-    /// loop and from the back edges), where its condition is read.
-    pub before: Vec<F>,
+pub struct FlowResults<F, R = F> {
+    /// Before each statement (what the analysis records of it). For a `while` this is the
+    /// loop head (reached from before the loop and from the back edges), where its condition
+    /// is read.
+    pub before: Vec<R>,
     /// After each statement; after a compound statement, once its flows have met. Empty
     /// when the analysis does not record them (see [`DataFlowAnalysis::records_after`]).
     pub after: Vec<F>,
@@ -94,8 +99,8 @@ pub struct FlowResults<F> {
     pub boundary_out: F,
 }
 
-impl<F> FlowResults<F> {
-    pub fn before(&self, id: StmtId) -> Option<&F> {
+impl<F, R> FlowResults<F, R> {
+    pub fn before(&self, id: StmtId) -> Option<&R> {
         self.before.get(id.0)
     }
 
@@ -132,13 +137,14 @@ pub const MAX_LOOP_ITERATIONS: usize = 1000;
 pub fn solve<A: DataFlowAnalysis>(
     analysis: &mut A,
     function: &Function,
-) -> Result<FlowResults<A::Fact>, NoFixedPoint> {
+) -> Result<FlowResults<A::Fact, A::Record>, NoFixedPoint> {
     let tree = StatementTree::new(function);
     let unreachable = analysis.unreachable();
+    let unrecorded = analysis.unrecorded();
     let records_after = analysis.records_after();
     let mut solver = Solver {
         analysis,
-        before: vec![unreachable.clone(); tree.len()],
+        before: vec![unrecorded; tree.len()],
         after: if records_after {
             vec![unreachable.clone(); tree.len()]
         } else {
@@ -152,8 +158,22 @@ pub fn solve<A: DataFlowAnalysis>(
     let boundary_out = match solver.analysis.direction() {
         Direction::Forward => {
             let end = solver.forward_body(&function.body, boundary)?;
-            let mut exit = end;
-            for returned in std::mem::take(&mut solver.exits) {
+            let mut returns = std::mem::take(&mut solver.exits).into_iter();
+            // A body that ends in its only `return` (the usual case) does not fall off its
+            // end: the unreachable end is join's identity, so the exit is the returned fact,
+            // taken as it is rather than copied into the identity.
+            let mut exit = match returns.next() {
+                Some(first) if end == unreachable => first,
+                Some(first) => {
+                    let mut exit = end;
+                    solver
+                        .analysis
+                        .join(JoinPoint::FunctionExit, &mut exit, &first);
+                    exit
+                }
+                None => end,
+            };
+            for returned in returns {
                 solver
                     .analysis
                     .join(JoinPoint::FunctionExit, &mut exit, &returned);
@@ -185,7 +205,7 @@ struct LoopFrame<F> {
 
 struct Solver<'a, A: DataFlowAnalysis> {
     analysis: &'a mut A,
-    before: Vec<A::Fact>,
+    before: Vec<A::Record>,
     after: Vec<A::Fact>,
     loops: Vec<LoopFrame<A::Fact>>,
     /// Forward: facts at `return`s.
@@ -329,10 +349,18 @@ impl<A: DataFlowAnalysis> Solver<'_, A> {
                 Ok(dead)
             }
             StmtKind::Return(_) => {
-                let fact = self.analysis.transfer(id, stmt, &entry);
+                // Control leaves here, so the fact moves to the exit rather than being copied
+                // (recorded first, so that it can change in place).
+                if let Some(slot) = self.before.get_mut(id.0) {
+                    self.analysis.record_before(stmt, &entry, slot);
+                }
+                let mut fact = entry;
+                self.analysis.transfer_in_place(id, stmt, &mut fact);
                 self.exits.push(fact);
                 let dead = self.analysis.unreachable();
-                self.record(id, stmt, &entry, &dead);
+                if let Some(slot) = self.after.get_mut(id.0) {
+                    slot.clone_from(&dead);
+                }
                 Ok(dead)
             }
             StmtKind::Declare(_) | StmtKind::Assign { .. } | StmtKind::Expr(_) => {

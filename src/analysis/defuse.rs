@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::sema::typed::{Function, LocalId, Stmt};
 
 use super::dataflow::{solve, DataFlowAnalysis, Direction, FlowResults, JoinPoint, NoFixedPoint};
-use super::statements::{definitions, uses, StatementTree, StmtId};
+use super::statements::{defined_locals, definitions, for_each_use, uses, StatementTree, StmtId};
 
 /// Where a value of a local comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -24,42 +24,137 @@ pub struct Definition {
     pub site: DefSite,
 }
 
+/// A may-set of items per local, indexed by [`LocalId`]: the facts of reaching definitions
+/// and reaching uses. Dense rather than one ordered set of pairs because the transfer of a
+/// statement touches only the locals it reads and writes: overwriting a local clears its
+/// list, a read appends to one, neither searches a tree nor allocates a node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerLocal<T> {
+    /// For each local, its items sorted and without duplicates (so equal sets compare equal).
+    items: Vec<Vec<T>>,
+}
+
+impl<T: Copy + Ord> PerLocal<T> {
+    /// The empty set for a function with `locals` locals.
+    fn new(locals: usize) -> PerLocal<T> {
+        PerLocal {
+            items: vec![Vec::new(); locals],
+        }
+    }
+
+    /// The items of `local` (none for an id the function does not have).
+    pub fn of(&self, local: LocalId) -> &[T] {
+        self.items.get(local.0).map_or(&[], Vec::as_slice)
+    }
+
+    fn slot(&mut self, local: LocalId) -> &mut Vec<T> {
+        if local.0 >= self.items.len() {
+            // Ids come from the function's locals; grow rather than panic on a bad one.
+            self.items.resize(local.0 + 1, Vec::new());
+        }
+        &mut self.items[local.0]
+    }
+
+    fn insert(&mut self, local: LocalId, item: T) {
+        let items = self.slot(local);
+        // Items mostly arrive in increasing order (statement ids): the search ends at once.
+        if items.last().is_none_or(|last| *last < item) {
+            items.push(item);
+        } else if let Err(at) = items.binary_search(&item) {
+            items.insert(at, item);
+        }
+    }
+
+    /// Makes `item` the only item of `local`.
+    fn replace(&mut self, local: LocalId, item: T) {
+        let items = self.slot(local);
+        items.clear();
+        items.push(item);
+    }
+
+    fn clear(&mut self, local: LocalId) {
+        if let Some(items) = self.items.get_mut(local.0) {
+            items.clear();
+        }
+    }
+
+    fn union_with(&mut self, other: &PerLocal<T>) {
+        for (local, items) in other.items.iter().enumerate() {
+            for &item in items {
+                self.insert(LocalId(local), item);
+            }
+        }
+    }
+}
+
+/// The definitions of `local` in a record of reaching definitions.
+pub(super) fn definitions_of(
+    record: &[Definition],
+    local: LocalId,
+) -> impl Iterator<Item = Definition> + '_ {
+    record.iter().filter(move |def| def.local == local).copied()
+}
+
+/// The reads of `local` in a record of reaching uses.
+pub(super) fn reads_of(
+    record: &[(LocalId, StmtId)],
+    local: LocalId,
+) -> impl Iterator<Item = (LocalId, StmtId)> + '_ {
+    record
+        .iter()
+        .filter(move |(read, _)| *read == local)
+        .copied()
+}
+
+/// What [`solve`] gives for [`ReachingDefinitions`].
+pub type ReachingDefinitionResults = FlowResults<PerLocal<DefSite>, Vec<Definition>>;
+
+/// What [`solve`] gives for [`ReachingUses`].
+pub type ReachingUseResults = FlowResults<PerLocal<StmtId>, Vec<(LocalId, StmtId)>>;
+
 /// Forward, may-analysis: the definitions that reach each point without being overwritten.
 pub struct ReachingDefinitions {
     params: Vec<LocalId>,
+    locals: usize,
 }
 
 impl ReachingDefinitions {
     pub fn new(function: &Function) -> ReachingDefinitions {
         ReachingDefinitions {
             params: function.params.clone(),
+            locals: function.locals.len(),
         }
     }
 }
 
 impl DataFlowAnalysis for ReachingDefinitions {
-    type Fact = BTreeSet<Definition>;
+    /// Per local, where its reaching values were assigned.
+    type Fact = PerLocal<DefSite>;
+    /// The definitions reaching the statement of the locals it reads or writes, sorted.
+    type Record = Vec<Definition>;
 
     fn direction(&self) -> Direction {
         Direction::Forward
     }
 
     fn boundary(&mut self) -> Self::Fact {
-        self.params
-            .iter()
-            .map(|&local| Definition {
-                local,
-                site: DefSite::Entry,
-            })
-            .collect()
+        let mut fact = PerLocal::new(self.locals);
+        for &local in &self.params {
+            fact.insert(local, DefSite::Entry);
+        }
+        fact
     }
 
     fn unreachable(&mut self) -> Self::Fact {
-        BTreeSet::new()
+        PerLocal::new(self.locals)
+    }
+
+    fn unrecorded(&mut self) -> Self::Record {
+        Vec::new()
     }
 
     fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
-        into.extend(other.iter().copied());
+        into.union_with(other);
     }
 
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
@@ -69,25 +164,8 @@ impl DataFlowAnalysis for ReachingDefinitions {
     }
 
     fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
-        for local in definitions(stmt) {
-            // Definitions order by local first: a local's definitions are one range.
-            let killed: Vec<Definition> = fact
-                .range(
-                    Definition {
-                        local,
-                        site: DefSite::Entry,
-                    }..,
-                )
-                .take_while(|def| def.local == local)
-                .copied()
-                .collect();
-            for def in killed {
-                fact.remove(&def);
-            }
-            fact.insert(Definition {
-                local,
-                site: DefSite::Stmt(id),
-            });
+        for local in defined_locals(stmt) {
+            fact.replace(local, DefSite::Stmt(id));
         }
     }
 
@@ -98,63 +176,76 @@ impl DataFlowAnalysis for ReachingDefinitions {
 
     /// Only the definitions of the locals the statement reads or writes: all that use-def
     /// chains and true and output dependences ask of the point before a statement.
-    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
-        let mut locals: Vec<LocalId> = uses(stmt).into_iter().map(|u| u.local).collect();
-        locals.extend(definitions(stmt));
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Record) {
         into.clear();
-        into.extend(
-            fact.iter()
-                .filter(|def| locals.contains(&def.local))
-                .copied(),
-        );
+        let mut add = |local: LocalId| {
+            into.extend(
+                fact.of(local)
+                    .iter()
+                    .map(|&site| Definition { local, site }),
+            );
+        };
+        for_each_use(stmt, |read| add(read.local));
+        defined_locals(stmt).for_each(add);
+        // A local read twice, or read and written, was added twice.
+        into.sort_unstable();
+        into.dedup();
     }
 }
 
 /// Forward, may-analysis: the reads `(local, statement)` that reach each point without the
 /// local being overwritten since. A write of `x` after a reaching read of `x` is an anti
 /// (write-after-read) dependence.
-pub struct ReachingUses;
+pub struct ReachingUses {
+    locals: usize,
+}
+
+impl ReachingUses {
+    pub fn new(function: &Function) -> ReachingUses {
+        ReachingUses {
+            locals: function.locals.len(),
+        }
+    }
+}
 
 impl DataFlowAnalysis for ReachingUses {
-    type Fact = BTreeSet<(LocalId, StmtId)>;
+    /// Per local, the statements whose reads of it reach.
+    type Fact = PerLocal<StmtId>;
+    /// The reaching reads of the locals the statement writes, sorted.
+    type Record = Vec<(LocalId, StmtId)>;
 
     fn direction(&self) -> Direction {
         Direction::Forward
     }
 
     fn boundary(&mut self) -> Self::Fact {
-        BTreeSet::new()
+        PerLocal::new(self.locals)
     }
 
     fn unreachable(&mut self) -> Self::Fact {
-        BTreeSet::new()
+        PerLocal::new(self.locals)
+    }
+
+    fn unrecorded(&mut self) -> Self::Record {
+        Vec::new()
     }
 
     fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
-        into.extend(other.iter().copied());
+        into.union_with(other);
     }
 
     fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &Self::Fact) -> Self::Fact {
-        // The statement reads its operands before it writes its targets, so its own reads of
-        // a local it also writes are overwritten at once.
         let mut out = fact.clone();
         self.transfer_in_place(id, stmt, &mut out);
         out
     }
 
     fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, fact: &mut Self::Fact) {
-        let written = definitions(stmt);
-        fact.extend(uses(stmt).into_iter().map(|u| (u.local, id)));
-        for local in written {
-            // Reads order by local first: a local's reads are one range.
-            let killed: Vec<(LocalId, StmtId)> = fact
-                .range((local, StmtId(0))..)
-                .take_while(|(read, _)| *read == local)
-                .copied()
-                .collect();
-            for read in killed {
-                fact.remove(&read);
-            }
+        // The statement reads its operands before it writes its targets, so its own reads of
+        // a local it also writes are overwritten at once.
+        for_each_use(stmt, |read| fact.insert(read.local, id));
+        for local in defined_locals(stmt) {
+            fact.clear(local);
         }
     }
 
@@ -164,14 +255,14 @@ impl DataFlowAnalysis for ReachingUses {
     }
 
     /// Only the reads of the locals the statement writes: all that anti dependences ask.
-    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Fact) {
-        let written = definitions(stmt);
+    fn record_before(&self, stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Record) {
         into.clear();
-        into.extend(
-            fact.iter()
-                .filter(|(local, _)| written.contains(local))
-                .copied(),
-        );
+        for local in defined_locals(stmt) {
+            into.extend(fact.of(local).iter().map(|&reader| (local, reader)));
+        }
+        // A statement writing one local twice added its reads twice.
+        into.sort_unstable();
+        into.dedup();
     }
 }
 
@@ -180,6 +271,7 @@ pub struct LiveVariables;
 
 impl DataFlowAnalysis for LiveVariables {
     type Fact = BTreeSet<LocalId>;
+    type Record = BTreeSet<LocalId>;
 
     fn direction(&self) -> Direction {
         Direction::Backward
@@ -191,6 +283,14 @@ impl DataFlowAnalysis for LiveVariables {
 
     fn unreachable(&mut self) -> Self::Fact {
         BTreeSet::new()
+    }
+
+    fn unrecorded(&mut self) -> Self::Record {
+        BTreeSet::new()
+    }
+
+    fn record_before(&self, _stmt: &Stmt, fact: &Self::Fact, into: &mut Self::Record) {
+        into.clone_from(fact);
     }
 
     fn join(&mut self, _point: JoinPoint, into: &mut Self::Fact, other: &Self::Fact) {
@@ -225,38 +325,65 @@ impl UseDefChains {
 
     pub fn from_reaching(
         function: &Function,
-        reaching: &FlowResults<BTreeSet<Definition>>,
+        reaching: &ReachingDefinitionResults,
     ) -> UseDefChains {
         let tree = StatementTree::new(function);
-        let mut chains = UseDefChains::default();
+        // Pairs are collected, sorted and grouped, then each map is built from its sorted
+        // keys in one pass: cheaper than one tree insertion per pair.
+        let mut reads: Vec<(StmtId, LocalId)> = Vec::new();
+        let mut read_sites: Vec<((StmtId, LocalId), DefSite)> = Vec::new();
+        // The readers of each definition, bucketed by local: definitions order by local
+        // first, so the buckets in turn are the definitions in order.
+        let mut readers: Vec<Vec<(DefSite, StmtId)>> = vec![Vec::new(); function.locals.len()];
         for (id, entry) in tree.iter() {
             let Some(before) = reaching.before(id) else {
                 continue;
             };
-            for used in uses(entry.stmt) {
-                let sites: BTreeSet<DefSite> = before
-                    .iter()
-                    .filter(|def| def.local == used.local)
-                    .map(|def| def.site)
-                    .collect();
-                for &site in &sites {
-                    chains
-                        .def_uses
-                        .entry(Definition {
-                            local: used.local,
-                            site,
-                        })
-                        .or_default()
-                        .insert(id);
+            let (reads_start, sites_start) = (reads.len(), read_sites.len());
+            for_each_use(entry.stmt, |used| {
+                // Every read has an entry, also one no definition reaches.
+                reads.push((id, used.local));
+                for def in definitions_of(before, used.local) {
+                    read_sites.push(((id, used.local), def.site));
+                    if def.local.0 >= readers.len() {
+                        readers.resize(def.local.0 + 1, Vec::new());
+                    }
+                    readers[def.local.0].push((def.site, id));
                 }
-                chains
-                    .use_defs
-                    .entry((id, used.local))
-                    .or_default()
-                    .extend(sites);
+            });
+            // Statements come in id order, so sorting each one's few reads sorts them all.
+            reads[reads_start..].sort_unstable();
+            read_sites[sites_start..].sort_unstable();
+        }
+        reads.dedup();
+        read_sites.dedup();
+
+        let mut sites = read_sites.into_iter().peekable();
+        let use_defs = reads
+            .into_iter()
+            .map(|read| {
+                let mut of_read = BTreeSet::new();
+                while let Some((_, site)) = sites.next_if(|(key, _)| *key == read) {
+                    of_read.insert(site);
+                }
+                (read, of_read)
+            })
+            .collect();
+        let mut def_uses = Vec::new();
+        for (local, of_local) in readers.iter_mut().enumerate() {
+            // A few reads, in id order per definition already.
+            of_local.sort_unstable();
+            of_local.dedup();
+            for group in of_local.chunk_by(|a, b| a.0 == b.0) {
+                let definition = Definition {
+                    local: LocalId(local),
+                    site: group[0].0,
+                };
+                def_uses.push((definition, group.iter().map(|&(_, id)| id).collect()));
             }
         }
-        chains
+        let def_uses = def_uses.into_iter().collect();
+        UseDefChains { use_defs, def_uses }
     }
 
     /// The definitions that may supply `local` where `stmt` reads it.

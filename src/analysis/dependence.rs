@@ -6,7 +6,6 @@
 //! Dependences come from reaching definitions and reaching uses over the structured control
 //! flow, so a loop gives *loop-carried* edges that point backward in program order.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
 use petgraph::dot::{Config, Dot};
@@ -16,10 +15,13 @@ use petgraph::Direction as EdgeDirection;
 
 use crate::sema::typed::{Function, FunctionId, LocalId, TypedProgram};
 
-use super::dataflow::{solve, FlowResults, NoFixedPoint};
-use super::defuse::{DefSite, Definition, ReachingDefinitions, ReachingUses};
+use super::dataflow::{solve, NoFixedPoint};
+use super::defuse::{
+    definitions_of, reads_of, DefSite, ReachingDefinitionResults, ReachingDefinitions,
+    ReachingUseResults, ReachingUses,
+};
 use super::device::{edge_synchronization, statement_device, Context, Device, Synchronization};
-use super::statements::{definitions, label, local_name, uses, StatementTree, StmtId};
+use super::statements::{defined_locals, for_each_use, label, local_name, StatementTree, StmtId};
 
 /// The kind of a data dependence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -89,9 +91,9 @@ impl DependenceGraph {
         program: &TypedProgram,
         id: FunctionId,
         function: &Function,
-        reaching_defs: &FlowResults<BTreeSet<Definition>>,
+        reaching_defs: &ReachingDefinitionResults,
     ) -> Result<DependenceGraph, NoFixedPoint> {
-        let reaching_uses = solve(&mut ReachingUses, function)?;
+        let reaching_uses = solve(&mut ReachingUses::new(function), function)?;
         Ok(Self::from_flow(
             program,
             id,
@@ -105,12 +107,13 @@ impl DependenceGraph {
         program: &TypedProgram,
         id: FunctionId,
         function: &Function,
-        reaching_defs: &FlowResults<BTreeSet<Definition>>,
-        reaching_uses: &FlowResults<BTreeSet<(LocalId, StmtId)>>,
+        reaching_defs: &ReachingDefinitionResults,
+        reaching_uses: &ReachingUseResults,
     ) -> DependenceGraph {
         let cx = Context { program, function };
         let tree = StatementTree::new(function);
-        let mut graph = StableDiGraph::new();
+        // Sized once: growing the graph's node and edge lists by doubling copies them.
+        let mut graph = StableDiGraph::with_capacity(tree.len(), 0);
         let nodes: Vec<NodeIndex> = tree
             .iter()
             .map(|(stmt, entry)| {
@@ -122,68 +125,96 @@ impl DependenceGraph {
             })
             .collect();
 
-        // Edges are collected in a map first so that each (parent, child, kind, local) appears
-        // once and in a stable order.
-        let mut edges: BTreeMap<(StmtId, StmtId, DependenceKind, LocalId), Synchronization> =
-            BTreeMap::new();
-        let empty_defs = BTreeSet::new();
-        let empty_uses = BTreeSet::new();
+        // Edges are collected per parent first, then each parent's are sorted and
+        // deduplicated, so that each (parent, child, kind, local) appears once and in a stable
+        // order (children come in order already, so each sort has little to do). A repeated
+        // key always comes with the same synchronization (it is computed from the key's
+        // statements and the child's reads of the local), so which copy is kept does not
+        // matter.
+        let mut by_parent: Vec<Vec<(StmtId, DependenceKind, LocalId, Synchronization)>> =
+            vec![Vec::new(); tree.len()];
+        let mut add = |parent: StmtId, edge| {
+            // A parent outside the function has no node: no edge.
+            if let Some(edges) = by_parent.get_mut(parent.0) {
+                edges.push(edge);
+            }
+        };
+        // The argument positions at which the child reads each local, grouped by local.
+        let mut reads: Vec<(LocalId, Option<usize>)> = Vec::new();
+        let mut positions: Vec<Option<usize>> = Vec::new();
         for (child, entry) in tree.iter() {
-            let defs_before = reaching_defs.before(child).unwrap_or(&empty_defs);
-            let uses_before = reaching_uses.before(child).unwrap_or(&empty_uses);
+            let defs_before = reaching_defs.before(child).map_or(&[][..], Vec::as_slice);
+            let uses_before = reaching_uses.before(child).map_or(&[][..], Vec::as_slice);
 
             // True dependences: every definition reaching a read.
-            let mut positions: BTreeMap<LocalId, Vec<Option<usize>>> = BTreeMap::new();
-            for read in uses(entry.stmt) {
-                positions.entry(read.local).or_default().push(read.argument);
-            }
-            for (&local, at) in &positions {
-                for def in defs_before.iter().filter(|d| d.local == local) {
+            reads.clear();
+            for_each_use(entry.stmt, |read| reads.push((read.local, read.argument)));
+            // Stable: each local's positions stay in argument order.
+            reads.sort_by_key(|&(local, _)| local);
+            for group in reads.chunk_by(|a, b| a.0 == b.0) {
+                let local = group[0].0;
+                positions.clear();
+                positions.extend(group.iter().map(|&(_, at)| at));
+                for def in definitions_of(defs_before, local) {
                     let DefSite::Stmt(parent) = def.site else {
                         continue; // parameters have no statement
                     };
                     let Some(parent_stmt) = tree.stmt(parent) else {
                         continue;
                     };
-                    let sync = edge_synchronization(cx, parent_stmt, entry.stmt, at);
-                    edges.insert((parent, child, DependenceKind::True, local), sync);
+                    let sync = edge_synchronization(cx, parent_stmt, entry.stmt, &positions);
+                    add(parent, (child, DependenceKind::True, local, sync));
                 }
             }
 
-            for local in definitions(entry.stmt) {
+            for local in defined_locals(entry.stmt) {
                 // Output dependences: earlier definitions this one overwrites.
-                for def in defs_before.iter().filter(|d| d.local == local) {
+                for def in definitions_of(defs_before, local) {
                     if let DefSite::Stmt(parent) = def.site {
-                        edges.insert(
-                            (parent, child, DependenceKind::Output, local),
-                            Synchronization::default(),
+                        add(
+                            parent,
+                            (
+                                child,
+                                DependenceKind::Output,
+                                local,
+                                Synchronization::default(),
+                            ),
                         );
                     }
                 }
                 // Anti dependences: earlier reads of the value this one overwrites.
-                for &(_, reader) in uses_before.iter().filter(|(l, _)| *l == local) {
-                    edges.insert(
-                        (reader, child, DependenceKind::Anti, local),
-                        Synchronization::default(),
+                for (_, reader) in reads_of(uses_before, local) {
+                    add(
+                        reader,
+                        (
+                            child,
+                            DependenceKind::Anti,
+                            local,
+                            Synchronization::default(),
+                        ),
                     );
                 }
             }
         }
-
-        for ((parent, child, kind, local), sync) in edges {
-            let (Some(&from), Some(&to)) = (nodes.get(parent.0), nodes.get(child.0)) else {
-                continue;
-            };
-            graph.add_edge(
-                from,
-                to,
-                DependenceEdge {
-                    kind,
-                    local,
-                    sync,
-                    loop_carried: parent >= child,
-                },
-            );
+        graph.reserve_edges(by_parent.iter().map(Vec::len).sum());
+        for (parent, mut edges) in by_parent.into_iter().enumerate() {
+            edges.sort_unstable_by_key(|&(child, kind, local, _)| (child, kind, local));
+            edges.dedup_by_key(|&mut (child, kind, local, _)| (child, kind, local));
+            for (child, kind, local, sync) in edges {
+                let (Some(&from), Some(&to)) = (nodes.get(parent), nodes.get(child.0)) else {
+                    continue;
+                };
+                graph.add_edge(
+                    from,
+                    to,
+                    DependenceEdge {
+                        kind,
+                        local,
+                        sync,
+                        loop_carried: StmtId(parent) >= child,
+                    },
+                );
+            }
         }
         DependenceGraph {
             function: id,

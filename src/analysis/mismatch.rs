@@ -20,7 +20,7 @@
 use horsec_runtime::builtin::Builtin;
 
 use crate::diag::Diagnostic;
-use crate::sema::typed::{Arg, Callee, FunctionId, TypedProgram};
+use crate::sema::typed::{Arg, Callee, FunctionId, Operand, TypedProgram};
 
 use super::shape::{self, Shape, ShapeResults, Size};
 use super::statements::{statement_call, StatementTree};
@@ -54,9 +54,16 @@ pub fn mismatches_in(program: &TypedProgram, shapes: &ShapeResults) -> Vec<Diagn
         let [Arg::Operand(x), Arg::Operand(y)] = args else {
             continue;
         };
-        let constant = |operand| match shapes.operand_shape(program, id, operand) {
-            Shape::Vector(Size::Constant(n)) => Some(n),
-            _ => None,
+        let constant = |operand: &Operand| match operand {
+            // Looked at where it is recorded rather than copied out (`operand_shape`).
+            Operand::Local(local, _) => match shapes.before.get(id.0)?.get(local)? {
+                Shape::Vector(Size::Constant(n)) => Some(*n),
+                _ => None,
+            },
+            _ => match shapes.operand_shape(program, id, operand) {
+                Shape::Vector(Size::Constant(n)) => Some(n),
+                _ => None,
+            },
         };
         let (Some(n), Some(m)) = (constant(x), constant(y)) else {
             continue;

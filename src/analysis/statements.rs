@@ -45,7 +45,8 @@ pub struct StatementTree<'p> {
 impl<'p> StatementTree<'p> {
     pub fn new(function: &'p Function) -> StatementTree<'p> {
         let mut tree = StatementTree {
-            entries: Vec::new(),
+            // Exact for straight-line bodies (the usual case), a start otherwise.
+            entries: Vec::with_capacity(function.body.len()),
         };
         tree.number_body(&function.body, None, 0);
         tree
@@ -132,39 +133,45 @@ pub struct LocalUse {
 /// The locals `stmt` itself reads (for compound statements: only its condition or count).
 pub fn uses(stmt: &Stmt) -> Vec<LocalUse> {
     let mut out = Vec::new();
-    match &stmt.kind {
-        StmtKind::Assign { expr, .. } | StmtKind::Expr(expr) => expr_uses(expr, &mut out),
-        StmtKind::Return(operands) => {
-            for operand in operands {
-                operand_use(operand, None, &mut out);
-            }
-        }
-        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
-            operand_use(cond, None, &mut out)
-        }
-        StmtKind::Repeat { count, .. } => operand_use(count, None, &mut out),
-        StmtKind::Declare(_) | StmtKind::Break | StmtKind::Continue => {}
-    }
+    for_each_use(stmt, |read| out.push(read));
     out
 }
 
-fn expr_uses(expr: &Expr, out: &mut Vec<LocalUse>) {
+/// Calls `visit` on each read [`uses`] lists, in the same order, without collecting them:
+/// the analyses ask this of every statement several times.
+pub fn for_each_use(stmt: &Stmt, mut visit: impl FnMut(LocalUse)) {
+    match &stmt.kind {
+        StmtKind::Assign { expr, .. } | StmtKind::Expr(expr) => expr_uses(expr, &mut visit),
+        StmtKind::Return(operands) => {
+            for operand in operands {
+                operand_use(operand, None, &mut visit);
+            }
+        }
+        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
+            operand_use(cond, None, &mut visit)
+        }
+        StmtKind::Repeat { count, .. } => operand_use(count, None, &mut visit),
+        StmtKind::Declare(_) | StmtKind::Break | StmtKind::Continue => {}
+    }
+}
+
+fn expr_uses(expr: &Expr, visit: &mut impl FnMut(LocalUse)) {
     match &expr.kind {
         ExprKind::Call { args, .. } => {
             for (position, arg) in args.iter().enumerate() {
                 if let Arg::Operand(operand) = arg {
-                    operand_use(operand, Some(position), out);
+                    operand_use(operand, Some(position), visit);
                 }
             }
         }
-        ExprKind::CheckCast { expr, .. } => expr_uses(expr, out),
-        ExprKind::Operand(operand) => operand_use(operand, None, out),
+        ExprKind::CheckCast { expr, .. } => expr_uses(expr, visit),
+        ExprKind::Operand(operand) => operand_use(operand, None, visit),
     }
 }
 
-fn operand_use(operand: &Operand, argument: Option<usize>, out: &mut Vec<LocalUse>) {
+fn operand_use(operand: &Operand, argument: Option<usize>, visit: &mut impl FnMut(LocalUse)) {
     if let Operand::Local(local, _) = operand {
-        out.push(LocalUse {
+        visit(LocalUse {
             local: *local,
             argument,
         });
@@ -173,16 +180,19 @@ fn operand_use(operand: &Operand, argument: Option<usize>, out: &mut Vec<LocalUs
 
 /// The locals `stmt` assigns (declarations without a value assign nothing).
 pub fn definitions(stmt: &Stmt) -> Vec<LocalId> {
-    match &stmt.kind {
-        StmtKind::Assign { targets, .. } => targets
-            .iter()
-            .filter_map(|target| match target {
-                Target::Local(local) => Some(*local),
-                Target::Discard => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
+    defined_locals(stmt).collect()
+}
+
+/// The locals [`definitions`] lists, in the same order, without collecting them.
+pub fn defined_locals(stmt: &Stmt) -> impl Iterator<Item = LocalId> + '_ {
+    let targets: &[Target] = match &stmt.kind {
+        StmtKind::Assign { targets, .. } => targets,
+        _ => &[],
+    };
+    targets.iter().filter_map(|target| match target {
+        Target::Local(local) => Some(*local),
+        Target::Discard => None,
+    })
 }
 
 /// The call an assignment or expression statement makes, looking through `check_cast`.

@@ -8,6 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rustc_hash::FxHashMap;
+
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::types::Type;
 
@@ -330,10 +332,12 @@ impl<'a> Analyzer<'a> {
             analyzer: self,
             module,
             function: id,
-            locals: Vec::new(),
-            undeclared: HashMap::new(),
+            // Most statements of a body declare one local: sized once rather than grown by
+            // doubling (each growth copies the locals into fresh, page-faulting memory).
+            locals: Vec::with_capacity(ast.params.len() + ast.body.stmts.len()),
+            undeclared: FxHashMap::default(),
             poisoned: HashSet::new(),
-            scopes: vec![HashMap::new()],
+            scopes: vec![FxHashMap::default()],
             loops: 0,
             returned: Vec::new(),
             diags: Vec::new(),
@@ -407,10 +411,12 @@ struct Body<'s, 'a> {
     locals: Vec<typed::Local>,
     /// Names used without a declaration, each reported once and then bound to a local of
     /// unknown type.
-    undeclared: HashMap<String, LocalId>,
+    undeclared: FxHashMap<String, LocalId>,
     poisoned: HashSet<LocalId>,
-    /// Innermost last; the first holds the parameters, so the body may shadow them.
-    scopes: Vec<HashMap<String, LocalId>>,
+    /// Innermost last; the first holds the parameters, so the body may shadow them. Keyed
+    /// with Fx, not SipHash: every declaration and every read of a name hashes it, and
+    /// names come from the program being compiled, not from an adversary of a server.
+    scopes: Vec<FxHashMap<String, LocalId>>,
     loops: usize,
     /// The operand types of each `return`, for inferring `?` return types.
     returned: Vec<Vec<Type>>,
@@ -470,12 +476,15 @@ impl Body<'_, '_> {
     }
 
     fn block(&mut self, block: &ast::Block) -> Vec<typed::Stmt> {
-        self.scopes.push(HashMap::new());
-        let stmts = block
-            .stmts
-            .iter()
-            .filter_map(|stmt| self.stmt(stmt))
-            .collect();
+        // Sized for the block up front (most statements declare one name): a function body
+        // holds a hundred statements or more, and growing there by doubling copies them.
+        let statements = block.stmts.len();
+        self.scopes.push(FxHashMap::with_capacity_and_hasher(
+            statements,
+            Default::default(),
+        ));
+        let mut stmts = Vec::with_capacity(statements);
+        stmts.extend(block.stmts.iter().filter_map(|stmt| self.stmt(stmt)));
         self.scopes.pop();
         stmts
     }
@@ -572,17 +581,20 @@ impl Body<'_, '_> {
     fn assign(&mut self, targets: &[ast::Target], expr: &ast::Expr) -> Option<typed::StmtKind> {
         let analyzed = self.expr(expr);
         let produced = &analyzed.types;
-        let described = analyzed
-            .expr
-            .as_ref()
-            .map_or_else(String::new, |e| self.describe_expr(e));
+        // Only error and warning messages name the expression: built when one is reported.
+        let described = |body: &Self| {
+            analyzed
+                .expr
+                .as_ref()
+                .map_or_else(String::new, |e| body.describe_expr(e))
+        };
         let mut value_types: Vec<Option<Type>> = vec![None; targets.len()];
         if analyzed.known {
             if produced.is_empty() && targets.len() == 1 {
                 // HorsePower pass/t12 assigns the call of a function that declares no result.
                 self.diags.push(Diagnostic::warning(
                     expr.span,
-                    format!("{described} declares no result to assign"),
+                    format!("{} declares no result to assign", described(self)),
                 ));
             } else if let Some(spread) = analyzed
                 .expr
@@ -600,7 +612,7 @@ impl Body<'_, '_> {
                         format!(
                             "{} targets but {} gives {} values",
                             targets.len(),
-                            described,
+                            described(self),
                             spread.len()
                         ),
                     ));
@@ -612,7 +624,7 @@ impl Body<'_, '_> {
                         "{} target{} but {} gives {} value{}",
                         targets.len(),
                         if targets.len() == 1 { "" } else { "s" },
-                        described,
+                        described(self),
                         produced.len(),
                         if produced.len() == 1 { "" } else { "s" }
                     ),

@@ -97,6 +97,16 @@ fn finish(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     diags
 }
 
+/// The statements of a block from the parser's list of them (boxed on its stack, `None` for
+/// one that failed to parse), allocated once at their final size: a function body's
+/// statements take tens of kilobytes, and growing to that by doubling copies them over and
+/// over into fresh memory.
+pub(crate) fn unbox_statements(parsed: Vec<Option<Box<ast::Stmt>>>) -> Vec<ast::Stmt> {
+    let mut stmts = Vec::with_capacity(parsed.iter().flatten().count());
+    stmts.extend(parsed.into_iter().flatten().map(|stmt| *stmt));
+    stmts
+}
+
 /// State the grammar's actions report into.
 #[derive(Default)]
 pub struct ParseContext<'s> {

@@ -13,7 +13,9 @@
 
 mod rules;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 use horsec_runtime::types::Type;
@@ -24,7 +26,7 @@ use crate::sema::typed::{
 
 use super::dataflow::{solve, DataFlowAnalysis, Direction, JoinPoint, NoFixedPoint};
 use super::defuse::{DefSite, UseDefChains};
-use super::statements::{local_name, uses, StatementTree, StmtId};
+use super::statements::{for_each_use, local_name, StatementTree, StmtId};
 
 /// Names a dynamic size; [`ShapeResults::dynamic_origin`] says where it was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -155,7 +157,9 @@ impl DynamicOrigin {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DynamicSizes {
     origins: Vec<DynamicOrigin>,
-    ids: HashMap<DynamicOrigin, DynamicId>,
+    /// Hashed with Fx, not SipHash: every call making a size interns its origin, and the
+    /// origins come from the program being compiled.
+    ids: FxHashMap<DynamicOrigin, DynamicId>,
 }
 
 impl DynamicSizes {
@@ -176,6 +180,44 @@ impl DynamicSizes {
 
 /// The shapes of the locals at one point.
 pub type ShapeFact = BTreeMap<LocalId, Shape>;
+
+/// The shapes of the locals at one point while the analysis runs: dense, indexed by
+/// [`LocalId`], so that binding a statement's targets is a store rather than a tree
+/// insertion. Iterates in local order, as [`ShapeFact`] does, so joins name fresh sizes in
+/// the same order.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LocalShapes {
+    shapes: Vec<Option<Shape>>,
+}
+
+impl LocalShapes {
+    /// No shape known, for a function with `locals` locals.
+    fn new(locals: usize) -> LocalShapes {
+        LocalShapes {
+            shapes: vec![None; locals],
+        }
+    }
+
+    pub(crate) fn get(&self, local: &LocalId) -> Option<&Shape> {
+        self.shapes.get(local.0).and_then(Option::as_ref)
+    }
+
+    fn insert(&mut self, local: LocalId, shape: Shape) {
+        if local.0 >= self.shapes.len() {
+            // Ids come from the function's locals; grow rather than panic on a bad one.
+            self.shapes.resize(local.0 + 1, None);
+        }
+        self.shapes[local.0] = Some(shape);
+    }
+
+    /// The known shapes in local order.
+    fn iter(&self) -> impl Iterator<Item = (LocalId, &Shape)> {
+        self.shapes
+            .iter()
+            .enumerate()
+            .filter_map(|(local, shape)| Some((LocalId(local), shape.as_ref()?)))
+    }
+}
 
 /// The result of shape analysis on one function.
 #[derive(Clone, Debug, PartialEq)]
@@ -343,7 +385,7 @@ impl ShapeAnalysis<'_> {
     }
 
     /// The shape of a local where `stmt` reads it.
-    fn local_shape(&mut self, stmt: StmtId, fact: &ShapeFact, local: LocalId) -> Shape {
+    fn local_shape(&mut self, stmt: StmtId, fact: &LocalShapes, local: LocalId) -> Shape {
         if let Some(shape) = fact.get(&local) {
             return shape.clone();
         }
@@ -356,7 +398,7 @@ impl ShapeAnalysis<'_> {
         )
     }
 
-    fn operand_shape(&mut self, stmt: StmtId, fact: &ShapeFact, operand: &Operand) -> Shape {
+    fn operand_shape(&mut self, stmt: StmtId, fact: &LocalShapes, operand: &Operand) -> Shape {
         match operand {
             Operand::Local(local, _) => self.local_shape(stmt, fact, *local),
             Operand::Literal(literal) => Shape::Vector(Size::Constant(literal.values.len() as u64)),
@@ -458,7 +500,7 @@ impl ShapeAnalysis<'_> {
     }
 
     /// Binds the shapes a statement produced to its targets.
-    fn bind(&mut self, fact: &mut ShapeFact, targets: &[Target], shapes: &[Shape]) {
+    fn bind(&mut self, fact: &mut LocalShapes, targets: &[Target], shapes: &[Shape]) {
         for (target, shape) in targets.iter().zip(shapes) {
             if let Target::Local(local) = target {
                 fact.insert(*local, shape.clone());
@@ -541,7 +583,12 @@ pub fn merge_size(
 }
 
 impl DataFlowAnalysis for ShapeAnalysis<'_> {
-    type Fact = ShapeFact;
+    type Fact = LocalShapes;
+    type Record = ShapeFact;
+
+    fn unrecorded(&mut self) -> ShapeFact {
+        ShapeFact::new()
+    }
 
     /// Users read the shapes where statements read operands: before them.
     fn records_after(&self) -> bool {
@@ -549,21 +596,21 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
     }
 
     /// Only the locals the statement reads (see [`ShapeResults::before`]).
-    fn record_before(&self, stmt: &Stmt, fact: &ShapeFact, into: &mut ShapeFact) {
+    fn record_before(&self, stmt: &Stmt, fact: &LocalShapes, into: &mut ShapeFact) {
         into.clear();
-        for used in uses(stmt) {
+        for_each_use(stmt, |used| {
             if let Some(shape) = fact.get(&used.local) {
                 into.insert(used.local, shape.clone());
             }
-        }
+        });
     }
 
     fn direction(&self) -> Direction {
         Direction::Forward
     }
 
-    fn boundary(&mut self) -> ShapeFact {
-        let mut fact = ShapeFact::new();
+    fn boundary(&mut self) -> LocalShapes {
+        let mut fact = LocalShapes::new(self.function.locals.len());
         for &local in &self.function.params {
             let ty = self.local_type(local);
             let shape = self.shape_of_type(
@@ -576,12 +623,12 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
         fact
     }
 
-    fn unreachable(&mut self) -> ShapeFact {
-        ShapeFact::new()
+    fn unreachable(&mut self) -> LocalShapes {
+        LocalShapes::new(self.function.locals.len())
     }
 
-    fn join(&mut self, point: JoinPoint, into: &mut ShapeFact, other: &ShapeFact) {
-        for (&local, shape) in other {
+    fn join(&mut self, point: JoinPoint, into: &mut LocalShapes, other: &LocalShapes) {
+        for (local, shape) in other.iter() {
             let incoming = match point {
                 JoinPoint::LoopHead(loop_stmt) => {
                     self.generalize_for_loop_head(loop_stmt, local, shape, Vec::new())
@@ -603,13 +650,13 @@ impl DataFlowAnalysis for ShapeAnalysis<'_> {
         }
     }
 
-    fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &ShapeFact) -> ShapeFact {
+    fn transfer(&mut self, id: StmtId, stmt: &Stmt, fact: &LocalShapes) -> LocalShapes {
         let mut out = fact.clone();
         self.transfer_in_place(id, stmt, &mut out);
         out
     }
 
-    fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, out: &mut ShapeFact) {
+    fn transfer_in_place(&mut self, id: StmtId, stmt: &Stmt, out: &mut LocalShapes) {
         let produced: Vec<Shape> = match &stmt.kind {
             StmtKind::Declare(locals) => {
                 let mut shapes = Vec::new();

@@ -7,7 +7,7 @@ use horsec_runtime::types::Type;
 use crate::sema::typed::{Arg, Callee, Expr, ExprKind, Operand};
 use crate::syntax::ast::{Literal, LiteralValue};
 
-use super::{DynamicOrigin, Mask, Shape, ShapeAnalysis, ShapeFact, Size, TableDimension};
+use super::{DynamicOrigin, LocalShapes, Mask, Shape, ShapeAnalysis, Size, TableDimension};
 use crate::analysis::statements::StmtId;
 
 /// What a rule knows about one argument.
@@ -63,7 +63,12 @@ const PART_NESTED: u8 = 4;
 
 impl ShapeAnalysis<'_> {
     /// The shapes of the values `expr` produces where statement `id` evaluates it.
-    pub(super) fn expr_shapes(&mut self, id: StmtId, fact: &ShapeFact, expr: &Expr) -> Vec<Shape> {
+    pub(super) fn expr_shapes(
+        &mut self,
+        id: StmtId,
+        fact: &LocalShapes,
+        expr: &Expr,
+    ) -> Vec<Shape> {
         match &expr.kind {
             ExprKind::Operand(operand) => vec![self.operand_shape(id, fact, operand)],
             ExprKind::CheckCast { expr: inner, ty } => {
