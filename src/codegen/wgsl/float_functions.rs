@@ -231,17 +231,9 @@ fn log_special(w: f64) -> u32 {
     return 0u;
 }
 
-// log w = e ln2 + log m for a finite w > 0 (normal in f64): (e, log m).
-fn log_split(w: f64) -> vec2<f64> {
-    let bits = bitcast<u64>(w);
-    var e = i32(u32(bits >> 52u) & 0x7ffu) - 1023i;
-    var m = bitcast<f64>((bits & 4503599627370495lu) | 4607182418800017408lu);
-    if m > 1.4142135623730951lf {
-        m = m * 0.5lf;
-        e = e + 1i;
-    }
-    let f = m - 1.0lf;
-    let s = f / (2.0lf + f);
+// atanh s = s sum of s^2n / (2n + 1), n <= 11, for |s| <= 0.172 (log_split's and the
+// hyperbolic functions'; the rest is below 1e-19 of the sum).
+fn atanh_series(s: f64) -> f64 {
     let z = s * s;
     var p = 0.043478260869565216lf;
     p = p * z + 0.047619047619047616lf;
@@ -255,7 +247,22 @@ fn log_split(w: f64) -> vec2<f64> {
     p = p * z + 0.2lf;
     p = p * z + 0.3333333333333333lf;
     p = p * z + 1.0lf;
-    return vec2<f64>(f64(e), 2.0lf * s * p);
+    return s * p;
+}
+
+// log w = e ln2 + log m for a finite w > 0 (normal in f64): (e, log m).
+fn log_split(w: f64) -> vec2<f64> {
+    let bits = bitcast<u64>(w);
+    var e = i32(u32(bits >> 52u) & 0x7ffu) - 1023i;
+    var m = bitcast<f64>((bits & 4503599627370495lu) | 4607182418800017408lu);
+    if m > 1.4142135623730951lf {
+        m = m * 0.5lf;
+        e = e + 1i;
+    }
+    let f = m - 1.0lf;
+    let s = f / (2.0lf + f);
+    // 2 s p and 2 (s p) are the same bits: doubling is exact.
+    return vec2<f64>(f64(e), 2.0lf * atanh_series(s));
 }
 
 fn log_f32(w: f64) -> f32 {
@@ -443,25 +450,6 @@ fn hyperbolic_expm1(t: f64) -> f64 {
     return t * p;
 }
 
-// atanh s = s sum of s^2n / (2n + 1), n <= 11, for 0 <= s <= 0.172 (log_split's series; the
-// rest is below 1e-19 of the sum).
-fn hyperbolic_atanh_series(s: f64) -> f64 {
-    let z = s * s;
-    var p = 0.043478260869565216lf;
-    p = p * z + 0.047619047619047616lf;
-    p = p * z + 0.05263157894736842lf;
-    p = p * z + 0.058823529411764705lf;
-    p = p * z + 0.06666666666666667lf;
-    p = p * z + 0.07692307692307693lf;
-    p = p * z + 0.09090909090909091lf;
-    p = p * z + 0.1111111111111111lf;
-    p = p * z + 0.14285714285714285lf;
-    p = p * z + 0.2lf;
-    p = p * z + 0.3333333333333333lf;
-    p = p * z + 1.0lf;
-    return s * p;
-}
-
 // log(1 + u) for a finite u >= 0. Below sqrt(2) - 1: 2 atanh(s) with s = u / (2 + u) <= 0.172,
 // 1 + u never rounded (that would lose u's low bits). From there on: log_split of 1 + u,
 // whose rounding moves the logarithm by at most 2^-53, against a logarithm of at least 0.34.
@@ -471,7 +459,7 @@ fn hyperbolic_log1p(u: f64) -> f64 {
         return parts.x * 6.93147180369123816490e-1lf
             + (parts.y + parts.x * 1.90821492927058770002e-10lf);
     }
-    return 2.0lf * hyperbolic_atanh_series(u / (2.0lf + u));
+    return 2.0lf * atanh_series(u / (2.0lf + u));
 }
 
 // An infinity with the sign of w.
@@ -602,7 +590,7 @@ fn atanh_f32(w: f64) -> f32 {
     if a < 0.0001220703125lf {
         return argument_f32(w);
     }
-    var v = hyperbolic_atanh_series(a);
+    var v = atanh_series(a);
     if a >= 0.17157287525380996lf {
         v = 0.5lf * hyperbolic_log1p(2.0lf * a / (1.0lf - a));
     }
