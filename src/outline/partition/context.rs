@@ -534,6 +534,10 @@ impl<'p> Context<'p> {
         let chains = &cx.analysis.chains;
         let mut inputs: Vec<LocalId> = Vec::new();
         let mut outputs: Vec<LocalId> = Vec::new();
+        // Which locals each list holds already: a wide kernel reads and defines many, and
+        // the merge steps ask for interfaces of every pair they try.
+        let locals = cx.function.locals.len();
+        let (mut is_input, mut is_output) = (vec![false; locals], vec![false; locals]);
         for id in members.statements() {
             let Some(stmt) = cx.tree.stmt(id) else {
                 continue;
@@ -547,8 +551,8 @@ impl<'p> Context<'p> {
                     // Read before any assignment reaches it: whatever the host holds.
                     _ => true,
                 };
-                if from_outside && !inputs.contains(&read.local) {
-                    inputs.push(read.local);
+                if from_outside {
+                    push_once(&mut inputs, &mut is_input, read.local);
                 }
             }
             for local in definitions(stmt) {
@@ -563,8 +567,8 @@ impl<'p> Context<'p> {
                             || (reader <= id && !self.loop_inside_kernel(members, reader, id))
                     })
                 });
-                if live_out && !outputs.contains(&local) {
-                    outputs.push(local);
+                if live_out {
+                    push_once(&mut outputs, &mut is_output, local);
                 }
             }
         }
@@ -707,5 +711,16 @@ impl Members {
         self.ranges
             .iter()
             .flat_map(|&(first, end)| (first..end).map(StmtId))
+    }
+}
+
+/// Appends `local` to `list` unless it is there already, `seen` marking the locals `list` holds.
+fn push_once(list: &mut Vec<LocalId>, seen: &mut [bool], local: LocalId) {
+    let new = match seen.get_mut(local.0) {
+        Some(flag) => !std::mem::replace(flag, true),
+        None => !list.contains(&local),
+    };
+    if new {
+        list.push(local);
     }
 }

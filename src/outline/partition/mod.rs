@@ -550,10 +550,8 @@ impl Partition {
     /// wherever the dependences allow (ties go to the group whose first unit comes first).
     /// `None` if the graph has a cycle (a bug: every merge keeps it acyclic).
     fn topological(&self, graph: &GroupGraph) -> Option<Vec<usize>> {
-        let mut indegree = vec![0usize; self.groups.len()];
-        for &(_, to) in graph.links.keys() {
-            indegree[to] += 1;
-        }
+        // A group's predecessors are exactly the groups linked to it.
+        let mut indegree: Vec<usize> = graph.predecessors.iter().map(BTreeSet::len).collect();
         let first_unit = |g: usize| {
             self.groups[g]
                 .as_ref()
