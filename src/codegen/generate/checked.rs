@@ -35,6 +35,35 @@ impl TemporalShift {
 }
 
 impl Generator<'_> {
+    /// The record of a shift whose result leaves its type's range: the failing element's
+    /// position and its two operands (`failure_record`), and the status bit whose report
+    /// ([`CheckReport::Shift`]) the engine turns into the CPU's message. Gives the bit and the
+    /// names of the two scratch buffers.
+    fn shift_failure(
+        &mut self,
+        length: Length,
+        builtin: Builtin,
+        ty: &Type,
+        minus: bool,
+        unit: Option<String>,
+    ) -> Result<(u32, String, String), CodegenError> {
+        let ((first, first_name), (operands, operands_name)) =
+            self.failure_record(length, GpuElement::I64, 2, "bad_operands");
+        let name = builtin.name().to_string();
+        let bit = self.status_bit(
+            format!("@{name}: a {ty} shifted out of its range"),
+            Some(CheckReport::Shift {
+                builtin: name,
+                ty: ty.clone(),
+                minus,
+                unit,
+                first,
+                operands,
+            }),
+        )?;
+        Ok((bit, first_name, operands_name))
+    }
+
     /// A temporal value shifted by an integer amount, computed in i64 and checked as the CPU
     /// checks it ([`horsec_runtime::temporal::shift`]): no i64 overflow, and the result in
     /// the type's calendar range (dates, months, dts: years 0000 to 9999) or its i32
@@ -69,20 +98,8 @@ impl Generator<'_> {
         };
         let (t_expr, k_expr) = (widen(self, value)?, widen(self, amount)?);
         let n = self.scratch.len();
-        let ((first, first_name), (operands, operands_name)) =
-            self.failure_record(length, GpuElement::I64, 2, "bad_operands");
-        let name = builtin.name().to_string();
-        let bit = self.status_bit(
-            format!("@{name}: a {ty} shifted out of its range"),
-            Some(CheckReport::Shift {
-                builtin: name,
-                ty: ty.clone(),
-                minus: shift.minus,
-                unit: None,
-                first,
-                operands,
-            }),
-        )?;
+        let (bit, first_name, operands_name) =
+            self.shift_failure(length, builtin, &ty, shift.minus, None)?;
         let s = format!("shift{n}");
         // Overflow and range are tested on 32-bit words: lavapipe (Mesa 22.3) miscompiles
         // signed i64 comparisons with constants (`k > 0li` was true for k = -3). An i64 sum
@@ -323,20 +340,8 @@ impl Generator<'_> {
                 ]);
             }
         }
-        let ((first, first_name), (operands, operands_name)) =
-            self.failure_record(length, GpuElement::I64, 2, "bad_operands");
-        let name = builtin.name().to_string();
-        let bit = self.status_bit(
-            format!("@{name}: a {ty} shifted out of its range"),
-            Some(CheckReport::Shift {
-                builtin: name,
-                ty: ty.clone(),
-                minus,
-                unit: Some(unit_name),
-                first,
-                operands,
-            }),
-        )?;
+        let (bit, first_name, operands_name) =
+            self.shift_failure(length, builtin, &ty, minus, Some(unit_name))?;
         prelude.push(format!(
             "if !{s}_ok {{ atomicOr(&status[0], {}u); atomicMax(&{first_name}[0], ~i); \
              if i < {RECORDED_POSITIONS}u {{ {operands_name}[2u * i] = {s}_v; \
