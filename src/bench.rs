@@ -136,9 +136,10 @@ pub fn bench_queries(
             let mut sink = std::io::sink();
             let (costs, traffic) = (device.host_costs(), device.traffic());
             let start = Instant::now();
+            // The run returns once the device has done its work (the engine waits), so the
+            // time covers the GPU's part.
             interp::run_with(&gpu_plan, db, &mut sink, &mut engine, &mut profile)
                 .map_err(|e| format!("{}:{e}", file.display()))?;
-            device.wait_idle().map_err(|e| e.to_string())?;
             Ok(WarmRun {
                 time: start.elapsed(),
                 profile,
