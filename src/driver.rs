@@ -232,6 +232,9 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
             };
             match module {
                 Ok(module) => modules.push(Some(Arc::new(module))),
+                // A grouped kernel the generator does not cover leaves its fallback, the
+                // unfused kernel and library call, to run as they would have.
+                Err(e) if kernel.grouped.is_some() && !e.is_compiler_bug() => modules.push(None),
                 // A builtin without GPU code yet: the kernel's statements run on the CPU,
                 // said here and listed again by `--time` as CPU compute steps.
                 Err(e) if !e.is_compiler_bug() => {

@@ -72,6 +72,26 @@ pub fn lower_gpu(
             kernels,
         };
         functions[id.0].body = gpu.body(&outlined_function.body)?;
+        // The decline flags of grouped kernels: slots past the function's locals.
+        let mut flags: Vec<(usize, String)> = outlined_function
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k.grouped.as_ref()?.declined.0, k.name.clone())))
+            .collect();
+        flags.sort();
+        let slots = &mut functions[id.0].slots;
+        for (slot, kernel) in flags {
+            if slot != slots.len() {
+                return Err(format!(
+                    "the decline flag of {kernel} is slot {slot}, not the next one ({})",
+                    slots.len()
+                ));
+            }
+            slots.push(SlotInfo {
+                name: format!("{kernel}_declined"),
+                ty: Type::Bool,
+            });
+        }
     }
     Ok(Plan {
         functions,
@@ -95,6 +115,9 @@ impl GpuLowering<'_> {
             match stmt {
                 OutlinedStmt::Launch(k) if matches!(self.kernels.get(k.0), Some(None)) => {
                     steps.extend(self.kernel_on_host(*k)?);
+                }
+                OutlinedStmt::Grouped { kernel, fallback } => {
+                    steps.extend(self.grouped(*kernel, fallback)?);
                 }
                 _ => steps.extend(self.stmt(stmt)?),
             }
@@ -126,6 +149,38 @@ impl GpuLowering<'_> {
             }
         }
         Ok(steps)
+    }
+
+    /// A grouped kernel's launch, then its fallback under its decline flag; only the
+    /// fallback where code generation does not cover the grouped kernel.
+    fn grouped(&self, k: KernelId, fallback: &[OutlinedStmt]) -> Result<Vec<Step>, String> {
+        let kernel = self
+            .outlined
+            .kernel(k)
+            .ok_or_else(|| format!("kernel #{} is not in the function", k.0))?;
+        let grouped = kernel
+            .grouped
+            .as_ref()
+            .ok_or_else(|| format!("kernel {} is not grouped", kernel.name))?;
+        if !matches!(self.kernels.get(k.0), Some(Some(_))) {
+            return self.body(fallback);
+        }
+        let Some(launch) = self.stmt(&OutlinedStmt::Launch(k))? else {
+            return Err(format!("kernel {} gave no launch", kernel.name));
+        };
+        let at = match &launch {
+            Step::Launch { at, .. } => *at,
+            _ => Location::default(),
+        };
+        Ok(vec![
+            launch,
+            Step::If {
+                cond: Operand::Slot(Slot(grouped.declined.0)),
+                then_body: self.body(fallback)?,
+                else_body: Vec::new(),
+                at,
+            },
+        ])
     }
 
     fn typed(&self, id: StmtId) -> Result<&typed::Stmt, String> {
@@ -190,6 +245,9 @@ impl GpuLowering<'_> {
                     },
                     at: self.lowering.location(self.typed(fused.anchor)?.span),
                 })
+            }
+            OutlinedStmt::Grouped { .. } => {
+                return Err("a grouped kernel lowered as one step".to_string())
             }
             OutlinedStmt::Launch(k) => {
                 let kernel = self

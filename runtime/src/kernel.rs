@@ -277,6 +277,10 @@ pub enum ScratchPurpose {
     /// The indexes an index check found out of range, at their element positions
     /// ([`IndexSource::Device`]); only those positions are written.
     BadIndexes,
+    /// A grouped kernel's key slots: the bitmap of the slots its kept rows occupy (bound as
+    /// `array<atomic<u32>>`), or, per bitmap word, the rank of its first set slot and its
+    /// bits, then each group's slot.
+    GroupSlots,
 }
 
 /// What a storage binding holds.

@@ -36,6 +36,7 @@ fn kernel_of(
         geometry,
         inputs: inputs.to_vec(),
         outputs: outputs.to_vec(),
+        grouped: None,
     };
     generate_kernel(program, &analysis, &kernel)
 }
@@ -283,6 +284,7 @@ fn fetch_gathers_an_enums_keys_and_keeps_their_dictionary() {
         geometry: crate::analysis::Geometry::Vector(rows),
         inputs: vec![e],
         outputs: vec![keys],
+        grouped: None,
     };
     let module = generate_kernel(&program, &analysis, &kernel).expect("generates");
     assert_eq!(

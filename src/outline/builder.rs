@@ -7,6 +7,7 @@ use crate::analysis::{AnalysisError, FunctionAnalysis, StmtId};
 use crate::sema::typed::{FunctionId, Stmt, StmtKind, TypedProgram};
 
 use super::group_aggregate;
+use super::grouped::{self, GroupedKernels};
 use super::kernel::{Kernel, KernelId};
 use super::partition::{Context, Members, Partition, Placed, Role};
 use super::{OutlineError, OutlinedFunction, OutlinedStmt};
@@ -48,6 +49,7 @@ pub(crate) fn outline_function(
             function: id,
             prefix,
             kernels: Vec::new(),
+            flags: 0,
         };
         let top = builder.body_ids(0, &function.body);
         let body = builder.outline_body(&top)?;
@@ -66,6 +68,8 @@ struct Builder<'a, 'p> {
     function: FunctionId,
     prefix: String,
     kernels: Vec<Kernel>,
+    /// Decline flags of grouped kernels given out so far.
+    flags: usize,
 }
 
 impl Builder<'_, '_> {
@@ -126,6 +130,7 @@ impl Builder<'_, '_> {
                         geometry,
                         inputs,
                         outputs,
+                        grouped: None,
                     });
                     out.push(OutlinedStmt::Launch(id));
                 }
@@ -143,7 +148,12 @@ impl Builder<'_, '_> {
                 }
             }
         }
-        Ok(out)
+        let into = GroupedKernels {
+            kernels: &mut self.kernels,
+            prefix: &self.prefix,
+            flags: &mut self.flags,
+        };
+        Ok(grouped::fuse(self.cx, out, into))
     }
 
     fn single(&mut self, stmt: StmtId, role: &Role) -> Result<OutlinedStmt, OutlineError> {

@@ -53,13 +53,13 @@ pub struct FusedResult {
 }
 
 /// Where each local is assigned and read, over the whole function.
-struct Sites {
+pub(crate) struct Sites {
     definitions: HashMap<LocalId, Vec<StmtId>>,
     uses: HashMap<LocalId, Vec<StmtId>>,
 }
 
 impl Sites {
-    fn of(cx: &Context<'_>) -> Sites {
+    pub(crate) fn of(cx: &Context<'_>) -> Sites {
         let mut sites = Sites {
             definitions: HashMap::new(),
             uses: HashMap::new(),
@@ -76,7 +76,7 @@ impl Sites {
     }
 
     /// The one statement that assigns `local` (none for a parameter).
-    fn single_definition(&self, cx: &Context<'_>, local: LocalId) -> Option<StmtId> {
+    pub(crate) fn single_definition(&self, cx: &Context<'_>, local: LocalId) -> Option<StmtId> {
         if cx.function.params.contains(&local) {
             return None;
         }
@@ -86,7 +86,7 @@ impl Sites {
         }
     }
 
-    fn readers(&self, local: LocalId) -> &[StmtId] {
+    pub(crate) fn readers(&self, local: LocalId) -> &[StmtId] {
         self.uses.get(&local).map_or(&[], Vec::as_slice)
     }
 }
@@ -109,7 +109,7 @@ pub(crate) fn find(cx: &Context<'_>, stmts: &[StmtId]) -> Vec<FusedGroup> {
 }
 
 /// `target = @b(args)` with one local target.
-fn call<'p>(cx: &Context<'p>, id: StmtId) -> Option<(LocalId, Builtin, &'p [Arg])> {
+pub(crate) fn call<'p>(cx: &Context<'p>, id: StmtId) -> Option<(LocalId, Builtin, &'p [Arg])> {
     let stmt: &'p Stmt = cx.tree.stmt(id)?;
     let StmtKind::Assign { targets, expr, .. } = &stmt.kind else {
         return None;
@@ -127,7 +127,7 @@ fn call<'p>(cx: &Context<'p>, id: StmtId) -> Option<(LocalId, Builtin, &'p [Arg]
     Some((*target, *b, args.as_slice()))
 }
 
-fn local_arg(arg: &Arg) -> Option<LocalId> {
+pub(crate) fn local_arg(arg: &Arg) -> Option<LocalId> {
     match arg {
         Arg::Operand(Operand::Local(l, _)) => Some(*l),
         _ => None,

@@ -7,6 +7,8 @@
 use crate::analysis::{Geometry, StmtId};
 use crate::sema::typed::{FunctionId, LocalId};
 
+use super::group_aggregate::FusedResult;
+
 /// Index of a kernel in an outlined function's kernel list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KernelId(pub usize);
@@ -29,6 +31,38 @@ pub struct Kernel {
     /// in first-use order. Globals and literals are not listed: they are constants.
     pub inputs: Vec<LocalId>,
     /// Locals defined inside the kernel that are live after it (read by a later statement
-    /// outside the kernel or returned), in definition order.
+    /// outside the kernel or returned), in definition order. A grouped kernel's are its
+    /// aggregation's: `first`, the key outputs, then the results.
     pub outputs: Vec<LocalId>,
+    /// A group aggregation the kernel does over its own rows, instead of writing them (see
+    /// [`GroupedAggregation`]).
+    pub grouped: Option<GroupedAggregation>,
+}
+
+/// A fused group aggregation (`@group_aggregate`) over values a kernel computes, done inside
+/// the kernel: each row the kernel's masks keep is added to its group's accumulators, and
+/// the compacted key and value columns are never written (see `outline::grouped`).
+///
+/// The kernel finds the groups in a small key domain (every key column a bool, char, i8 or
+/// i16): it marks the slots the kept rows occupy, ranks them in key order, and adds up each
+/// group in registers. When there are more groups than its registers hold it *declines*:
+/// it sets the flag `declined` and writes nothing, and the unfused statements run instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupedAggregation {
+    /// The key columns, most significant first: values of the kernel, as long as its kept
+    /// rows.
+    pub keys: Vec<LocalId>,
+    /// The target of `@keys(groups)`. The kernel writes the group numbers `0, 1, …` there:
+    /// every key column it writes holds one key per group, so `@index(key, first)` reads
+    /// each group's key as before.
+    pub first: Option<LocalId>,
+    /// The key columns read later (only through `@index(key, first)`), written with one
+    /// element per group.
+    pub key_outputs: Vec<LocalId>,
+    /// The reductions, each with its value column (a value of the kernel) and its target.
+    pub results: Vec<FusedResult>,
+    /// The one-element bool the kernel sets when it declined. Not a local of the function:
+    /// the lowering gives it a plan slot of its own past the function's locals, numbered
+    /// by this id.
+    pub declined: LocalId,
 }

@@ -10,6 +10,7 @@
 mod builder;
 mod compatibility;
 pub mod group_aggregate;
+mod grouped;
 pub mod kernel;
 mod partition;
 mod printer;
@@ -75,6 +76,13 @@ pub enum OutlinedStmt {
     /// A fused group aggregation: one `@group_aggregate` library call in place of a
     /// `@group` and the reductions over its lists (see [`group_aggregate`]).
     GroupAggregate(Box<group_aggregate::FusedGroup>),
+    /// Launch a grouped kernel (a kernel that also does the group aggregation of its
+    /// values, see [`kernel::GroupedAggregation`]); when it declines, `fallback` runs: the
+    /// kernel's statements, the key's list and the aggregation, unfused.
+    Grouped {
+        kernel: KernelId,
+        fallback: Vec<OutlinedStmt>,
+    },
     /// An `if` that stays on the host; its condition is the statement's.
     If {
         stmt: StmtId,

@@ -18,7 +18,7 @@ use crate::sema::typed::{Function, LocalId, Stmt, StmtKind, Target, TypedProgram
 use crate::syntax::ast::FunctionKind;
 use crate::syntax::printer::print_literal;
 
-use super::kernel::Kernel;
+use super::kernel::{Kernel, KernelId};
 use super::{OutlinedFunction, OutlinedProgram, OutlinedStmt};
 
 /// The outlined program as HorseIR: per module, each function's kernels as `kernel`
@@ -123,6 +123,28 @@ fn print_kernel(out: &mut String, program: &TypedProgram, function: &Function, k
         .map(|stmt| with_declarations(stmt, &mut declared))
         .collect();
     out.push_str(&print_statements(program, function, &stmts, 2));
+    if let Some(grouped) = &kernel.grouped {
+        let name = |l: &LocalId| local_name(function, *l).to_string();
+        let keys: Vec<String> = grouped.keys.iter().map(name).collect();
+        let aggregates: Vec<String> = grouped
+            .results
+            .iter()
+            .map(|r| match &r.value {
+                Some(value) => format!(
+                    "`{} {}",
+                    r.reduction.name(),
+                    print_operand(program, function, value)
+                ),
+                None => format!("`{}", r.reduction.name()),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "        // grouped by ({}) over the kept rows: {}",
+            keys.join(", "),
+            aggregates.join(", ")
+        );
+    }
     if kernel.outputs.is_empty() {
         out.push_str("        return;\n");
     } else {
@@ -218,6 +240,35 @@ impl HostPrinter<'_, '_> {
         print_operand(self.program, self.function, operand)
     }
 
+    /// `targets = @kernel(inputs);` for a launch, with `note` after it.
+    fn launch(&mut self, kernel: KernelId, depth: usize, note: &str) {
+        let Some(kernel) = self.outlined.kernel(kernel) else {
+            return;
+        };
+        let args: Vec<&str> = kernel
+            .inputs
+            .iter()
+            .map(|&l| local_name(self.function, l))
+            .collect();
+        let call = format!("@{}({})", kernel.name, args.join(", "));
+        if kernel.outputs.is_empty() {
+            self.line(depth, &format!("{call};{note}"));
+        } else {
+            let targets: Vec<String> = kernel
+                .outputs
+                .iter()
+                .map(|&l| {
+                    if self.declared.insert(l) {
+                        typed_name(self.function, l)
+                    } else {
+                        local_name(self.function, l).to_string()
+                    }
+                })
+                .collect();
+            self.line(depth, &format!("{} = {call};{note}", targets.join(", ")));
+        }
+    }
+
     fn body(&mut self, body: &[OutlinedStmt], depth: usize) {
         for step in body {
             match step {
@@ -265,31 +316,25 @@ impl HostPrinter<'_, '_> {
                         ),
                     );
                 }
-                OutlinedStmt::Launch(kernel) => {
-                    let Some(kernel) = self.outlined.kernel(*kernel) else {
-                        continue;
-                    };
-                    let args: Vec<&str> = kernel
-                        .inputs
-                        .iter()
-                        .map(|&l| local_name(self.function, l))
-                        .collect();
-                    let call = format!("@{}({})", kernel.name, args.join(", "));
-                    if kernel.outputs.is_empty() {
-                        self.line(depth, &format!("{call};"));
-                    } else {
-                        let targets: Vec<String> = kernel
-                            .outputs
-                            .iter()
-                            .map(|&l| {
-                                if self.declared.insert(l) {
-                                    typed_name(self.function, l)
-                                } else {
-                                    local_name(self.function, l).to_string()
-                                }
-                            })
-                            .collect();
-                        self.line(depth, &format!("{} = {call};", targets.join(", ")));
+                OutlinedStmt::Launch(kernel) => self.launch(*kernel, depth, ""),
+                OutlinedStmt::Grouped { kernel, fallback } => {
+                    let name = self
+                        .outlined
+                        .kernel(*kernel)
+                        .map_or("?", |k| k.name.as_str());
+                    let note = format!("  // grouped; if {name} declines, instead:");
+                    self.launch(*kernel, depth, &note);
+                    // The fallback, commented out: it runs only when the kernel declines.
+                    let start = self.out.len();
+                    self.body(fallback, depth + 1);
+                    let printed = self.out.split_off(start);
+                    for line in printed.lines() {
+                        let code = line.trim_start();
+                        let pad = &line[..line.len() - code.len()];
+                        self.out.push_str(pad);
+                        self.out.push_str("// ");
+                        self.out.push_str(code);
+                        self.out.push('\n');
                     }
                 }
                 OutlinedStmt::If {
@@ -402,7 +447,9 @@ pub fn print_dot(program: &TypedProgram, outlined: &OutlinedProgram) -> String {
             escape(&function.qualified_name())
         );
         let mut in_kernel = vec![false; tree.len()];
-        for kernel in &of.kernels {
+        // A grouped kernel holds the statements of the kernel it replaces (its fallback):
+        // a statement is drawn once, in that kernel's cluster.
+        for kernel in of.kernels.iter().filter(|k| k.grouped.is_none()) {
             let _ = writeln!(
                 out,
                 "        subgraph \"cluster_{}\" {{\n            label = \"{}: {}\";\n            style = rounded;",

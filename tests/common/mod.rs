@@ -108,6 +108,21 @@ pub fn run_gpu_tsv(
     db: &Database,
     device: &horsec_runtime::gpu::Device,
 ) -> Result<(String, Vec<String>), String> {
+    let (answer, profile) = run_gpu_profiled(path, db, device)?;
+    let cpu_steps = profile
+        .cpu_compute_steps()
+        .into_iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    Ok((answer, cpu_steps))
+}
+
+/// [`run_gpu_tsv`], with the run's profile: every step that ran, by name.
+pub fn run_gpu_profiled(
+    path: &std::path::Path,
+    db: &Database,
+    device: &horsec_runtime::gpu::Device,
+) -> Result<(String, horsec_runtime::profile::Profile), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let c = horsec::driver::compile_for(
         &path.display().to_string(),
@@ -128,15 +143,7 @@ pub fn run_gpu_tsv(
     for v in &values {
         write_value(v, OutputFormat::Tsv, &mut out).map_err(|e| e.to_string())?;
     }
-    let cpu_steps = profile
-        .cpu_compute_steps()
-        .into_iter()
-        .map(|(name, _)| name.to_string())
-        .collect();
-    Ok((
-        String::from_utf8(out).map_err(|e| e.to_string())?,
-        cpu_steps,
-    ))
+    Ok((String::from_utf8(out).map_err(|e| e.to_string())?, profile))
 }
 
 /// The ORDER BY columns of each TPC-H query (by output column name), from the SQL.

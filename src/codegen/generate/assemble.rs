@@ -44,7 +44,7 @@ impl Generator<'_> {
 
     /// `i < <own length>` for a value (or a reduction's folded value) shorter than the
     /// launch, `None` when it spans the launch.
-    fn guard(&mut self, local: LocalId, launch: &Length) -> Option<String> {
+    pub(super) fn guard(&mut self, local: LocalId, launch: &Length) -> Option<String> {
         let own = if self.reductions.iter().any(|r| r.target == local) {
             self.reduced_lengths.get(&local)
         } else {
@@ -55,6 +55,19 @@ impl Generator<'_> {
         Some(format!("i < {}", self.param(name, ParamValue::Length(own))))
     }
 
+    /// A failing check records element positions up to the launch's length, which the
+    /// inputs of unproven length widen beyond the geometry's (a date minus a vector
+    /// parameter): the buffers recording them were sized by the geometry.
+    pub(super) fn widen_recorded(&mut self, length: &Length) {
+        if let Some(geometry) = self.geometry_length().filter(|g| g != length) {
+            for scratch in &mut self.scratch {
+                if scratch.purpose == ScratchPurpose::BadIndexes {
+                    scratch.elements = scratch.elements.substitute(&geometry, length);
+                }
+            }
+        }
+    }
+
     pub(super) fn assemble_vector(mut self) -> Result<KernelLaunch, CodegenError> {
         let Some(length) = self.launch_length() else {
             return Err(CodegenError::malformed(
@@ -63,16 +76,7 @@ impl Generator<'_> {
             ));
         };
         let n = self.param("n".to_string(), ParamValue::Length(length.clone()));
-        // A failing check records element positions up to the launch's length, which the
-        // inputs of unproven length widen beyond the geometry's (a date minus a vector
-        // parameter): the buffers recording them were sized by the geometry.
-        if let Some(geometry) = self.geometry_length().filter(|g| *g != length) {
-            for scratch in &mut self.scratch {
-                if scratch.purpose == ScratchPurpose::BadIndexes {
-                    scratch.elements = scratch.elements.substitute(&geometry, &length);
-                }
-            }
-        }
+        self.widen_recorded(&length);
         // Values shorter than the launch (a broadcast side, a value of an unrelated input
         // length) are written and reduced only below their own length.
         let reduced: Vec<LocalId> = self.reductions.iter().map(|r| r.target).collect();
@@ -431,12 +435,14 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let element =
-                if binding.name.starts_with("status") || binding.name == super::cells::LONG_CELLS {
-                    "atomic<u32>".to_string()
-                } else {
-                    binding.element.wgsl().to_string()
-                };
+            let element = if binding.name.starts_with("status")
+                || binding.name == super::cells::LONG_CELLS
+                || binding.name == super::grouped::GROUP_PRESENCE
+            {
+                "atomic<u32>".to_string()
+            } else {
+                binding.element.wgsl().to_string()
+            };
             let _ = writeln!(
                 text,
                 "@group({}) @binding({}) var<storage, {access}> {}: array<{element}>;",

@@ -22,6 +22,7 @@ mod assemble;
 mod cells;
 mod checked;
 mod elementwise;
+mod grouped;
 mod interface;
 mod lengths;
 mod reduce;
@@ -547,6 +548,9 @@ impl<'a> Generator<'a> {
         for id in statements {
             self.current = id;
             self.statement(id)?;
+        }
+        if self.kernel.grouped.is_some() {
+            return self.assemble_grouped();
         }
         self.assemble()
     }
