@@ -82,6 +82,10 @@ pub fn order_permutation_after(
     less_significant: Option<GpuBuffer<u32>>,
 ) -> Result<GpuBuffer<u32>> {
     check_directions(keys, ascending)?;
+    // The merge sort of few rows reads no range: nothing to read back.
+    if merge_sorts(device, keys.rows, less_significant.is_some()) {
+        return sort_in_ranges(device, keys, ascending, None, &[]);
+    }
     // Every word's range at once: one read back for the whole sort.
     let ranges = word_min_max(device, keys)?;
     sort_in_ranges(device, keys, ascending, less_significant, &ranges)
@@ -108,6 +112,12 @@ pub fn order_permutation_in_ranges(
     }
     check_directions(keys, ascending)?;
     sort_in_ranges(device, keys, ascending, None, ranges)
+}
+
+/// Whether [`sort_in_ranges`] sorts `rows` rows (more than one) by chunks and merges,
+/// which need no word ranges: few rows, not continuing an earlier sort.
+fn merge_sorts(device: &Device, rows: usize, continues: bool) -> bool {
+    rows > 1 && !continues && rows <= MERGE_SORT_ROWS && small_sort_capacity(device) > 0
 }
 
 fn check_directions(keys: &KeyMatrix, ascending: &[bool]) -> Result<()> {
@@ -147,9 +157,8 @@ fn sort_in_ranges(
             None => iota(device, rows),
         };
     }
-    let capacity = small_sort_capacity(device);
-    if less_significant.is_none() && capacity > 0 && rows <= MERGE_SORT_ROWS {
-        return merge_sort(device, keys, capacity, direction);
+    if merge_sorts(device, rows, less_significant.is_some()) {
+        return merge_sort(device, keys, small_sort_capacity(device), direction);
     }
     let mut permutation = less_significant;
     for (c, &(first, count)) in keys.columns.iter().enumerate().rev() {
