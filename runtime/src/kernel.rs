@@ -281,6 +281,9 @@ pub enum ScratchPurpose {
     /// `array<atomic<u32>>`), or, per bitmap word, the rank of its first set slot and its
     /// bits, then each group's slot.
     GroupSlots,
+    /// A grouped kernel's decline flag (word 0, not 0 when it declined) and group count
+    /// (word 1, 0 when it declined): the count is read as a [`Length::Compacted`].
+    GroupCount,
 }
 
 /// What a storage binding holds.
@@ -597,6 +600,10 @@ pub enum OutputLayout {
     /// A list of `cells` one-element cells (a per-cell result such as `@each(@sum, l)`): the
     /// kernel writes `cells` values; the offsets are `0, 1, …, cells`.
     ListOfScalars { cells: Length },
+    /// A one-element bool on the host: word `word` of a two-word scratch buffer (not 0:
+    /// true), whose other word is a compaction's count ([`Length::Compacted`]); the engine
+    /// reads both words back at once (a grouped kernel's decline flag and group count).
+    Flag { scratch: ScratchId, word: usize },
 }
 
 /// Whose dictionary the codes of a sym/str output index.

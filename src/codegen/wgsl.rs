@@ -406,6 +406,12 @@ fn class_f32(x: f32) -> u32 {
     return select(1u, 0u, b == 0u);
 }
 
+// Neither zero, subnormal, infinite nor NaN (see normal_f64).
+fn normal_f32(x: f32) -> bool {
+    let exponent = (bitcast<u32>(x) >> 23u) & 0xffu;
+    return exponent - 1u < 0xfeu;
+}
+
 fn negative_f32(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x80000000u) != 0u;
 }
@@ -421,6 +427,9 @@ fn nan_f32() -> f32 {
 }
 
 fn plus_f32(a: f32, b: f32) -> f32 {
+    if normal_f32(a) && normal_f32(b) {
+        return a + b;
+    }
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) != negative_f32(b));
@@ -435,6 +444,9 @@ fn plus_f32(a: f32, b: f32) -> f32 {
 }
 
 fn minus_f32(a: f32, b: f32) -> f32 {
+    if normal_f32(a) && normal_f32(b) {
+        return a - b;
+    }
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) == negative_f32(b));
@@ -449,6 +461,9 @@ fn minus_f32(a: f32, b: f32) -> f32 {
 }
 
 fn mul_f32(a: f32, b: f32) -> f32 {
+    if normal_f32(a) && normal_f32(b) {
+        return a * b;
+    }
     let ca = class_f32(a);
     let cb = class_f32(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
@@ -490,6 +505,13 @@ fn class_f64(x: f64) -> u32 {
     return select(1u, 0u, hi == 0u && lo == 0u);
 }
 
+// Neither zero, subnormal, infinite nor NaN: an operation on two such numbers has no
+// special case to decide (its result, whatever it is, is the hardware's IEEE one).
+fn normal_f64(x: f64) -> bool {
+    let exponent = u32(bitcast<u64>(x) >> 52u) & 0x7ffu;
+    return exponent - 1u < 0x7feu;
+}
+
 fn negative_f64(x: f64) -> bool {
     return (u32(bitcast<u64>(x) >> 32u) & 0x80000000u) != 0u;
 }
@@ -505,6 +527,9 @@ fn nan_f64() -> f64 {
 }
 
 fn plus_f64(a: f64, b: f64) -> f64 {
+    if normal_f64(a) && normal_f64(b) {
+        return a + b;
+    }
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) != negative_f64(b));
@@ -519,6 +544,9 @@ fn plus_f64(a: f64, b: f64) -> f64 {
 }
 
 fn minus_f64(a: f64, b: f64) -> f64 {
+    if normal_f64(a) && normal_f64(b) {
+        return a - b;
+    }
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f64(a) == negative_f64(b));
@@ -533,6 +561,9 @@ fn minus_f64(a: f64, b: f64) -> f64 {
 }
 
 fn mul_f64(a: f64, b: f64) -> f64 {
+    if normal_f64(a) && normal_f64(b) {
+        return a * b;
+    }
     let ca = class_f64(a);
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);

@@ -208,6 +208,11 @@ fn match_tail(
             first: fused.first,
             key_outputs,
             results: fused.results.clone(),
+            statements: {
+                let mut statements: Vec<StmtId> = own.into_iter().collect();
+                statements.sort();
+                statements
+            },
             declined,
         },
     })

@@ -61,6 +61,9 @@ pub struct GroupedAggregation {
     pub key_outputs: Vec<LocalId>,
     /// The reductions, each with its value column (a value of the kernel) and its target.
     pub results: Vec<FusedResult>,
+    /// The statements the aggregation stands for (the key's list, the `@group` and the
+    /// reductions over its lists), ascending: a printed kernel runs them after its own.
+    pub statements: Vec<StmtId>,
     /// The one-element bool the kernel sets when it declined. Not a local of the function:
     /// the lowering gives it a plan slot of its own past the function's locals, numbered
     /// by this id.

@@ -116,9 +116,13 @@ fn print_kernel(out: &mut String, program: &TypedProgram, function: &Function, k
     );
     let tree = StatementTree::new(function);
     let mut declared: HashSet<LocalId> = kernel.inputs.iter().copied().collect();
+    // A grouped kernel prints its aggregation as the statements it stands for: the same
+    // values, run as HorseIR.
+    let aggregation = kernel.grouped.iter().flat_map(|g| g.statements.iter());
     let stmts: Vec<Stmt> = kernel
         .statements
         .iter()
+        .chain(aggregation)
         .filter_map(|&id| tree.stmt(id))
         .map(|stmt| with_declarations(stmt, &mut declared))
         .collect();

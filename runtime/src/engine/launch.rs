@@ -36,6 +36,9 @@ pub struct LaunchCost {
     pub device_time: std::time::Duration,
 }
 
+/// Scratch buffers this small are read back whole when one word is needed.
+const SMALL_SCRATCH_WORDS: usize = 4;
+
 /// Runs `kernel` on `inputs` (every slot the description names); returns its outputs.
 pub(crate) fn launch(
     device: &Device,
@@ -118,6 +121,7 @@ pub(crate) fn launch(
         values: &values,
         scratch: HashMap::new(),
         compacted: HashMap::new(),
+        small_scratch: HashMap::new(),
         commands: None,
         device_time: std::time::Duration::ZERO,
         cell_strategy: None,
@@ -152,6 +156,12 @@ pub(crate) fn launch(
                 OutputLayout::Vector { capacity, .. } => run.resolve(capacity)?,
                 OutputLayout::List { values, .. } => run.resolve(values)?,
                 OutputLayout::ListOfScalars { cells } => run.resolve(cells)?,
+                OutputLayout::Flag { .. } => {
+                    return Err(RuntimeError::new(format!(
+                        "{}: binding `{}` writes a flag read from a scratch buffer",
+                        kernel.name, binding.name
+                    )))
+                }
             };
             let words = (elements as usize * (binding.element.size() as usize / 4)).max(2);
             let buffer = device
@@ -360,6 +370,16 @@ pub(crate) fn launch(
                     cells,
                 })
             }
+            OutputLayout::Flag { scratch, word } => {
+                let words = run.small_scratch(*scratch)?;
+                let set = words.get(*word).copied().ok_or_else(|| {
+                    RuntimeError::new(format!(
+                        "{}: scratch {} has no word {word}",
+                        kernel.name, scratch.0
+                    ))
+                })?;
+                Value::Vector(Vector::Bool(Arc::new(vec![set != 0])))
+            }
             OutputLayout::List { .. } | OutputLayout::ListOfScalars { .. } => {
                 // A list kernel writes only the flat values; the offsets are an input's, or
                 // one per cell.
@@ -403,7 +423,7 @@ fn list_output_shape(
             let n = run.resolve(cells)? as usize;
             Ok((n, Arc::new((0..=n).collect())))
         }
-        OutputLayout::Vector { .. } => Err(RuntimeError::new(format!(
+        OutputLayout::Vector { .. } | OutputLayout::Flag { .. } => Err(RuntimeError::new(format!(
             "{}: a vector output laid out as a list",
             kernel.name
         ))),
@@ -785,6 +805,9 @@ struct Run<'a> {
     scratch: HashMap<ScratchId, GpuBuffer<u32>>,
     /// Counts of compactions already read back.
     compacted: HashMap<ScratchId, u64>,
+    /// Scratch buffers of at most [`SMALL_SCRATCH_WORDS`] words read back whole (a
+    /// compaction's count with the flag beside it).
+    small_scratch: HashMap<ScratchId, Vec<u32>>,
     /// Recorded work not yet submitted.
     commands: Option<Commands<'a>>,
     /// GPU time of the submissions so far, by timestamps.
@@ -958,6 +981,12 @@ impl<'a> Run<'a> {
                 if let Some(n) = self.compacted.get(id) {
                     return Ok(*n);
                 }
+                if self.scratch_buffer(*id)?.len() <= SMALL_SCRATCH_WORDS {
+                    let words = self.small_scratch(*id)?;
+                    let n = u64::from(words.last().copied().unwrap_or(0));
+                    self.compacted.insert(*id, n);
+                    return Ok(n);
+                }
                 self.flush()?;
                 let offsets = self.scratch_buffer(*id)?;
                 let last = offsets.len().checked_sub(1).ok_or_else(|| {
@@ -972,6 +1001,22 @@ impl<'a> Run<'a> {
                 n
             }
         })
+    }
+
+    /// The words of a small scratch buffer, read back (once) after the work so far.
+    fn small_scratch(&mut self, id: ScratchId) -> Result<Vec<u32>> {
+        if let Some(words) = self.small_scratch.get(&id) {
+            return Ok(words.clone());
+        }
+        self.flush()?;
+        let kernel = self.kernel;
+        let buffer = self.scratch_buffer(id)?;
+        let words = self
+            .device
+            .download_range(buffer, 0, buffer.len())
+            .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
+        self.small_scratch.insert(id, words.clone());
+        Ok(words)
     }
 
     /// The parameter words, padded to a multiple of four.
