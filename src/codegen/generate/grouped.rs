@@ -4,16 +4,16 @@
 //!
 //! Every key column is a bool, char, i8 or i16, so a row's key is a *slot* in the product
 //! of their ranges (first column most significant: slots ascend in key order). Passes:
-//! 1. `presence_pass` sets each kept row's slot in a bitmap.
-//! 2. `rank_pass` (one workgroup) counts the bits: each group's rank is the number of
-//!    occupied slots below it. With more groups than the kernel's registers hold
-//!    (`GROUPED_GROUPS`) it declines: the decline flag is set, the group count is 0, and
+//! 1. `main_pass` reads the rows once. Each workgroup gives the slots it meets entries of
+//!    its own (`grouped_local_rank`, at most `GROUPED_GROUPS`), adds each kept row into its
+//!    entry's accumulators in registers, and writes per entry the workgroup's sums and the
+//!    slot they belong to (a workgroup meeting more slots than it has entries says so).
+//! 2. `rank_pass` (one workgroup) ranks the slots the workgroups met in key order. With more
+//!    groups than the kernel holds it declines: the flag is set, the group count is 0, and
 //!    the later passes do nothing (the engine runs the unfused statements instead).
-//! 3. `main_pass` adds each kept row into one accumulator per (value, group) in
-//!    registers, reduced per workgroup into partials.
-//! 4. `combine_pass` adds each accumulator's partials in workgroup order, one workgroup
-//!    per accumulator, so every sum's order is fixed by the data alone.
-//! 5. `finish_pass` writes per group: its number (for `@keys`), its key, its results.
+//! 3. `combine_pass` adds each group's sums over the workgroups, in workgroup order, one
+//!    workgroup per accumulator, so every sum's order is fixed by the data alone.
+//! 4. `finish_pass` writes per group: its number (for `@keys`), its key, its results.
 
 use super::*;
 use horsec_runtime::args::group::Reduction;
@@ -30,10 +30,6 @@ const BATCH: usize = 4;
 const MAX_GROUPED_WORKGROUPS: u32 = 256;
 /// Rows the accumulating pass reads before it adds them (their loads overlap).
 const UNROLL: usize = 2;
-/// Bitmap words kept in workgroup memory (8 KiB) by the presence pass.
-const LOCAL_BITMAP_WORDS: u64 = 2048;
-/// Most workgroups of the presence pass (each clears and flushes its bitmap once).
-const MAX_PRESENCE_WORKGROUPS: u32 = 1024;
 /// Most slots of a key domain (its bitmap is a 128 KiB buffer).
 const MAX_DOMAIN: u64 = 1 << 20;
 /// The bitmap scratch's binding, declared `array<atomic<u32>>`.
@@ -205,13 +201,25 @@ impl Generator<'_> {
             },
             GROUP_PRESENCE.to_string(),
         );
+        // Each group's slot, in key order.
         let (_, ranks) = self.scratch_binding(
             Scratch {
                 element: GpuElement::U32,
-                elements: Length::Constant(2 * domain_words + groups as u64),
+                elements: Length::Constant(groups as u64),
                 purpose: ScratchPurpose::GroupSlots,
             },
-            "group_ranks".to_string(),
+            "group_slots".to_string(),
+        );
+        // The slots each accumulating workgroup met (slot + 1 per entry, 0 unused), then
+        // per workgroup whether it met more than it holds.
+        let max_workgroups = u64::from(MAX_GROUPED_WORKGROUPS);
+        self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(max_workgroups * (groups as u64 + 1)),
+                purpose: ScratchPurpose::GroupSlots,
+            },
+            "group_tags".to_string(),
         );
         // The decline flag, then the group count (0 when declined): the count is the last
         // word, as of an offsets buffer.
@@ -340,16 +348,23 @@ impl Generator<'_> {
         });
 
         // Passes.
-        let partials_param = self.param("partials".to_string(), ParamValue::Workgroups { pass: 2 });
+        let partials_param = self.param("partials".to_string(), ParamValue::Workgroups { pass: 0 });
+        let tags = u64::from(MAX_GROUPED_WORKGROUPS) * groups as u64;
         let mut text = format!(
             "const GROUPED_GROUPS: u32 = {groups}u;
 const GROUPED_DOMAIN_WORDS: u32 = {domain_words}u;
+const GROUPED_TAGS: u32 = {tags}u;
+const GROUPED_WORKGROUPS: u32 = {MAX_GROUPED_WORKGROUPS}u;
 const GROUPED_INT_ENTRIES: u32 = {int_entries}u;
 const GROUPED_FLOAT_ENTRIES: u32 = {float_entries}u;
 
 var<workgroup> grouped_counts: array<u32, WORKGROUP_SIZE>;
 var<workgroup> grouped_total: u32;
 var<workgroup> grouped_live: u32;
+var<workgroup> grouped_declined: atomic<u32>;
+var<workgroup> grouped_local: array<atomic<u32>, GROUPED_GROUPS>;
+var<workgroup> grouped_overflow: atomic<u32>;
+
 "
         );
         // Workgroup sums of up to BATCH accumulators at once (each its own fixed-order
@@ -386,8 +401,8 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
             );
         }
         // The row function: the kernel's statements at row `i`, whether the row is kept,
-        // its slot and its values. Both passes over the rows call it; the accumulating
-        // pass calls it for several rows before it adds any, so that their loads overlap.
+        // its slot and its values. The accumulating pass calls it for several rows before
+        // it adds any, so that their loads overlap.
         text += "struct GroupedRow {\n    keep: bool,\n    slot: u32,\n";
         for (j, column) in columns.iter().enumerate() {
             let ty = if column.float { "f64" } else { "i64" };
@@ -402,126 +417,54 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
             let _ = writeln!(text, "        row.x_{j} = {};", column.value);
         }
         text += "    }\n    return row;\n}\n\n";
-        // 1. The slots the kept rows occupy: in workgroup memory first where the bitmap
-        // fits, so that the rows' bits (a few hot words) meet in the workgroup.
-        let local_bitmap = domain_words <= LOCAL_BITMAP_WORDS;
-        if local_bitmap {
-            let _ = writeln!(
-                text,
-                "var<workgroup> grouped_bits: array<atomic<u32>, {domain_words}>;\n"
-            );
+        // A slot's rank in its workgroup: the slots a workgroup meets take the entries of
+        // `grouped_local` (slot + 1; 0 free) in the order its invocations meet them. Which
+        // invocation claims an entry first does not matter: every invocation adds its own
+        // rows per slot, and the workgroup sums each slot's accumulators in invocation
+        // order, whatever entry the slot has. More slots than entries overflow.
+        text += "fn grouped_local_rank(slot: u32) -> u32 {
+    let tag = slot + 1u;
+    var k = 0u;
+    loop {
+        if k == GROUPED_GROUPS {
+            atomicStore(&grouped_overflow, 1u);
+            return GROUPED_GROUPS;
         }
-        text += &entry_header("presence_pass");
-        if local_bitmap {
-            text +=
-                "    for (var w = local_id.x; w < GROUPED_DOMAIN_WORDS; w = w + WORKGROUP_SIZE) {
-        atomicStore(&grouped_bits[w], 0u);
+        let held = atomicLoad(&grouped_local[k]);
+        if held == tag {
+            return k;
+        }
+        if held == 0u {
+            let claim = atomicCompareExchangeWeak(&grouped_local[k], 0u, tag);
+            if claim.exchanged || claim.old_value == tag {
+                return k;
+            }
+            if claim.old_value == 0u {
+                // A spurious failure: the entry is still free.
+                continue;
+            }
+        }
+        k = k + 1u;
     }
-    workgroupBarrier();
-";
-        }
-        let bits = if local_bitmap {
-            "grouped_bits".to_string()
-        } else {
-            presence.clone()
-        };
-        let _ = write!(
-            text,
-            "    let stride = num_workgroups.x * WORKGROUP_SIZE;
-    for (var i = global_id.x; i < {n}; i = i + stride) {{
-        let row = grouped_row(i);
-        if row.keep {{
-            let word = row.slot >> 5u;
-            let bit = 1u << (row.slot & 31u);
-            if (atomicLoad(&{bits}[word]) & bit) == 0u {{
-                atomicOr(&{bits}[word], bit);
-            }}
-        }}
-    }}
-"
-        );
-        if local_bitmap {
-            let _ = write!(
-                text,
-                "    workgroupBarrier();
-    for (var w = local_id.x; w < GROUPED_DOMAIN_WORDS; w = w + WORKGROUP_SIZE) {{
-        let marked = atomicLoad(&grouped_bits[w]);
-        if marked != 0u {{
-            atomicOr(&{presence}[w], marked);
-        }}
-    }}
-"
-            );
-        }
-        text += "}\n\n";
-        // 2. Ranks: per bitmap word, the groups below it; each group's slot.
-        text += &entry_header("rank_pass");
-        let _ = write!(
-            text,
-            "    let local = local_id.x;
-    let per = (GROUPED_DOMAIN_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
-    let begin = min(local * per, GROUPED_DOMAIN_WORDS);
-    let end = min(begin + per, GROUPED_DOMAIN_WORDS);
-    var occupied = 0u;
-    for (var w = begin; w < end; w = w + 1u) {{
-        occupied = occupied + countOneBits(atomicLoad(&{presence}[w]));
-    }}
-    grouped_counts[local] = occupied;
-    workgroupBarrier();
-    if local == 0u {{
-        var running = 0u;
-        for (var t = 0u; t < WORKGROUP_SIZE; t = t + 1u) {{
-            let c = grouped_counts[t];
-            grouped_counts[t] = running;
-            running = running + c;
-        }}
-        grouped_total = running;
-    }}
-    workgroupBarrier();
-    var rank = grouped_counts[local];
-    for (var w = begin; w < end; w = w + 1u) {{
-        let bits = atomicLoad(&{presence}[w]);
-        {ranks}[w] = rank;
-        {ranks}[GROUPED_DOMAIN_WORDS + w] = bits;
-        var rest = bits;
-        loop {{
-            if rest == 0u {{
-                break;
-            }}
-            if rank < GROUPED_GROUPS {{
-                {ranks}[2u * GROUPED_DOMAIN_WORDS + rank] = w * 32u + firstTrailingBit(rest);
-            }}
-            rank = rank + 1u;
-            rest = rest & (rest - 1u);
-        }}
-    }}
-    if local == 0u {{
-        let declined = grouped_total > GROUPED_GROUPS;
-        {count}[0] = select(0u, 1u, declined);
-        {count}[1] = select(grouped_total, 0u, declined);
-    }}
-}}
+    return GROUPED_GROUPS;
+}
 
-"
-        );
-        // 3. Accumulators in registers, partials per workgroup.
+";
+        // 1. Accumulators in registers per workgroup slot, partials per workgroup with
+        // the slots they belong to.
         text += &entry_header("main_pass");
         let _ = write!(
             text,
             "    let stride = num_workgroups.x * WORKGROUP_SIZE;
-    let rows = select({n}, 0u, {count}[1] == 0u);
+    let rows = {n};
 "
         );
-        // One row's additions (`r` a GroupedRow), by a switch on its group: only the
-        // group's accumulators change (on the H100 as fast as adding into every group's
-        // with a select, and fewer instructions where there are more groups).
+        // One row's additions (`r` a GroupedRow), by a switch on its workgroup slot: only
+        // that slot's accumulators change.
         let add = |r: &str| -> String {
             let mut lines = vec![
                 format!("if {r}.keep {{"),
-                format!("    let word = {r}.slot >> 5u;"),
-                format!("    let below = {ranks}[GROUPED_DOMAIN_WORDS + word] & ((1u << ({r}.slot & 31u)) - 1u);"),
-                format!("    let rank = {ranks}[word] + countOneBits(below);"),
-                "    switch rank {".to_string(),
+                format!("    switch grouped_local_rank({r}.slot) {{"),
             ];
             for g in 0..groups {
                 lines.push(format!("        case {g}u: {{"));
@@ -539,7 +482,7 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
             lines.push("}".to_string());
             indent(&lines, 2)
         };
-        // Per kind (integers, floats): (group, variable, entry), group-major.
+        // Per kind (integers, floats): (slot, variable, entry), slot-major.
         let mut ints: Vec<(usize, String, usize)> = Vec::new();
         let mut floats: Vec<(usize, String, usize)> = Vec::new();
         for g in 0..groups {
@@ -584,12 +527,24 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         text += "    }\n";
         let _ = write!(
             text,
-            "    // The accumulators of groups that exist, a batch at a time.
+            "    // The workgroup's slots (and whether it met too many), then the sums of the
+    // accumulators of the slots it met, a batch at a time.
+    workgroupBarrier();
     if local_id.x == 0u {{
-        grouped_live = {count}[1];
+        var live = 0u;
+        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+            let tag = atomicLoad(&grouped_local[k]);
+            {tags_buffer}[workgroup_id.x * GROUPED_GROUPS + k] = tag;
+            if tag != 0u {{
+                live = k + 1u;
+            }}
+        }}
+        {tags_buffer}[GROUPED_TAGS + workgroup_id.x] = atomicLoad(&grouped_overflow);
+        grouped_live = live;
     }}
     let live = workgroupUniformLoad(&grouped_live);
-"
+",
+            tags_buffer = "group_tags",
         );
         let kinds = [
             (
@@ -633,26 +588,124 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
             }
         }
         text += "}\n\n";
-        // 4. Each accumulator's partials, in workgroup order.
-        text += &entry_header("combine_pass");
-        let float_combine = match &float_buffers {
-            Some((partials_f, totals_f)) => format!(
-                "        let f = e - GROUPED_INT_ENTRIES;
-        if f % GROUPED_GROUPS < live {{
-            var acc = 0.0lf;
-            for (var p = local_id.x; p < {partials_param}; p = p + WORKGROUP_SIZE) {{
-                acc = acc + {partials_f}[p * GROUPED_FLOAT_ENTRIES + f];
+        // 2. Ranks: the slots the workgroups met, in key order; the group count, or a
+        // decline.
+        text += &entry_header("rank_pass");
+        let _ = write!(
+            text,
+            "    let local = local_id.x;
+    for (var e = local; e < GROUPED_TAGS; e = e + WORKGROUP_SIZE) {{
+        let tag = group_tags[e];
+        if tag != 0u {{
+            let slot = tag - 1u;
+            atomicOr(&{presence}[slot >> 5u], 1u << (slot & 31u));
+        }}
+    }}
+    for (var w = local; w < GROUPED_WORKGROUPS; w = w + WORKGROUP_SIZE) {{
+        if group_tags[GROUPED_TAGS + w] != 0u {{
+            atomicOr(&grouped_declined, 1u);
+        }}
+    }}
+    storageBarrier();
+    workgroupBarrier();
+    let per = (GROUPED_DOMAIN_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+    let begin = min(local * per, GROUPED_DOMAIN_WORDS);
+    let end = min(begin + per, GROUPED_DOMAIN_WORDS);
+    var occupied = 0u;
+    for (var w = begin; w < end; w = w + 1u) {{
+        occupied = occupied + countOneBits(atomicLoad(&{presence}[w]));
+    }}
+    grouped_counts[local] = occupied;
+    workgroupBarrier();
+    if local == 0u {{
+        var running = 0u;
+        for (var t = 0u; t < WORKGROUP_SIZE; t = t + 1u) {{
+            let c = grouped_counts[t];
+            grouped_counts[t] = running;
+            running = running + c;
+        }}
+        grouped_total = running;
+    }}
+    workgroupBarrier();
+    var rank = grouped_counts[local];
+    for (var w = begin; w < end; w = w + 1u) {{
+        var rest = atomicLoad(&{presence}[w]);
+        loop {{
+            if rest == 0u {{
+                break;
             }}
-            grouped_f[local_id.x] = acc;
-            grouped_sum_f64(local_id.x, 1u);
+            if rank < GROUPED_GROUPS {{
+                {ranks}[rank] = w * 32u + firstTrailingBit(rest);
+            }}
+            rank = rank + 1u;
+            rest = rest & (rest - 1u);
+        }}
+    }}
+    if local == 0u {{
+        let declined = grouped_total > GROUPED_GROUPS || atomicLoad(&grouped_declined) != 0u;
+        {count}[0] = select(0u, 1u, declined);
+        {count}[1] = select(grouped_total, 0u, declined);
+    }}
+}}
+
+"
+        );
+        // 3. Each group's accumulators: its entry in each workgroup's partials (none where
+        // the workgroup did not meet it), added in workgroup order.
+        text += &entry_header("combine_pass");
+        let combine = |ty: &str,
+                       zero: &str,
+                       entry: &str,
+                       partials: &str,
+                       totals: &str,
+                       entries: &str,
+                       shared: &str| {
+            format!(
+                "        let s = {entry} / GROUPED_GROUPS;
+        let g = {entry} % GROUPED_GROUPS;
+        if g < live {{
+            let tag = {ranks}[g] + 1u;
+            var acc: {ty} = {zero};
+            for (var p = local_id.x; p < {partials_param}; p = p + WORKGROUP_SIZE) {{
+                for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+                    if group_tags[p * GROUPED_GROUPS + k] == tag {{
+                        acc = acc + {partials}[p * {entries} + s * GROUPED_GROUPS + k];
+                    }}
+                }}
+            }}
+            {shared}[local_id.x] = acc;
+            grouped_sum_{ty}(local_id.x, 1u);
             if local_id.x == 0u {{
-                {totals_f}[f] = grouped_f[0];
+                {totals}[{entry}] = {shared}[0];
             }}
         }}
 "
+            )
+        };
+        let float_combine = match &float_buffers {
+            Some((partials_f, totals_f)) => format!(
+                "        let f = e - GROUPED_INT_ENTRIES;\n{}",
+                combine(
+                    "f64",
+                    "0.0lf",
+                    "f",
+                    partials_f,
+                    totals_f,
+                    "GROUPED_FLOAT_ENTRIES",
+                    "grouped_f"
+                )
             ),
             None => String::new(),
         };
+        let int_combine = combine(
+            "i64",
+            "0li",
+            "e",
+            &partials_i,
+            &totals_i,
+            "GROUPED_INT_ENTRIES",
+            "grouped_i",
+        );
         let _ = write!(
             text,
             "    let e = workgroup_id.x;
@@ -661,18 +714,7 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
     }}
     let live = workgroupUniformLoad(&grouped_live);
     if e < GROUPED_INT_ENTRIES {{
-        if e % GROUPED_GROUPS < live {{
-            var acc = 0li;
-            for (var p = local_id.x; p < {partials_param}; p = p + WORKGROUP_SIZE) {{
-                acc = acc + {partials_i}[p * GROUPED_INT_ENTRIES + e];
-            }}
-            grouped_i[local_id.x] = acc;
-            grouped_sum_i64(local_id.x, 1u);
-            if local_id.x == 0u {{
-                {totals_i}[e] = grouped_i[0];
-            }}
-        }}
-    }} else {{
+{int_combine}    }} else {{
 {float_combine}    }}
 }}
 
@@ -683,7 +725,7 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         let _ = write!(
             text,
             "    for (var g = local_id.x; g < {count}[1]; g = g + WORKGROUP_SIZE) {{
-        let slot = {ranks}[2u * GROUPED_DOMAIN_WORDS + g];
+        let slot = {ranks}[g];
         let count = totals_i[g];
 {}    }}
 }}
@@ -693,22 +735,15 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         let entries = (int_entries + float_entries) as u64;
         let passes = vec![
             Pass::Entry {
-                entry_point: "presence_pass".to_string(),
-                dispatch: Dispatch::Elements {
-                    length: length.clone(),
-                    max_workgroups: MAX_PRESENCE_WORKGROUPS,
-                },
-            },
-            Pass::Entry {
-                entry_point: "rank_pass".to_string(),
-                dispatch: Dispatch::Single,
-            },
-            Pass::Entry {
                 entry_point: "main_pass".to_string(),
                 dispatch: Dispatch::Elements {
                     length,
                     max_workgroups: MAX_GROUPED_WORKGROUPS,
                 },
+            },
+            Pass::Entry {
+                entry_point: "rank_pass".to_string(),
+                dispatch: Dispatch::Single,
             },
             Pass::Entry {
                 entry_point: "combine_pass".to_string(),
