@@ -244,6 +244,15 @@ impl HostPrinter<'_, '_> {
         print_operand(self.program, self.function, operand)
     }
 
+    /// An assignment's target: declared (`name:type`) the first time it is printed.
+    fn target(&mut self, local: LocalId) -> String {
+        if self.declared.insert(local) {
+            typed_name(self.function, local)
+        } else {
+            local_name(self.function, local).to_string()
+        }
+    }
+
     /// `targets = @kernel(inputs);` for a launch, with `note` after it.
     fn launch(&mut self, kernel: KernelId, depth: usize, note: &str) {
         let Some(kernel) = self.outlined.kernel(kernel) else {
@@ -258,17 +267,7 @@ impl HostPrinter<'_, '_> {
         if kernel.outputs.is_empty() {
             self.line(depth, &format!("{call};{note}"));
         } else {
-            let targets: Vec<String> = kernel
-                .outputs
-                .iter()
-                .map(|&l| {
-                    if self.declared.insert(l) {
-                        typed_name(self.function, l)
-                    } else {
-                        local_name(self.function, l).to_string()
-                    }
-                })
-                .collect();
+            let targets: Vec<String> = kernel.outputs.iter().map(|&l| self.target(l)).collect();
             self.line(depth, &format!("{} = {call};{note}", targets.join(", ")));
         }
     }
@@ -283,13 +282,7 @@ impl HostPrinter<'_, '_> {
                         .first
                         .iter()
                         .chain(fused.results.iter().map(|r| &r.target))
-                        .map(|&l| {
-                            if self.declared.insert(l) {
-                                typed_name(self.function, l)
-                            } else {
-                                local_name(self.function, l).to_string()
-                            }
-                        })
+                        .map(|&l| self.target(l))
                         .collect();
                     let targets = match fused.first {
                         Some(_) => targets.join(", "),

@@ -58,7 +58,7 @@ impl Generator<'_> {
     /// A failing check records element positions up to the launch's length, which the
     /// inputs of unproven length widen beyond the geometry's (a date minus a vector
     /// parameter): the buffers recording them were sized by the geometry.
-    pub(super) fn widen_recorded(&mut self, length: &Length) {
+    fn widen_recorded(&mut self, length: &Length) {
         if let Some(geometry) = self.geometry_length().filter(|g| g != length) {
             for scratch in &mut self.scratch {
                 if scratch.purpose == ScratchPurpose::BadIndexes {
@@ -68,7 +68,9 @@ impl Generator<'_> {
         }
     }
 
-    pub(super) fn assemble_vector(mut self) -> Result<KernelLaunch, CodegenError> {
+    /// The launch's length (a vector kernel's) and its param `n`, with the recording
+    /// buffers of failing checks widened to it.
+    pub(super) fn vector_launch(&mut self) -> Result<(Length, String), CodegenError> {
         let Some(length) = self.launch_length() else {
             return Err(CodegenError::malformed(
                 &self.kernel.name,
@@ -77,6 +79,11 @@ impl Generator<'_> {
         };
         let n = self.param("n".to_string(), ParamValue::Length(length.clone()));
         self.widen_recorded(&length);
+        Ok((length, n))
+    }
+
+    pub(super) fn assemble_vector(mut self) -> Result<KernelLaunch, CodegenError> {
+        let (length, n) = self.vector_launch()?;
         // Values shorter than the launch (a broadcast side, a value of an unrelated input
         // length) are written and reduced only below their own length.
         let reduced: Vec<LocalId> = self.reductions.iter().map(|r| r.target).collect();

@@ -59,14 +59,7 @@ impl Generator<'_> {
         if !self.reductions.is_empty() {
             return Err(self.error(None, "a grouped kernel with reductions of its own"));
         }
-        let Some(length) = self.launch_length() else {
-            return Err(CodegenError::malformed(
-                &self.kernel.name,
-                "not a vector kernel",
-            ));
-        };
-        let n = self.param("n".to_string(), ParamValue::Length(length.clone()));
-        self.widen_recorded(&length);
+        let (length, n) = self.vector_launch()?;
 
         // The rows kept: every key and value column must exist at the same rows.
         let mut kept: Option<Vec<String>> = None;
