@@ -43,10 +43,11 @@ pub struct Kernel {
 /// the kernel: each row the kernel's masks keep is added to its group's accumulators, and
 /// the compacted key and value columns are never written (see `outline::grouped`).
 ///
-/// The kernel finds the groups in a small key domain (every key column a bool, char, i8 or
-/// i16): it marks the slots the kept rows occupy, ranks them in key order, and adds up each
-/// group in registers. When there are more groups than its registers hold it *declines*:
-/// it sets the flag `declined` and writes nothing, and the unfused statements run instead.
+/// Every key column is a bool, char, i8 or i16, so a key is a slot in a small domain: each
+/// workgroup adds its kept rows up per slot in registers, and the slots met are ranked in
+/// key order afterwards (see `codegen::generate::grouped`). When there are more groups than
+/// its registers hold the kernel *declines*: it sets the flag `declined` and writes
+/// nothing, and the unfused statements run instead.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupedAggregation {
     /// The key columns, most significant first: values of the kernel, as long as its kept
