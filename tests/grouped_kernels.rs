@@ -91,3 +91,23 @@ fn more_groups_than_registers_decline_to_the_unfused_steps() {
 fn a_mask_that_keeps_no_row_gives_no_group() {
     grouped("no_row_kept", Ran::Grouped);
 }
+
+/// The workgroups' slot entries are claimed in whatever order their invocations race to
+/// them; the sums must not depend on it: the same bits every run.
+#[test]
+fn a_grouped_kernel_gives_the_same_bits_every_run() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs/grouped/filtered_char_keys.hir");
+    let db = tpch(0.01);
+    let runs: Vec<String> = (0..3)
+        .map(|_| {
+            run_gpu_profiled(&path, &db, device)
+                .unwrap_or_else(|e| panic!("on the GPU: {e}"))
+                .0
+        })
+        .collect();
+    assert!(runs.iter().all(|r| *r == runs[0]), "{runs:#?}");
+}
