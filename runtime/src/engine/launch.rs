@@ -129,7 +129,7 @@ pub(crate) fn launch(
         // At least 8 bytes: a binding of 8-byte elements needs one even when empty.
         let words = (n as usize * (scratch.element.size() as usize / 4)).max(2);
         let buffer = device
-            .zeroed::<u32>(&format!("{} scratch {i}", kernel.name), words)
+            .zeroed_named::<u32>(&|| format!("{} scratch {i}", kernel.name), words)
             .map_err(gpu_error)?;
         run.scratch.insert(ScratchId(i), buffer);
     }
@@ -155,7 +155,7 @@ pub(crate) fn launch(
             };
             let words = (elements as usize * (binding.element.size() as usize / 4)).max(2);
             let buffer = device
-                .zeroed::<u32>(&format!("{}.{}", kernel.name, binding.name), words)
+                .zeroed_named::<u32>(&|| format!("{}.{}", kernel.name, binding.name), words)
                 .map_err(gpu_error)?;
             outputs.insert((*slot, *part), Arc::new(buffer));
         }
@@ -893,8 +893,9 @@ impl<'a> Run<'a> {
             });
         }
         let args: Vec<&wgpu::Buffer> = buffers.iter().collect();
+        // Every buffer bound is the pool's (see `Commands::dispatch_cached`).
         self.commands()
-            .dispatch(&pipeline, &args, u64::from(workgroups))
+            .dispatch_cached(&pipeline, &args, u64::from(workgroups))
             .map_err(gpu_error)
     }
 

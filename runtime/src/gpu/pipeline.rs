@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::buffer::GpuBuffer;
 use super::deferred::TimedWork;
@@ -37,6 +37,47 @@ pub struct Pipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
     bindings: Vec<BindingKind>,
+    /// Bind groups of [`Commands::dispatch_cached`], most recently used first.
+    bind_groups: Mutex<Vec<CachedBindGroup>>,
+}
+
+/// A bind group with the buffers it binds, in binding order.
+#[derive(Debug)]
+struct CachedBindGroup {
+    buffers: Vec<wgpu::Buffer>,
+    group: wgpu::BindGroup,
+}
+
+/// Bind groups a pipeline keeps: a warm run binds the buffers of the run before (resident
+/// columns, the same parameters' uniform, outputs and scratch of the same sizes from the
+/// pool), though the pool may hand out its free buffers of one size in another order.
+const CACHED_BIND_GROUPS: usize = 8;
+
+impl Pipeline {
+    /// The cached bind group of exactly `args`, moved to the front.
+    fn cached_bind_group(&self, args: &[Arg<'_>]) -> Option<wgpu::BindGroup> {
+        let mut cached = self.bind_groups.lock().ok()?;
+        let found = cached.iter().position(|c| {
+            c.buffers.len() == args.len() && c.buffers.iter().zip(args).all(|(a, b)| a == *b)
+        })?;
+        cached[..=found].rotate_right(1);
+        Some(cached[0].group.clone())
+    }
+
+    /// Remembers `group` as the bind group of `args`, forgetting the least recently used
+    /// beyond [`CACHED_BIND_GROUPS`].
+    fn cache_bind_group(&self, args: &[Arg<'_>], group: &wgpu::BindGroup) {
+        if let Ok(mut cached) = self.bind_groups.lock() {
+            cached.truncate(CACHED_BIND_GROUPS - 1);
+            cached.insert(
+                0,
+                CachedBindGroup {
+                    buffers: args.iter().map(|b| (*b).clone()).collect(),
+                    group: group.clone(),
+                },
+            );
+        }
+    }
 }
 
 /// A cached pipeline with the WGSL text and entry point it was compiled from.
@@ -231,6 +272,7 @@ impl Device {
                 pipeline,
                 layout,
                 bindings: spec.bindings.to_vec(),
+                bind_groups: Mutex::new(Vec::new()),
             }
         })
     }
@@ -399,6 +441,30 @@ impl<'d> Commands<'d> {
         args: &[Arg<'_>],
         workgroups: u64,
     ) -> Result<()> {
+        self.record_dispatch(pipeline, args, workgroups, false)
+    }
+
+    /// [`Commands::dispatch`], reusing the bind group of an earlier dispatch of `pipeline`
+    /// over the same buffers (creating one costs the host a descriptor set per dispatch).
+    /// For buffers from the device's pool (every value's and parameter's): a cached bind
+    /// group keeps its buffers alive, and the pool destroys the buffers it lets go of, so a
+    /// cached group never holds memory no one else does.
+    pub fn dispatch_cached(
+        &mut self,
+        pipeline: &Pipeline,
+        args: &[Arg<'_>],
+        workgroups: u64,
+    ) -> Result<()> {
+        self.record_dispatch(pipeline, args, workgroups, true)
+    }
+
+    fn record_dispatch(
+        &mut self,
+        pipeline: &Pipeline,
+        args: &[Arg<'_>],
+        workgroups: u64,
+        cached: bool,
+    ) -> Result<()> {
         if args.len() != pipeline.bindings.len() {
             return Err(GpuError::Command {
                 label: pipeline.label.clone(),
@@ -433,46 +499,62 @@ impl<'d> Commands<'d> {
         let timestamps = &mut self.timestamps;
         let (encoder, open_pass) = (&mut self.encoder, &mut self.pass);
         let label = &self.label;
-        self.device.capture_errors(&pipeline.label, make_error, || {
-            let entries: Vec<wgpu::BindGroupEntry> = args
-                .iter()
-                .enumerate()
-                .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                    binding: binding as u32,
-                    resource: buffer.as_entire_binding(),
-                })
-                .collect();
-            let bind_group = self
-                .device
-                .device
-                .create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(&pipeline.label),
-                    layout: &pipeline.layout,
-                    entries: &entries,
-                });
-            let pass = open_pass.get_or_insert_with(|| {
-                let timestamp_writes = match timestamps {
-                    Some(t) if t.used < t.capacity => {
-                        t.used += 1;
-                        Some(wgpu::ComputePassTimestampWrites {
-                            query_set: &t.set,
-                            beginning_of_pass_write_index: Some(2 * (t.used - 1)),
-                            end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+        let reused = if cached {
+            pipeline.cached_bind_group(args)
+        } else {
+            None
+        };
+        let mut created = None;
+        self.device
+            .capture_errors(&pipeline.label, make_error, || {
+                let bind_group = reused.unwrap_or_else(|| {
+                    let entries: Vec<wgpu::BindGroupEntry> = args
+                        .iter()
+                        .enumerate()
+                        .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                            binding: binding as u32,
+                            resource: buffer.as_entire_binding(),
                         })
-                    }
-                    _ => None,
-                };
-                encoder
-                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some(label),
-                        timestamp_writes,
-                    })
-                    .forget_lifetime()
-            });
-            pass.set_pipeline(&pipeline.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(clamped, 1, 1);
-        })
+                        .collect();
+                    let group = self
+                        .device
+                        .device
+                        .create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some(&pipeline.label),
+                            layout: &pipeline.layout,
+                            entries: &entries,
+                        });
+                    created = Some(group.clone());
+                    group
+                });
+                let pass = open_pass.get_or_insert_with(|| {
+                    let timestamp_writes = match timestamps {
+                        Some(t) if t.used < t.capacity => {
+                            t.used += 1;
+                            Some(wgpu::ComputePassTimestampWrites {
+                                query_set: &t.set,
+                                beginning_of_pass_write_index: Some(2 * (t.used - 1)),
+                                end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+                            })
+                        }
+                        _ => None,
+                    };
+                    encoder
+                        .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some(label),
+                            timestamp_writes,
+                        })
+                        .forget_lifetime()
+                });
+                pass.set_pipeline(&pipeline.pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(clamped, 1, 1);
+            })?;
+        // Only a group that validated is kept.
+        if let Some(group) = created.filter(|_| cached) {
+            pipeline.cache_bind_group(args, &group);
+        }
+        Ok(())
     }
 
     /// Ends the open compute pass, if any: copies and status logs go to the encoder

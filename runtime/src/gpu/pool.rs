@@ -74,6 +74,16 @@ struct State {
 }
 
 impl State {
+    /// Frees the memory of a buffer the pool lets go of, now: a cached bind group (see
+    /// `Commands::dispatch_cached`) may still hold a handle to it, and would keep it
+    /// alive. wgpu destroys it once the work submitted with it is done. A buffer with a
+    /// clear pending is left to its last handle: the clear would fail on a destroyed one.
+    fn destroy(&self, buffer: wgpu::Buffer) {
+        if !self.cleared.contains(&buffer) {
+            buffer.destroy();
+        }
+    }
+
     fn hand_out(&mut self, size: u64) {
         self.live_bytes += size;
     }
@@ -90,10 +100,10 @@ impl State {
                 break;
             };
             if let Some(list) = self.free.get_mut(&class) {
-                // Destroyed when this last handle drops.
-                list.remove(0);
+                let (_, buffer) = list.remove(0);
                 self.free_bytes -= class.0;
                 self.counts.evicted += 1;
+                self.destroy(buffer);
             }
         }
     }
@@ -184,7 +194,7 @@ impl BufferPool {
 
     fn keep(&self, state: &mut State, class: Class, buffer: wgpu::Buffer) {
         if class.0 > self.max_free_bytes {
-            // Destroyed when this last handle drops.
+            state.destroy(buffer);
             return;
         }
         // The oldest free buffers make room: the likeliest not to be asked for again soon
