@@ -893,9 +893,8 @@ impl<'a> Run<'a> {
             });
         }
         let args: Vec<&wgpu::Buffer> = buffers.iter().collect();
-        // Every buffer bound is the pool's (see `Commands::dispatch_cached`).
         self.commands()
-            .dispatch_cached(&pipeline, &args, u64::from(workgroups))
+            .dispatch(&pipeline, &args, u64::from(workgroups))
             .map_err(gpu_error)
     }
 

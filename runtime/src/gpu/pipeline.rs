@@ -37,7 +37,8 @@ pub struct Pipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
     bindings: Vec<BindingKind>,
-    /// Bind groups of [`Commands::dispatch_cached`], most recently used first.
+    /// Bind groups of earlier dispatches (see [`Commands::dispatch`]), most recently used
+    /// first.
     bind_groups: Mutex<Vec<CachedBindGroup>>,
 }
 
@@ -435,35 +436,18 @@ impl<'d> Commands<'d> {
     /// grid-stride over their work, so the count is clamped to
     /// [`Device::max_workgroups_per_dispatch`] (65 535 on most devices) without losing work;
     /// 0 records nothing.
+    ///
+    /// The bind group of an earlier dispatch of `pipeline` over the same buffers is used
+    /// again (creating one costs the host a descriptor set per dispatch; a warm run binds
+    /// the buffers of the run before). Every buffer a kernel binds is the device pool's
+    /// (values, scratch and parameters, or views of them): a cached bind group keeps its
+    /// buffers alive, and the pool destroys the buffers it lets go of, so a cached group
+    /// holds no memory the pool does not.
     pub fn dispatch(
         &mut self,
         pipeline: &Pipeline,
         args: &[Arg<'_>],
         workgroups: u64,
-    ) -> Result<()> {
-        self.record_dispatch(pipeline, args, workgroups, false)
-    }
-
-    /// [`Commands::dispatch`], reusing the bind group of an earlier dispatch of `pipeline`
-    /// over the same buffers (creating one costs the host a descriptor set per dispatch).
-    /// For buffers from the device's pool (every value's and parameter's): a cached bind
-    /// group keeps its buffers alive, and the pool destroys the buffers it lets go of, so a
-    /// cached group never holds memory no one else does.
-    pub fn dispatch_cached(
-        &mut self,
-        pipeline: &Pipeline,
-        args: &[Arg<'_>],
-        workgroups: u64,
-    ) -> Result<()> {
-        self.record_dispatch(pipeline, args, workgroups, true)
-    }
-
-    fn record_dispatch(
-        &mut self,
-        pipeline: &Pipeline,
-        args: &[Arg<'_>],
-        workgroups: u64,
-        cached: bool,
     ) -> Result<()> {
         if args.len() != pipeline.bindings.len() {
             return Err(GpuError::Command {
@@ -499,11 +483,7 @@ impl<'d> Commands<'d> {
         let timestamps = &mut self.timestamps;
         let (encoder, open_pass) = (&mut self.encoder, &mut self.pass);
         let label = &self.label;
-        let reused = if cached {
-            pipeline.cached_bind_group(args)
-        } else {
-            None
-        };
+        let reused = pipeline.cached_bind_group(args);
         let mut created = None;
         self.device
             .capture_errors(&pipeline.label, make_error, || {
@@ -551,7 +531,7 @@ impl<'d> Commands<'d> {
                 pass.dispatch_workgroups(clamped, 1, 1);
             })?;
         // Only a group that validated is kept.
-        if let Some(group) = created.filter(|_| cached) {
+        if let Some(group) = created {
             pipeline.cache_bind_group(args, &group);
         }
         Ok(())

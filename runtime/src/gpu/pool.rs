@@ -24,6 +24,11 @@
 //! creation tried again ([`BufferPool::evict_all`]): memory pressure, not a step boundary,
 //! is what gives memory back.
 //!
+//! Of the free buffers of a class, the pool hands out the one wgpu numbered first, not the
+//! last one returned: the buffers a step gets then depend only on which of them are free,
+//! not on the order their owners dropped them (a hash map's), so a warm run binds the same
+//! buffers as the run before and finds the bind groups it made (see `Commands::dispatch`).
+//!
 //! A reused buffer holds its previous owner's data: [`Device::zeroed`] clears it with a
 //! `clear_buffer` recorded in the pool's pending clears, which go to the queue ahead of the
 //! next submission's own commands (`Commands::submit`, read-backs); uploads overwrite it.
@@ -31,7 +36,7 @@
 //! [`GpuBuffer`]: super::GpuBuffer
 //! [`Device::zeroed`]: super::Device::zeroed
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Free buffers the pool keeps, in bytes, beyond which the oldest are destroyed. On a GPU,
@@ -54,8 +59,11 @@ pub(crate) struct BufferPool {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Free buffers by class, each with the sequence number of its return (oldest first).
-    free: HashMap<Class, Vec<(u64, wgpu::Buffer)>>,
+    /// Free buffers by class, in wgpu's order of buffers, each with the sequence number of
+    /// its return.
+    free: HashMap<Class, BTreeMap<wgpu::Buffer, u64>>,
+    /// The free buffers by the sequence number of their return (oldest first).
+    by_age: BTreeMap<u64, (Class, wgpu::Buffer)>,
     free_bytes: u64,
     returns: u64,
     /// Bytes of pooled buffers handed out and not given back.
@@ -91,20 +99,15 @@ impl State {
     /// Destroys free buffers, oldest first, until they take at most `budget` bytes.
     fn evict_to(&mut self, budget: u64) {
         while self.free_bytes > budget {
-            let oldest = self
-                .free
-                .iter()
-                .filter_map(|(class, list)| list.first().map(|(seq, _)| (*seq, *class)))
-                .min();
-            let Some((_, class)) = oldest else {
+            let Some((_, (class, buffer))) = self.by_age.pop_first() else {
                 break;
             };
             if let Some(list) = self.free.get_mut(&class) {
-                let (_, buffer) = list.remove(0);
-                self.free_bytes -= class.0;
-                self.counts.evicted += 1;
-                self.destroy(buffer);
+                list.remove(&buffer);
             }
+            self.free_bytes -= class.0;
+            self.counts.evicted += 1;
+            self.destroy(buffer);
         }
     }
 }
@@ -149,8 +152,9 @@ impl BufferPool {
     /// A free buffer of exactly `size` bytes and `usage`, if the pool has one.
     pub(crate) fn take(&self, size: u64, usage: wgpu::BufferUsages) -> Option<wgpu::Buffer> {
         let mut state = self.state.lock().ok()?;
-        // The most recently returned: likeliest still in the device's caches.
-        let (_, buffer) = state.free.get_mut(&(size, usage.bits()))?.pop()?;
+        // The first in wgpu's order (see the module).
+        let (buffer, seq) = state.free.get_mut(&(size, usage.bits()))?.pop_first()?;
+        state.by_age.remove(&seq);
         state.free_bytes -= size;
         state.counts.reused += 1;
         state.hand_out(size);
@@ -203,7 +207,12 @@ impl BufferPool {
         state.free_bytes += class.0;
         state.returns += 1;
         let seq = state.returns;
-        state.free.entry(class).or_default().push((seq, buffer));
+        state
+            .free
+            .entry(class)
+            .or_default()
+            .insert(buffer.clone(), seq);
+        state.by_age.insert(seq, (class, buffer));
     }
 
     /// An encoder that may record work on pool buffers was created: its number, for
