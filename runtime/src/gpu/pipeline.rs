@@ -96,13 +96,16 @@ impl CachedPipeline {
 
 /// Compiled pipelines by WGSL text and entry point. A look-up happens per dispatch, so it
 /// neither copies nor hashes the text when it can help it: a text seen before at the same
-/// address (library modules are rendered once, see `template::rendered`) is found by its
-/// address and confirmed by one comparison of the text; otherwise a fast hash of the text
-/// picks the bucket, again confirmed by comparing the text.
+/// address is found by its address and confirmed by one comparison of the text (none for
+/// library modules, rendered once and never freed, see `template::rendered`); otherwise a
+/// fast hash of the text picks the bucket, again confirmed by comparing the text.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
     by_text: HashMap<u64, Vec<Arc<CachedPipeline>>>,
-    by_address: HashMap<(usize, usize, u64), Arc<CachedPipeline>>,
+    /// With each address, whether the text there is one `template::rendered` made (never
+    /// freed, so found at its address without comparing: a library kernel's look-up
+    /// compared a text of kilobytes per dispatch).
+    by_address: HashMap<(usize, usize, u64), (Arc<CachedPipeline>, bool)>,
 }
 
 /// Addresses remembered at most: texts of generated kernels come and go, so the map is
@@ -113,7 +116,13 @@ impl PipelineCache {
     fn get(&mut self, spec: &KernelSpec<'_>) -> Option<Arc<Pipeline>> {
         let entry_hash = fast_hash(spec.entry_point.as_bytes(), 0);
         let address = (spec.source.as_ptr() as usize, spec.source.len(), entry_hash);
-        if let Some(cached) = self.by_address.get(&address).filter(|c| c.is_for(spec)) {
+        if let Some((cached, _)) = self.by_address.get(&address).filter(|(c, rendered)| {
+            if *rendered {
+                *c.entry_point == *spec.entry_point
+            } else {
+                c.is_for(spec)
+            }
+        }) {
             return Some(Arc::clone(&cached.pipeline));
         }
         let text_hash = fast_hash(spec.source.as_bytes(), entry_hash);
@@ -123,7 +132,7 @@ impl PipelineCache {
             .iter()
             .find(|c| c.is_for(spec))
             .cloned()?;
-        self.remember_address(address, &cached);
+        self.remember_address(address, &cached, spec.source);
         Some(Arc::clone(&cached.pipeline))
     }
 
@@ -143,15 +152,22 @@ impl PipelineCache {
             .entry(fast_hash(spec.source.as_bytes(), entry_hash))
             .or_default()
             .push(Arc::clone(&cached));
-        self.remember_address(address, &cached);
+        self.remember_address(address, &cached, spec.source);
         Arc::clone(&cached.pipeline)
     }
 
-    fn remember_address(&mut self, address: (usize, usize, u64), cached: &Arc<CachedPipeline>) {
+    fn remember_address(
+        &mut self,
+        address: (usize, usize, u64),
+        cached: &Arc<CachedPipeline>,
+        text: &str,
+    ) {
         if self.by_address.len() >= MAX_ADDRESSES {
             self.by_address.clear();
         }
-        self.by_address.insert(address, Arc::clone(cached));
+        let rendered = super::template::is_rendered(text);
+        self.by_address
+            .insert(address, (Arc::clone(cached), rendered));
     }
 
     fn len(&self) -> usize {

@@ -36,7 +36,7 @@
 //! [`GpuBuffer`]: super::GpuBuffer
 //! [`Device::zeroed`]: super::Device::zeroed
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Free buffers the pool keeps, in bytes, beyond which the oldest are destroyed. On a GPU,
@@ -59,11 +59,9 @@ pub(crate) struct BufferPool {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Free buffers by class, in wgpu's order of buffers, each with the sequence number of
-    /// its return.
-    free: HashMap<Class, BTreeMap<wgpu::Buffer, u64>>,
-    /// The free buffers by the sequence number of their return (oldest first).
-    by_age: BTreeMap<u64, (Class, wgpu::Buffer)>,
+    /// Free buffers by class, each with the sequence number of its return, in reverse of
+    /// wgpu's order of buffers (the next to hand out last).
+    free: HashMap<Class, Vec<(wgpu::Buffer, u64)>>,
     free_bytes: u64,
     returns: u64,
     /// Bytes of pooled buffers handed out and not given back.
@@ -98,16 +96,36 @@ impl State {
 
     /// Destroys free buffers, oldest first, until they take at most `budget` bytes.
     fn evict_to(&mut self, budget: u64) {
+        if budget == 0 {
+            for (class, list) in std::mem::take(&mut self.free) {
+                for (buffer, _) in list {
+                    self.free_bytes -= class.0;
+                    self.counts.evicted += 1;
+                    self.destroy(buffer);
+                }
+            }
+        }
         while self.free_bytes > budget {
-            let Some((_, (class, buffer))) = self.by_age.pop_first() else {
+            // A walk over the free buffers per eviction: evictions are rare (the cap on
+            // free bytes, or out of memory), hand-outs and returns are not.
+            let oldest = self
+                .free
+                .iter()
+                .flat_map(|(class, list)| {
+                    list.iter()
+                        .enumerate()
+                        .map(move |(at, (_, seq))| (*seq, *class, at))
+                })
+                .min();
+            let Some((_, class, at)) = oldest else {
                 break;
             };
             if let Some(list) = self.free.get_mut(&class) {
-                list.remove(&buffer);
+                let (buffer, _) = list.remove(at);
+                self.free_bytes -= class.0;
+                self.counts.evicted += 1;
+                self.destroy(buffer);
             }
-            self.free_bytes -= class.0;
-            self.counts.evicted += 1;
-            self.destroy(buffer);
         }
     }
 }
@@ -153,8 +171,7 @@ impl BufferPool {
     pub(crate) fn take(&self, size: u64, usage: wgpu::BufferUsages) -> Option<wgpu::Buffer> {
         let mut state = self.state.lock().ok()?;
         // The first in wgpu's order (see the module).
-        let (buffer, seq) = state.free.get_mut(&(size, usage.bits()))?.pop_first()?;
-        state.by_age.remove(&seq);
+        let (buffer, _) = state.free.get_mut(&(size, usage.bits()))?.pop()?;
         state.free_bytes -= size;
         state.counts.reused += 1;
         state.hand_out(size);
@@ -207,12 +224,9 @@ impl BufferPool {
         state.free_bytes += class.0;
         state.returns += 1;
         let seq = state.returns;
-        state
-            .free
-            .entry(class)
-            .or_default()
-            .insert(buffer.clone(), seq);
-        state.by_age.insert(seq, (class, buffer));
+        let list = state.free.entry(class).or_default();
+        let at = list.partition_point(|(free, _)| *free > buffer);
+        list.insert(at, (buffer, seq));
     }
 
     /// An encoder that may record work on pool buffers was created: its number, for
