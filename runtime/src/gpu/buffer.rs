@@ -135,6 +135,22 @@ pub(crate) struct UniformCache {
     by_bytes: HashMap<Box<[u8]>, Uniform>,
 }
 
+/// Buffers holding the bytes of small uploads, by those bytes (see [`Device::upload`]).
+#[derive(Default)]
+pub(crate) struct UploadSources {
+    by_bytes: HashMap<Box<[u8]>, wgpu::Buffer>,
+}
+
+/// Uploads of at most this many bytes are copied on the device from a buffer that holds
+/// the same bytes (made once, see [`UploadSources`]) instead of written from the host: a
+/// `write_buffer` makes wgpu create, map and free a staging buffer, tens of microseconds
+/// per small upload (a literal, the start values of a reduction) on every warm run.
+const SMALL_UPLOAD_BYTES: usize = 4096;
+
+/// Upload sources the cache holds (up to [`SMALL_UPLOAD_BYTES`] each) before it starts
+/// over.
+const MAX_UPLOAD_SOURCES: usize = 1024;
+
 /// Parameter buffers the cache holds (256 bytes each) before it starts over: texts of
 /// parameters come and go with the data (a library step's sizes), and a full cache is emptied
 /// (its buffers go back to the pool once no one binds them).
@@ -174,14 +190,25 @@ impl Device {
         }
         let name = || label.to_string();
         let bytes = checked_bytes::<T>(self, &name, data.len())?;
-        self.count_upload(std::mem::size_of_val(data) as u64);
         let buffer = self.storage_buffer(&name, bytes)?;
+        let raw: &[u8] = bytemuck::cast_slice(data);
+        if raw.len() <= SMALL_UPLOAD_BYTES {
+            // After a clear of the buffer still pending, if any: same encoder, in order.
+            let source = self.upload_source(raw)?;
+            let words = (raw.len() as u64).next_multiple_of(4);
+            if self
+                .pool
+                .copy_before_next_submit(&self.device, &source, buffer.raw(), words)
+            {
+                return Ok(buffer.retyped(data.len()));
+            }
+        }
+        self.count_upload(std::mem::size_of_val(data) as u64);
         self.submit_clears_of(buffer.raw());
         {
             // Queue-ordered: lands before the next submission's commands, after all work
             // submitted before. No command held for that submission uses the buffer: a
             // pooled buffer's earlier uses are all submitted (see `pool`).
-            let raw: &[u8] = bytemuck::cast_slice(data);
             if raw.len().is_multiple_of(4) {
                 self.queue.write_buffer(buffer.raw(), 0, raw);
             } else {
@@ -192,6 +219,53 @@ impl Device {
             }
         }
         Ok(buffer.retyped(data.len()))
+    }
+
+    /// A device buffer holding `raw` (padded to whole words), made once per distinct bytes
+    /// and never written again: the source of small uploads' copies.
+    fn upload_source(&self, raw: &[u8]) -> Result<wgpu::Buffer> {
+        if let Some(source) = self
+            .upload_sources
+            .lock()
+            .ok()
+            .and_then(|cache| cache.by_bytes.get(raw).cloned())
+        {
+            return Ok(source);
+        }
+        self.count_upload(raw.len() as u64);
+        let make_error = |label, message| GpuError::Command { label, message };
+        let source = self
+            .costs
+            .buffers
+            .time(|| {
+                self.capture_errors("upload source", make_error, || {
+                    let source = self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("upload source"),
+                        size: (raw.len() as u64).next_multiple_of(4).max(4),
+                        usage: wgpu::BufferUsages::COPY_SRC,
+                        mapped_at_creation: true,
+                    });
+                    let written = source.get_mapped_range_mut(..).map(|mut view| {
+                        // The whole mapping, padding included (zeros).
+                        let mut padded = raw.to_vec();
+                        padded.resize(view.len(), 0);
+                        view.copy_from_slice(&padded);
+                    });
+                    source.unmap();
+                    written.map(|()| source)
+                })
+            })?
+            .map_err(|e| GpuError::Command {
+                label: "upload source".to_string(),
+                message: e.to_string(),
+            })?;
+        if let Ok(mut cache) = self.upload_sources.lock() {
+            if cache.by_bytes.len() >= MAX_UPLOAD_SOURCES {
+                cache.by_bytes.clear();
+            }
+            cache.by_bytes.insert(raw.into(), source.clone());
+        }
+        Ok(source)
     }
 
     /// A storage buffer of `len` zeros: a new one (wgpu zero-initialises every buffer), or

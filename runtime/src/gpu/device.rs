@@ -79,6 +79,8 @@ pub struct Device {
     pub(crate) pool: Arc<super::pool::BufferPool>,
     /// Kernel parameters' uniform buffers by their bytes (see `buffer::UniformCache`).
     pub(crate) uniforms: Mutex<super::buffer::UniformCache>,
+    /// Buffers holding small uploads' bytes (see `buffer::UploadSources`).
+    pub(crate) upload_sources: Mutex<super::buffer::UploadSources>,
     /// Command buffers recorded and not yet submitted (see `Device::hold`), from every
     /// thread: a read on one thread must see what another recorded before handing it a
     /// value, and the order within each thread is kept.
@@ -248,6 +250,7 @@ impl Device {
                         profiling: Default::default(),
                         pool,
                         uniforms: Default::default(),
+                        upload_sources: Default::default(),
                         held: Mutex::new(HeldCommands::default()),
                         submit_bytes: AtomicU64::new(submit_bytes),
                         wait_mode,

@@ -283,7 +283,32 @@ impl BufferPool {
         state.cleared.insert(buffer.clone());
     }
 
-    /// Whether a clear of `buffer` is pending.
+    /// Records a copy of `bytes` bytes from the start of `source` into `buffer`, to run
+    /// before the next submission's commands as a clear does (after the clears recorded
+    /// before it); false when it could not be recorded.
+    pub(crate) fn copy_before_next_submit(
+        &self,
+        device: &wgpu::Device,
+        source: &wgpu::Buffer,
+        buffer: &wgpu::Buffer,
+        bytes: u64,
+    ) -> bool {
+        let Ok(mut state) = self.state.lock() else {
+            return false;
+        };
+        state
+            .clears
+            .get_or_insert_with(|| {
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("pool clears"),
+                })
+            })
+            .copy_buffer_to_buffer(source, 0, buffer, 0, bytes);
+        state.cleared.insert(buffer.clone());
+        true
+    }
+
+    /// Whether a clear (or copy) into `buffer` is pending.
     pub(crate) fn clear_pending(&self, buffer: &wgpu::Buffer) -> bool {
         self.state
             .lock()
