@@ -644,7 +644,7 @@ impl Accelerator for GpuEngine<'_> {
                 profile.tally(&step, what, n);
             }
         }
-        self.device.sample_memory();
+        self.device.sample_memory_if_grown();
         let result = match result {
             Ok(value) => self.pending.settle(self.device, false).map(|()| value),
             // A read the library made brought an earlier launch's failure: taken as in
@@ -710,7 +710,7 @@ impl Accelerator for GpuEngine<'_> {
         profile.record(Placement::Transfer, "download", cost.download_time);
         profile.gpu_busy += cost.device_time;
         profile.step_read(&kernel.name, (self.device.traffic() - before).downloaded);
-        self.device.sample_memory();
+        self.device.sample_memory_if_grown();
         Ok(outputs)
     }
 

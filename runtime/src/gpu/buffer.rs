@@ -1,5 +1,6 @@
 //! Typed device buffers: upload from slices, download into vectors.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use std::sync::Arc;
@@ -96,9 +97,17 @@ impl<T> Drop for GpuBuffer<T> {
     }
 }
 
-/// A uniform buffer of kernel parameters, from the device's pool and back to it when dropped.
-#[derive(Debug)]
+/// A uniform buffer of kernel parameters. Its contents never change once written: the
+/// device hands out the same buffer for the same parameter bytes (see `UniformCache`), and
+/// it goes back to the pool when neither the cache nor a caller holds it.
+#[derive(Clone, Debug)]
 pub struct Uniform {
+    shared: Arc<PooledUniform>,
+}
+
+/// The buffer behind [`Uniform`]s of the same bytes.
+#[derive(Debug)]
+struct PooledUniform {
     buffer: wgpu::Buffer,
     pool: Arc<BufferPool>,
 }
@@ -106,26 +115,61 @@ pub struct Uniform {
 impl std::ops::Deref for Uniform {
     type Target = wgpu::Buffer;
     fn deref(&self) -> &wgpu::Buffer {
-        &self.buffer
+        &self.shared.buffer
     }
 }
 
-impl Drop for Uniform {
+impl Drop for PooledUniform {
     fn drop(&mut self) {
         self.pool.give_back(self.buffer.clone());
     }
 }
 
+/// Uniform buffers by the parameter bytes they hold. A warm run of a query passes its kernels
+/// the parameters of the run before (the same lengths): finding their buffer saves a pool
+/// look-up and a `write_buffer` per dispatch, whose staging buffer wgpu allocates, copies
+/// and frees with the submission. The buffers stay bound to the same kernels, so cached bind
+/// groups (see `pipeline`) find them too.
+#[derive(Default)]
+pub(crate) struct UniformCache {
+    by_bytes: HashMap<Box<[u8]>, Uniform>,
+}
+
+/// Buffers holding the bytes of small uploads, by those bytes (see [`Device::upload`]).
+#[derive(Default)]
+pub(crate) struct UploadSources {
+    by_bytes: HashMap<Box<[u8]>, wgpu::Buffer>,
+}
+
+/// Uploads of at most this many bytes are copied on the device from a buffer that holds
+/// the same bytes (made once, see [`UploadSources`]) instead of written from the host: a
+/// `write_buffer` makes wgpu create, map and free a staging buffer, tens of microseconds
+/// per small upload (a literal, the start values of a reduction) on every warm run.
+const SMALL_UPLOAD_BYTES: usize = 4096;
+
+/// Upload sources the cache holds (up to [`SMALL_UPLOAD_BYTES`] each) before it starts
+/// over.
+const MAX_UPLOAD_SOURCES: usize = 1024;
+
+/// Parameter buffers the cache holds (256 bytes each) before it starts over: texts of
+/// parameters come and go with the data (a library step's sizes), and a full cache is emptied
+/// (its buffers go back to the pool once no one binds them).
+const MAX_CACHED_UNIFORMS: usize = 1024;
+
 /// Usage of uniform buffers: bindable as uniforms, written from the host.
 const UNIFORM_USAGE: wgpu::BufferUsages =
     wgpu::BufferUsages::UNIFORM.union(wgpu::BufferUsages::COPY_DST);
 
-fn checked_bytes<T>(device: &Device, label: &str, len: usize) -> Result<u64> {
+/// A buffer's label, made only when a buffer is created or an error names it: a warm run
+/// takes its buffers from the pool, and formatting a label per buffer showed in its host time.
+type Label<'a> = &'a dyn Fn() -> String;
+
+fn checked_bytes<T>(device: &Device, label: Label<'_>, len: usize) -> Result<u64> {
     let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
     let limit = device.limits().max_buffer_size;
     if len > MAX_ELEMENTS || bytes > limit {
         return Err(GpuError::BufferTooLarge {
-            label: label.to_string(),
+            label: label(),
             bytes,
             limit: limit.min((MAX_ELEMENTS * std::mem::size_of::<T>()) as u64),
         });
@@ -144,15 +188,27 @@ impl Device {
             // Nothing to write: zeros, as a new buffer would hold.
             return self.zeroed(label, 0);
         }
-        let bytes = checked_bytes::<T>(self, label, data.len())?;
+        let name = || label.to_string();
+        let bytes = checked_bytes::<T>(self, &name, data.len())?;
+        let buffer = self.storage_buffer(&name, bytes)?;
+        let raw: &[u8] = bytemuck::cast_slice(data);
+        if raw.len() <= SMALL_UPLOAD_BYTES {
+            // After a clear of the buffer still pending, if any: same encoder, in order.
+            let source = self.upload_source(raw)?;
+            let words = (raw.len() as u64).next_multiple_of(4);
+            if self
+                .pool
+                .copy_before_next_submit(&self.device, &source, buffer.raw(), words)
+            {
+                return Ok(buffer.retyped(data.len()));
+            }
+        }
         self.count_upload(std::mem::size_of_val(data) as u64);
-        let buffer = self.storage_buffer(label, bytes)?;
         self.submit_clears_of(buffer.raw());
         {
             // Queue-ordered: lands before the next submission's commands, after all work
             // submitted before. No command held for that submission uses the buffer: a
             // pooled buffer's earlier uses are all submitted (see `pool`).
-            let raw: &[u8] = bytemuck::cast_slice(data);
             if raw.len().is_multiple_of(4) {
                 self.queue.write_buffer(buffer.raw(), 0, raw);
             } else {
@@ -165,9 +221,66 @@ impl Device {
         Ok(buffer.retyped(data.len()))
     }
 
+    /// A device buffer holding `raw` (padded to whole words), made once per distinct bytes
+    /// and never written again: the source of small uploads' copies.
+    fn upload_source(&self, raw: &[u8]) -> Result<wgpu::Buffer> {
+        if let Some(source) = self
+            .upload_sources
+            .lock()
+            .ok()
+            .and_then(|cache| cache.by_bytes.get(raw).cloned())
+        {
+            return Ok(source);
+        }
+        self.count_upload(raw.len() as u64);
+        let make_error = |label, message| GpuError::Command { label, message };
+        let source = self
+            .costs
+            .buffers
+            .time(|| {
+                self.capture_errors("upload source", make_error, || {
+                    let source = self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("upload source"),
+                        size: (raw.len() as u64).next_multiple_of(4).max(4),
+                        usage: wgpu::BufferUsages::COPY_SRC,
+                        mapped_at_creation: true,
+                    });
+                    let written = source.get_mapped_range_mut(..).map(|mut view| {
+                        // The whole mapping, padding included (zeros).
+                        let mut padded = raw.to_vec();
+                        padded.resize(view.len(), 0);
+                        view.copy_from_slice(&padded);
+                    });
+                    source.unmap();
+                    written.map(|()| source)
+                })
+            })?
+            .map_err(|e| GpuError::Command {
+                label: "upload source".to_string(),
+                message: e.to_string(),
+            })?;
+        if let Ok(mut cache) = self.upload_sources.lock() {
+            if cache.by_bytes.len() >= MAX_UPLOAD_SOURCES {
+                cache.by_bytes.clear();
+            }
+            cache.by_bytes.insert(raw.into(), source.clone());
+        }
+        Ok(source)
+    }
+
     /// A storage buffer of `len` zeros: a new one (wgpu zero-initialises every buffer), or
     /// a pooled one cleared ahead of the next submission's work.
     pub fn zeroed<T: bytemuck::Pod>(&self, label: &str, len: usize) -> Result<GpuBuffer<T>> {
+        self.zeroed_named(&|| label.to_string(), len)
+    }
+
+    /// [`Device::zeroed`] with a label made only when a buffer is created or an error
+    /// names it.
+    pub fn zeroed_named<T: bytemuck::Pod>(
+        &self,
+        label: &dyn Fn() -> String,
+        len: usize,
+    ) -> Result<GpuBuffer<T>> {
         let bytes = checked_bytes::<T>(self, label, len)?;
         let (buffer, reused) = self.storage_buffer_reused(label, bytes)?;
         if reused {
@@ -185,16 +298,17 @@ impl Device {
         label: &str,
         len: usize,
     ) -> Result<GpuBuffer<T>> {
-        let bytes = checked_bytes::<T>(self, label, len)?;
-        Ok(self.storage_buffer(label, bytes)?.retyped(len))
+        let name = || label.to_string();
+        let bytes = checked_bytes::<T>(self, &name, len)?;
+        Ok(self.storage_buffer(&name, bytes)?.retyped(len))
     }
 
     /// A storage buffer of at least `bytes` bytes (its size class), contents undefined.
-    fn storage_buffer(&self, label: &str, bytes: u64) -> Result<GpuBuffer<u8>> {
+    fn storage_buffer(&self, label: Label<'_>, bytes: u64) -> Result<GpuBuffer<u8>> {
         self.storage_buffer_reused(label, bytes).map(|(b, _)| b)
     }
 
-    fn storage_buffer_reused(&self, label: &str, bytes: u64) -> Result<(GpuBuffer<u8>, bool)> {
+    fn storage_buffer_reused(&self, label: Label<'_>, bytes: u64) -> Result<(GpuBuffer<u8>, bool)> {
         let limit = self
             .limits()
             .max_buffer_size
@@ -213,7 +327,7 @@ impl Device {
         if let Some(buffer) = self.pool.take(size, STORAGE_USAGE) {
             return Ok((wrap(buffer), true));
         }
-        let buffer = self.create_pooled(label, size, STORAGE_USAGE)?;
+        let buffer = self.create_pooled(&label(), size, STORAGE_USAGE)?;
         Ok((wrap(buffer), false))
     }
 
@@ -252,8 +366,17 @@ impl Device {
         self.uniform_bytes(label, bytemuck::bytes_of(value))
     }
 
-    /// A uniform buffer holding `bytes` (a multiple of 4), from the pool.
+    /// A uniform buffer holding `bytes` (a multiple of 4): the one already holding them
+    /// (see [`UniformCache`]), or one from the pool written now.
     pub(crate) fn uniform_bytes(&self, label: &str, bytes: &[u8]) -> Result<Uniform> {
+        if let Some(uniform) = self
+            .uniforms
+            .lock()
+            .ok()
+            .and_then(|cache| cache.by_bytes.get(bytes).cloned())
+        {
+            return Ok(uniform);
+        }
         self.count_upload(bytes.len() as u64);
         let size = class_bytes((bytes.len() as u64).next_multiple_of(16), u64::MAX);
         let buffer = match self.pool.take(size, UNIFORM_USAGE) {
@@ -261,12 +384,22 @@ impl Device {
             None => self.create_pooled(label, size, UNIFORM_USAGE)?,
         };
         // No pending clear can be for this buffer (only storage buffers are cleared), so
-        // the write need not wait for them: one submission less per dispatch.
+        // the write need not wait for them: one submission less per dispatch. Nothing
+        // recorded uses the buffer: it came from the pool (see `pool`).
         self.queue.write_buffer(&buffer, 0, bytes);
-        Ok(Uniform {
-            buffer,
-            pool: self.pool.clone(),
-        })
+        let uniform = Uniform {
+            shared: Arc::new(PooledUniform {
+                buffer,
+                pool: self.pool.clone(),
+            }),
+        };
+        if let Ok(mut cache) = self.uniforms.lock() {
+            if cache.by_bytes.len() >= MAX_CACHED_UNIFORMS {
+                cache.by_bytes.clear();
+            }
+            cache.by_bytes.insert(bytes.into(), uniform.clone());
+        }
+        Ok(uniform)
     }
 
     /// Copies the buffer back to the host, waiting for all work submitted before.

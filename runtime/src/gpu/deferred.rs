@@ -128,6 +128,11 @@ impl Counter {
         value
     }
 
+    /// Operations counted so far.
+    pub(crate) fn count(&self) -> u32 {
+        self.count.load(Ordering::Relaxed)
+    }
+
     fn get(&self) -> (u32, Duration) {
         (
             self.count.load(Ordering::Relaxed),

@@ -63,6 +63,9 @@ pub struct Device {
     pub(crate) pipeline_cache: Option<super::pipeline_cache::DiskCache>,
     /// The most device memory the allocator held at any [`Device::sample_memory`].
     peak_memory: AtomicU64,
+    /// Buffers created (`costs.buffers`) at the last [`Device::sample_memory_if_grown`]
+    /// that sampled; `u32::MAX` before the first.
+    memory_sampled_at: AtomicU32,
     /// Kernels' status words copied on the device, read with the next read-back (see
     /// `deferred`).
     pub(crate) status_log: super::deferred::PerThread<super::deferred::StatusLog>,
@@ -74,6 +77,10 @@ pub struct Device {
     pub(crate) profiling: std::sync::atomic::AtomicBool,
     /// Storage and uniform buffers for reuse (see `pool`).
     pub(crate) pool: Arc<super::pool::BufferPool>,
+    /// Kernel parameters' uniform buffers by their bytes (see `buffer::UniformCache`).
+    pub(crate) uniforms: Mutex<super::buffer::UniformCache>,
+    /// Buffers holding small uploads' bytes (see `buffer::UploadSources`).
+    pub(crate) upload_sources: Mutex<super::buffer::UploadSources>,
     /// Command buffers recorded and not yet submitted (see `Device::hold`), from every
     /// thread: a read on one thread must see what another recorded before handing it a
     /// value, and the order within each thread is kept.
@@ -236,11 +243,14 @@ impl Device {
                         pipeline_build_nanos: AtomicU64::new(0),
                         pipeline_cache,
                         peak_memory: AtomicU64::new(0),
+                        memory_sampled_at: AtomicU32::new(u32::MAX),
                         status_log: Default::default(),
                         timestamp_log: Default::default(),
                         costs: Default::default(),
                         profiling: Default::default(),
                         pool,
+                        uniforms: Default::default(),
+                        upload_sources: Default::default(),
                         held: Mutex::new(HeldCommands::default()),
                         submit_bytes: AtomicU64::new(submit_bytes),
                         wait_mode,
@@ -368,6 +378,16 @@ impl Device {
             .total_allocated_bytes;
         self.peak_memory.fetch_max(bytes, Ordering::Relaxed);
         Some(bytes)
+    }
+
+    /// [`Device::sample_memory`] when a buffer was created since the last sample taken
+    /// here: memory grows only by allocations, and the allocator's report walks every
+    /// allocation (a few microseconds per step of a warm run, which creates none).
+    pub fn sample_memory_if_grown(&self) {
+        let created = self.costs.buffers.count();
+        if self.memory_sampled_at.swap(created, Ordering::Relaxed) != created {
+            self.sample_memory();
+        }
     }
 
     /// The most device memory seen by [`Device::sample_memory`] (the engine samples after

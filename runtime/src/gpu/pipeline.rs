@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::buffer::GpuBuffer;
 use super::deferred::TimedWork;
@@ -37,6 +37,48 @@ pub struct Pipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
     bindings: Vec<BindingKind>,
+    /// Bind groups of earlier dispatches (see [`Commands::dispatch`]), most recently used
+    /// first.
+    bind_groups: Mutex<Vec<CachedBindGroup>>,
+}
+
+/// A bind group with the buffers it binds, in binding order.
+#[derive(Debug)]
+struct CachedBindGroup {
+    buffers: Vec<wgpu::Buffer>,
+    group: wgpu::BindGroup,
+}
+
+/// Bind groups a pipeline keeps: a warm run binds the buffers of the run before (resident
+/// columns, the same parameters' uniform, outputs and scratch of the same sizes from the
+/// pool), though the pool may hand out its free buffers of one size in another order.
+const CACHED_BIND_GROUPS: usize = 8;
+
+impl Pipeline {
+    /// The cached bind group of exactly `args`, moved to the front.
+    fn cached_bind_group(&self, args: &[Arg<'_>]) -> Option<wgpu::BindGroup> {
+        let mut cached = self.bind_groups.lock().ok()?;
+        let found = cached.iter().position(|c| {
+            c.buffers.len() == args.len() && c.buffers.iter().zip(args).all(|(a, b)| a == *b)
+        })?;
+        cached[..=found].rotate_right(1);
+        Some(cached[0].group.clone())
+    }
+
+    /// Remembers `group` as the bind group of `args`, forgetting the least recently used
+    /// beyond [`CACHED_BIND_GROUPS`].
+    fn cache_bind_group(&self, args: &[Arg<'_>], group: &wgpu::BindGroup) {
+        if let Ok(mut cached) = self.bind_groups.lock() {
+            cached.truncate(CACHED_BIND_GROUPS - 1);
+            cached.insert(
+                0,
+                CachedBindGroup {
+                    buffers: args.iter().map(|b| (*b).clone()).collect(),
+                    group: group.clone(),
+                },
+            );
+        }
+    }
 }
 
 /// A cached pipeline with the WGSL text and entry point it was compiled from.
@@ -54,13 +96,16 @@ impl CachedPipeline {
 
 /// Compiled pipelines by WGSL text and entry point. A look-up happens per dispatch, so it
 /// neither copies nor hashes the text when it can help it: a text seen before at the same
-/// address (library modules are rendered once, see `template::rendered`) is found by its
-/// address and confirmed by one comparison of the text; otherwise a fast hash of the text
-/// picks the bucket, again confirmed by comparing the text.
+/// address is found by its address and confirmed by one comparison of the text (none for
+/// library modules, rendered once and never freed, see `template::rendered`); otherwise a
+/// fast hash of the text picks the bucket, again confirmed by comparing the text.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
     by_text: HashMap<u64, Vec<Arc<CachedPipeline>>>,
-    by_address: HashMap<(usize, usize, u64), Arc<CachedPipeline>>,
+    /// With each address, whether the text there is one `template::rendered` made (never
+    /// freed, so found at its address without comparing: a library kernel's look-up
+    /// compared a text of kilobytes per dispatch).
+    by_address: HashMap<(usize, usize, u64), (Arc<CachedPipeline>, bool)>,
 }
 
 /// Addresses remembered at most: texts of generated kernels come and go, so the map is
@@ -71,7 +116,13 @@ impl PipelineCache {
     fn get(&mut self, spec: &KernelSpec<'_>) -> Option<Arc<Pipeline>> {
         let entry_hash = fast_hash(spec.entry_point.as_bytes(), 0);
         let address = (spec.source.as_ptr() as usize, spec.source.len(), entry_hash);
-        if let Some(cached) = self.by_address.get(&address).filter(|c| c.is_for(spec)) {
+        if let Some((cached, _)) = self.by_address.get(&address).filter(|(c, rendered)| {
+            if *rendered {
+                *c.entry_point == *spec.entry_point
+            } else {
+                c.is_for(spec)
+            }
+        }) {
             return Some(Arc::clone(&cached.pipeline));
         }
         let text_hash = fast_hash(spec.source.as_bytes(), entry_hash);
@@ -81,7 +132,7 @@ impl PipelineCache {
             .iter()
             .find(|c| c.is_for(spec))
             .cloned()?;
-        self.remember_address(address, &cached);
+        self.remember_address(address, &cached, spec.source);
         Some(Arc::clone(&cached.pipeline))
     }
 
@@ -101,15 +152,22 @@ impl PipelineCache {
             .entry(fast_hash(spec.source.as_bytes(), entry_hash))
             .or_default()
             .push(Arc::clone(&cached));
-        self.remember_address(address, &cached);
+        self.remember_address(address, &cached, spec.source);
         Arc::clone(&cached.pipeline)
     }
 
-    fn remember_address(&mut self, address: (usize, usize, u64), cached: &Arc<CachedPipeline>) {
+    fn remember_address(
+        &mut self,
+        address: (usize, usize, u64),
+        cached: &Arc<CachedPipeline>,
+        text: &str,
+    ) {
         if self.by_address.len() >= MAX_ADDRESSES {
             self.by_address.clear();
         }
-        self.by_address.insert(address, Arc::clone(cached));
+        let rendered = super::template::is_rendered(text);
+        self.by_address
+            .insert(address, (Arc::clone(cached), rendered));
     }
 
     fn len(&self) -> usize {
@@ -231,6 +289,7 @@ impl Device {
                 pipeline,
                 layout,
                 bindings: spec.bindings.to_vec(),
+                bind_groups: Mutex::new(Vec::new()),
             }
         })
     }
@@ -393,6 +452,13 @@ impl<'d> Commands<'d> {
     /// grid-stride over their work, so the count is clamped to
     /// [`Device::max_workgroups_per_dispatch`] (65 535 on most devices) without losing work;
     /// 0 records nothing.
+    ///
+    /// The bind group of an earlier dispatch of `pipeline` over the same buffers is used
+    /// again (creating one costs the host a descriptor set per dispatch; a warm run binds
+    /// the buffers of the run before). Every buffer a kernel binds is the device pool's
+    /// (values, scratch and parameters, or views of them): a cached bind group keeps its
+    /// buffers alive, and the pool destroys the buffers it lets go of, so a cached group
+    /// holds no memory the pool does not.
     pub fn dispatch(
         &mut self,
         pipeline: &Pipeline,
@@ -433,46 +499,58 @@ impl<'d> Commands<'d> {
         let timestamps = &mut self.timestamps;
         let (encoder, open_pass) = (&mut self.encoder, &mut self.pass);
         let label = &self.label;
-        self.device.capture_errors(&pipeline.label, make_error, || {
-            let entries: Vec<wgpu::BindGroupEntry> = args
-                .iter()
-                .enumerate()
-                .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                    binding: binding as u32,
-                    resource: buffer.as_entire_binding(),
-                })
-                .collect();
-            let bind_group = self
-                .device
-                .device
-                .create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(&pipeline.label),
-                    layout: &pipeline.layout,
-                    entries: &entries,
-                });
-            let pass = open_pass.get_or_insert_with(|| {
-                let timestamp_writes = match timestamps {
-                    Some(t) if t.used < t.capacity => {
-                        t.used += 1;
-                        Some(wgpu::ComputePassTimestampWrites {
-                            query_set: &t.set,
-                            beginning_of_pass_write_index: Some(2 * (t.used - 1)),
-                            end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+        let reused = pipeline.cached_bind_group(args);
+        let mut created = None;
+        self.device
+            .capture_errors(&pipeline.label, make_error, || {
+                let bind_group = reused.unwrap_or_else(|| {
+                    let entries: Vec<wgpu::BindGroupEntry> = args
+                        .iter()
+                        .enumerate()
+                        .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                            binding: binding as u32,
+                            resource: buffer.as_entire_binding(),
                         })
-                    }
-                    _ => None,
-                };
-                encoder
-                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some(label),
-                        timestamp_writes,
-                    })
-                    .forget_lifetime()
-            });
-            pass.set_pipeline(&pipeline.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(clamped, 1, 1);
-        })
+                        .collect();
+                    let group = self
+                        .device
+                        .device
+                        .create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some(&pipeline.label),
+                            layout: &pipeline.layout,
+                            entries: &entries,
+                        });
+                    created = Some(group.clone());
+                    group
+                });
+                let pass = open_pass.get_or_insert_with(|| {
+                    let timestamp_writes = match timestamps {
+                        Some(t) if t.used < t.capacity => {
+                            t.used += 1;
+                            Some(wgpu::ComputePassTimestampWrites {
+                                query_set: &t.set,
+                                beginning_of_pass_write_index: Some(2 * (t.used - 1)),
+                                end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+                            })
+                        }
+                        _ => None,
+                    };
+                    encoder
+                        .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some(label),
+                            timestamp_writes,
+                        })
+                        .forget_lifetime()
+                });
+                pass.set_pipeline(&pipeline.pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(clamped, 1, 1);
+            })?;
+        // Only a group that validated is kept.
+        if let Some(group) = created {
+            pipeline.cache_bind_group(args, &group);
+        }
+        Ok(())
     }
 
     /// Ends the open compute pass, if any: copies and status logs go to the encoder

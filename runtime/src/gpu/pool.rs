@@ -24,6 +24,11 @@
 //! creation tried again ([`BufferPool::evict_all`]): memory pressure, not a step boundary,
 //! is what gives memory back.
 //!
+//! Of the free buffers of a class, the pool hands out the one wgpu numbered first, not the
+//! last one returned: the buffers a step gets then depend only on which of them are free,
+//! not on the order their owners dropped them (a hash map's), so a warm run binds the same
+//! buffers as the run before and finds the bind groups it made (see `Commands::dispatch`).
+//!
 //! A reused buffer holds its previous owner's data: [`Device::zeroed`] clears it with a
 //! `clear_buffer` recorded in the pool's pending clears, which go to the queue ahead of the
 //! next submission's own commands (`Commands::submit`, read-backs); uploads overwrite it.
@@ -54,8 +59,9 @@ pub(crate) struct BufferPool {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Free buffers by class, each with the sequence number of its return (oldest first).
-    free: HashMap<Class, Vec<(u64, wgpu::Buffer)>>,
+    /// Free buffers by class, each with the sequence number of its return, in reverse of
+    /// wgpu's order of buffers (the next to hand out last).
+    free: HashMap<Class, Vec<(wgpu::Buffer, u64)>>,
     free_bytes: u64,
     returns: u64,
     /// Bytes of pooled buffers handed out and not given back.
@@ -74,26 +80,51 @@ struct State {
 }
 
 impl State {
+    /// Frees the memory of a buffer the pool lets go of, now: a cached bind group (see
+    /// `Commands::dispatch_cached`) may still hold a handle to it, and would keep it
+    /// alive. wgpu destroys it once the work submitted with it is done. A buffer with a
+    /// clear pending is left to its last handle: the clear would fail on a destroyed one.
+    fn destroy(&self, buffer: wgpu::Buffer) {
+        if !self.cleared.contains(&buffer) {
+            buffer.destroy();
+        }
+    }
+
     fn hand_out(&mut self, size: u64) {
         self.live_bytes += size;
     }
 
     /// Destroys free buffers, oldest first, until they take at most `budget` bytes.
     fn evict_to(&mut self, budget: u64) {
+        if budget == 0 {
+            for (class, list) in std::mem::take(&mut self.free) {
+                for (buffer, _) in list {
+                    self.free_bytes -= class.0;
+                    self.counts.evicted += 1;
+                    self.destroy(buffer);
+                }
+            }
+        }
         while self.free_bytes > budget {
+            // A walk over the free buffers per eviction: evictions are rare (the cap on
+            // free bytes, or out of memory), hand-outs and returns are not.
             let oldest = self
                 .free
                 .iter()
-                .filter_map(|(class, list)| list.first().map(|(seq, _)| (*seq, *class)))
+                .flat_map(|(class, list)| {
+                    list.iter()
+                        .enumerate()
+                        .map(move |(at, (_, seq))| (*seq, *class, at))
+                })
                 .min();
-            let Some((_, class)) = oldest else {
+            let Some((_, class, at)) = oldest else {
                 break;
             };
             if let Some(list) = self.free.get_mut(&class) {
-                // Destroyed when this last handle drops.
-                list.remove(0);
+                let (buffer, _) = list.remove(at);
                 self.free_bytes -= class.0;
                 self.counts.evicted += 1;
+                self.destroy(buffer);
             }
         }
     }
@@ -139,8 +170,8 @@ impl BufferPool {
     /// A free buffer of exactly `size` bytes and `usage`, if the pool has one.
     pub(crate) fn take(&self, size: u64, usage: wgpu::BufferUsages) -> Option<wgpu::Buffer> {
         let mut state = self.state.lock().ok()?;
-        // The most recently returned: likeliest still in the device's caches.
-        let (_, buffer) = state.free.get_mut(&(size, usage.bits()))?.pop()?;
+        // The first in wgpu's order (see the module).
+        let (buffer, _) = state.free.get_mut(&(size, usage.bits()))?.pop()?;
         state.free_bytes -= size;
         state.counts.reused += 1;
         state.hand_out(size);
@@ -184,7 +215,7 @@ impl BufferPool {
 
     fn keep(&self, state: &mut State, class: Class, buffer: wgpu::Buffer) {
         if class.0 > self.max_free_bytes {
-            // Destroyed when this last handle drops.
+            state.destroy(buffer);
             return;
         }
         // The oldest free buffers make room: the likeliest not to be asked for again soon
@@ -193,7 +224,9 @@ impl BufferPool {
         state.free_bytes += class.0;
         state.returns += 1;
         let seq = state.returns;
-        state.free.entry(class).or_default().push((seq, buffer));
+        let list = state.free.entry(class).or_default();
+        let at = list.partition_point(|(free, _)| *free > buffer);
+        list.insert(at, (buffer, seq));
     }
 
     /// An encoder that may record work on pool buffers was created: its number, for
@@ -250,7 +283,32 @@ impl BufferPool {
         state.cleared.insert(buffer.clone());
     }
 
-    /// Whether a clear of `buffer` is pending.
+    /// Records a copy of `bytes` bytes from the start of `source` into `buffer`, to run
+    /// before the next submission's commands as a clear does (after the clears recorded
+    /// before it); false when it could not be recorded.
+    pub(crate) fn copy_before_next_submit(
+        &self,
+        device: &wgpu::Device,
+        source: &wgpu::Buffer,
+        buffer: &wgpu::Buffer,
+        bytes: u64,
+    ) -> bool {
+        let Ok(mut state) = self.state.lock() else {
+            return false;
+        };
+        state
+            .clears
+            .get_or_insert_with(|| {
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("pool clears"),
+                })
+            })
+            .copy_buffer_to_buffer(source, 0, buffer, 0, bytes);
+        state.cleared.insert(buffer.clone());
+        true
+    }
+
+    /// Whether a clear (or copy) into `buffer` is pending.
     pub(crate) fn clear_pending(&self, buffer: &wgpu::Buffer) -> bool {
         self.state
             .lock()

@@ -107,10 +107,30 @@ pub fn rendered(
         return Ok(text);
     }
     let text: &'static str = Box::leak(render(name, source, substitutions)?.into_boxed_str());
+    if let Ok(mut leaked) = leaked_texts().lock() {
+        leaked.insert((text.as_ptr() as usize, text.len()));
+    }
     match cache.lock() {
         Ok(mut c) => Ok(*c.entry(key).or_insert(text)),
         Err(_) => Ok(text),
     }
+}
+
+/// Addresses and lengths of the texts [`rendered`] made: never freed, so no other text can
+/// ever be found at one of them.
+fn leaked_texts() -> &'static std::sync::Mutex<std::collections::HashSet<(usize, usize)>> {
+    static LEAKED: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashSet<(usize, usize)>>,
+    > = std::sync::OnceLock::new();
+    LEAKED.get_or_init(Default::default)
+}
+
+/// Whether `text` is one that [`rendered`] made (at its address, whole): then a text seen at
+/// that address and length later is this one, without comparing them.
+pub(crate) fn is_rendered(text: &str) -> bool {
+    leaked_texts()
+        .lock()
+        .is_ok_and(|leaked| leaked.contains(&(text.as_ptr() as usize, text.len())))
 }
 
 fn template_error(name: &str, message: &str) -> GpuError {

@@ -968,6 +968,8 @@ pub(crate) fn storage<T: bytemuck::Pod>(
     }
     check_size(device, label, bytes.len() as u64)?;
     device.count_upload(bytes.len() as u64);
+    // Counted with the device's buffer creations (`--time`, memory samples).
+    let _timer = device.costs.buffers.timer();
     device
         .capture_errors(label, command_error, || {
             device
@@ -1012,6 +1014,8 @@ pub(crate) fn buffer(
     usage: wgpu::BufferUsages,
 ) -> Result<wgpu::Buffer> {
     check_size(device, label, bytes)?;
+    // Counted with the device's buffer creations (`--time`, memory samples).
+    let _timer = device.costs.buffers.timer();
     device
         .capture_errors(label, command_error, || {
             device.device.create_buffer(&wgpu::BufferDescriptor {

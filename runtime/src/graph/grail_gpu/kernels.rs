@@ -239,6 +239,8 @@ pub(super) fn query_module(device: &Device) -> Result<Module> {
 
 /// A uniform buffer holding `words`.
 pub(super) fn uniform(device: &Device, label: &str, words: &[u32]) -> Result<wgpu::Buffer> {
+    // Counted with the device's buffer creations (`--time`, memory samples).
+    let _timer = device.costs.buffers.timer();
     device
         .capture_errors(label, command_error, || {
             device
