@@ -38,6 +38,7 @@ pub use device::{
     OPTIONAL_FEATURES, REQUIRE_GPU_ENV, SPIN_LIMIT, WAIT_ENV,
 };
 pub use error::{GpuError, Result};
+pub(crate) use pipeline::whole_buffer_entries;
 pub use pipeline::{BindingKind, Commands, KernelSpec, Pipeline};
 pub use pipeline_cache::{cache_dir, CACHE_DIR_ENV};
 pub use pool::PoolCounts;

@@ -504,14 +504,7 @@ impl<'d> Commands<'d> {
         self.device
             .capture_errors(&pipeline.label, make_error, || {
                 let bind_group = reused.unwrap_or_else(|| {
-                    let entries: Vec<wgpu::BindGroupEntry> = args
-                        .iter()
-                        .enumerate()
-                        .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                            binding: binding as u32,
-                            resource: buffer.as_entire_binding(),
-                        })
-                        .collect();
+                    let entries = whole_buffer_entries(args);
                     let group = self
                         .device
                         .device
@@ -632,4 +625,18 @@ impl<'d> Commands<'d> {
     pub fn submit_timed(self) -> Result<Option<std::time::Duration>> {
         self.submit().map(|()| None)
     }
+}
+
+/// Bind group entries binding each buffer whole, at bindings 0, 1, … in order.
+pub(crate) fn whole_buffer_entries<'b>(
+    buffers: &[&'b wgpu::Buffer],
+) -> Vec<wgpu::BindGroupEntry<'b>> {
+    buffers
+        .iter()
+        .enumerate()
+        .map(|(binding, buffer)| wgpu::BindGroupEntry {
+            binding: binding as u32,
+            resource: buffer.as_entire_binding(),
+        })
+        .collect()
 }

@@ -841,14 +841,7 @@ impl<'d> GpuGraph<'d> {
                 big.size()
             );
         }
-        let entries: Vec<wgpu::BindGroupEntry> = resources
-            .iter()
-            .enumerate()
-            .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource: buffer.as_entire_binding(),
-            })
-            .collect();
+        let entries = crate::gpu::whole_buffer_entries(&resources);
         self.device
             .capture_errors("ibfs bind group", command_error, || {
                 self.device
