@@ -28,7 +28,7 @@ mod lengths;
 mod reduce;
 mod statements;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
@@ -195,6 +195,8 @@ pub(crate) struct Generator<'a> {
     param_names: HashMap<String, ()>,
     scratch: Vec<Scratch>,
     element_lines: Vec<String>,
+    /// Expressions that read an input at the current row, in bounds wherever the row is.
+    row_reads: HashSet<String>,
     cell_lines: Vec<String>,
     reductions: Vec<Reduction>,
     helpers: BTreeSet<Helper>,
@@ -259,6 +261,7 @@ impl<'a> Generator<'a> {
             param_names: HashMap::new(),
             scratch: Vec::new(),
             element_lines: Vec::new(),
+            row_reads: HashSet::new(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
             helpers: BTreeSet::new(),
@@ -486,7 +489,9 @@ impl<'a> Generator<'a> {
             // read at the kernel's positions.
             (Layout::Vector { size, .. }, Shape::Vector(s)) if s == size => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
-                Ok(make(format!("{name}[i]"), Level::Element, false))
+                let val = make(format!("{name}[i]"), Level::Element, false);
+                self.row_reads.insert(val.expr.clone());
+                Ok(val)
             }
             // A size the shape analysis could not relate to the geometry (a parameter of a
             // user function, the result of a call on such sizes): its length is known at
