@@ -54,7 +54,7 @@ use crate::sema::typed::{
 use crate::syntax::ast::{Literal, LiteralValue};
 
 /// Where in the kernel a value exists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Level {
     /// One value for every invocation (a literal, a one-element input).
     Scalar,
@@ -197,6 +197,9 @@ pub(crate) struct Generator<'a> {
     element_lines: Vec<String>,
     /// Expressions that read an input at the current row, in bounds wherever the row is.
     row_reads: HashSet<String>,
+    /// The variable already holding each (level, type, condition, expression) computed:
+    /// a statement that repeats an earlier one reads its variable (see `define_checked`).
+    computed: HashMap<(Level, &'static str, Vec<String>, String), String>,
     cell_lines: Vec<String>,
     reductions: Vec<Reduction>,
     helpers: BTreeSet<Helper>,
@@ -262,6 +265,7 @@ impl<'a> Generator<'a> {
             scratch: Vec::new(),
             element_lines: Vec::new(),
             row_reads: HashSet::new(),
+            computed: HashMap::new(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
             helpers: BTreeSet::new(),

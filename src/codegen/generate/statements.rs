@@ -485,7 +485,24 @@ impl Generator<'_> {
             )
         })?;
         self.use_type(wgsl_ty);
+        // A value computed before under the same condition is read from its variable:
+        // programs repeat expressions (q1 computes `1 - l_discount` and the discounted
+        // price twice), and the shader compiler does not merge the copies, each under its
+        // own `if`. Expressions are pure; a prelude or an extent (checks) is never shared.
+        let key = (val.level, wgsl_ty, condition.clone(), val.expr.clone());
+        if prelude.is_empty() && extent.is_empty() {
+            if let Some(var) = self.computed.get(&key) {
+                val.expr = var.clone();
+                val.active = active;
+                val.text = None;
+                self.values.insert(target, val);
+                return Ok(());
+            }
+        }
         let var = format!("v_{}", self.name(target));
+        if prelude.is_empty() && extent.is_empty() {
+            self.computed.insert(key, var.clone());
+        }
         let lines = match val.level {
             Level::Cell => &mut self.cell_lines,
             _ => &mut self.element_lines,
