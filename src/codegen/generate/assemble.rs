@@ -294,15 +294,47 @@ impl Generator<'_> {
                 let _ = writeln!(text, "    var count{k}: u32 = 0u;");
             }
         }
-        let _ = writeln!(
-            text,
-            "    for (var i = global_id.x; i < {n}; i = i + stride) {{"
-        );
-        text += &body;
-        text += &indent(&accumulate_lines(&self.reductions), 2);
-        text += &indent(&full_writes, 2);
-        text += &indent(&compact_writes, 2);
-        text += "    }\n";
+        let mut row = body.clone();
+        row += &indent(&accumulate_lines(&self.reductions), 2);
+        row += &indent(&full_writes, 2);
+        row += &indent(&compact_writes, 2);
+        // A reducing pass runs few workgroups, each invocation over many rows: it reads
+        // the next row's columns (those every row reads) before it works on this one, so
+        // their loads overlap this row's dependent loads and arithmetic instead of
+        // starting after them. Rows are still added in the same order.
+        let prefetched = if has_reductions {
+            self.unconditional_row_reads()
+        } else {
+            Vec::new()
+        };
+        if prefetched.is_empty() {
+            let _ = writeln!(
+                text,
+                "    for (var i = global_id.x; i < {n}; i = i + stride) {{"
+            );
+            text += &row;
+            text += "    }\n";
+        } else {
+            text += "    var i = global_id.x;\n";
+            let last = format!("min(i, max({n}, 1u) - 1u)");
+            for (k, (read, reg)) in prefetched.iter().enumerate() {
+                let at = read.replacen("[i]", &format!("[{last}]"), 1);
+                let _ = writeln!(text, "    var next{k}: {reg} = {at};");
+            }
+            let _ = writeln!(
+                text,
+                "    loop {{\n        if i >= {n} {{\n            break;\n        }}"
+            );
+            let following = format!("min(i + stride, {n} - 1u)");
+            for (k, (read, reg)) in prefetched.iter().enumerate() {
+                let _ = writeln!(text, "        let row{k}: {reg} = next{k};");
+                let at = read.replacen("[i]", &format!("[{following}]"), 1);
+                let _ = writeln!(text, "        next{k} = {at};");
+                row = row.replace(read.as_str(), &format!("row{k}"));
+            }
+            text += &row;
+            text += "        i = i + stride;\n    }\n";
+        }
         for (k, r) in self.reductions.iter().enumerate() {
             let (sum_name, count_name) = &partial_names[k];
             let _ = writeln!(
@@ -395,6 +427,30 @@ impl Generator<'_> {
             });
         }
         self.finish(entries, passes, outputs)
+    }
+
+    /// The row reads of the kernel's element statements that every row makes (outside any
+    /// condition), with their register types: a reducing pass reads them a row ahead.
+    fn unconditional_row_reads(&self) -> Vec<(String, &'static str)> {
+        let mut depth = 0usize;
+        let mut found = BTreeSet::new();
+        for line in &self.element_lines {
+            let line = line.trim_start();
+            if depth == 0 && !line.starts_with("if ") && !line.starts_with('}') {
+                for read in self.row_reads.keys() {
+                    if line.contains(read.as_str()) {
+                        found.insert(read.clone());
+                    }
+                }
+            }
+            let opens = line.matches('{').count();
+            let closes = line.matches('}').count();
+            depth = (depth + opens).saturating_sub(closes);
+        }
+        found
+            .into_iter()
+            .filter_map(|read| self.row_reads.get(&read).map(|reg| (read, *reg)))
+            .collect()
     }
 
     pub(super) fn finish(

@@ -28,7 +28,7 @@ mod lengths;
 mod reduce;
 mod statements;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
@@ -195,8 +195,9 @@ pub(crate) struct Generator<'a> {
     param_names: HashMap<String, ()>,
     scratch: Vec<Scratch>,
     element_lines: Vec<String>,
-    /// Expressions that read an input at the current row, in bounds wherever the row is.
-    row_reads: HashSet<String>,
+    /// Expressions that read an input at the current row, in bounds wherever the row is,
+    /// with their register types.
+    row_reads: BTreeMap<String, &'static str>,
     /// The variable already holding each (level, type, condition, expression) computed:
     /// a statement that repeats an earlier one reads its variable (see `define_checked`).
     computed: HashMap<(Level, &'static str, Vec<String>, String), String>,
@@ -264,7 +265,7 @@ impl<'a> Generator<'a> {
             param_names: HashMap::new(),
             scratch: Vec::new(),
             element_lines: Vec::new(),
-            row_reads: HashSet::new(),
+            row_reads: BTreeMap::new(),
             computed: HashMap::new(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
@@ -494,7 +495,9 @@ impl<'a> Generator<'a> {
             (Layout::Vector { size, .. }, Shape::Vector(s)) if s == size => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
                 let val = make(format!("{name}[i]"), Level::Element, false);
-                self.row_reads.insert(val.expr.clone());
+                if let Some(reg) = wgsl::register_type(&cell_ty) {
+                    self.row_reads.insert(val.expr.clone(), reg);
+                }
                 Ok(val)
             }
             // A size the shape analysis could not relate to the geometry (a parameter of a

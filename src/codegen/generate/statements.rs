@@ -214,7 +214,7 @@ impl Generator<'_> {
                 ]);
                 let active = val.active.clone();
                 val.active = Vec::new();
-                if self.kernel.grouped.is_some() && self.row_reads.contains(&val.expr) {
+                if self.kernel.grouped.is_some() && self.row_reads.contains_key(&val.expr) {
                     // A grouped kernel reads every column of a kept row in one go: loaded
                     // under its mask, a row's values wait for the mask's own load, and the
                     // pass over the rows (q1's filter keeps 98 % of them) pays two memory
