@@ -431,7 +431,7 @@ impl Generator<'_> {
 
     /// The row reads of the kernel's element statements that every row makes (outside any
     /// condition), with their register types: a reducing pass reads them a row ahead.
-    fn unconditional_row_reads(&self) -> Vec<(String, &'static str)> {
+    pub(super) fn unconditional_row_reads(&self) -> Vec<(String, &'static str)> {
         let mut depth = 0usize;
         let mut found = BTreeSet::new();
         for line in &self.element_lines {
