@@ -28,6 +28,9 @@ impl Generator<'_> {
                 };
                 let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
                 if let Some(suffix) = self.ieee_float(result) {
+                    if self.unchecked_float_is_exact(op, &cx, &cy) {
+                        return Ok(format!("({cx} {op} {cy})"));
+                    }
                     return Ok(format!("{b}_{suffix}({cx}, {cy})"));
                 }
                 Ok(wgsl::wrap_narrow(format!("({cx} {op} {cy})"), result))

@@ -22,13 +22,14 @@ mod assemble;
 mod cells;
 mod checked;
 mod elementwise;
+mod exact;
 mod grouped;
 mod interface;
 mod lengths;
 mod reduce;
 mod statements;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
@@ -201,6 +202,10 @@ pub(crate) struct Generator<'a> {
     /// The variable already holding each (level, type, condition, expression) computed:
     /// a statement that repeats an earlier one reads its variable (see `define_checked`).
     computed: HashMap<(Level, &'static str, Vec<String>, String), String>,
+    /// The leaves of each variable's value (see `exact`); None: not known.
+    variable_leaves: HashMap<String, Option<BTreeSet<String>>>,
+    /// Variables whose value may be a product (see `exact`).
+    product_variables: HashSet<String>,
     cell_lines: Vec<String>,
     reductions: Vec<Reduction>,
     helpers: BTreeSet<Helper>,
@@ -267,6 +272,8 @@ impl<'a> Generator<'a> {
             element_lines: Vec::new(),
             row_reads: BTreeMap::new(),
             computed: HashMap::new(),
+            variable_leaves: HashMap::new(),
+            product_variables: HashSet::new(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
             helpers: BTreeSet::new(),

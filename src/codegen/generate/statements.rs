@@ -503,6 +503,11 @@ impl Generator<'_> {
         if prelude.is_empty() && extent.is_empty() {
             self.computed.insert(key, var.clone());
         }
+        let leaves = self.leaves(&val.expr);
+        self.variable_leaves.insert(var.clone(), leaves);
+        if self.is_product(&val.expr) {
+            self.product_variables.insert(var.clone());
+        }
         let lines = match val.level {
             Level::Cell => &mut self.cell_lines,
             _ => &mut self.element_lines,
