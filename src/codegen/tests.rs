@@ -339,3 +339,58 @@ fn invalid_wgsl_is_reported_as_a_compiler_bug_not_a_panic() {
         .to_string()
         .starts_with("internal compiler error: the WGSL generated for kernel main_k9"));
 }
+
+#[test]
+fn float_arithmetic_skips_its_checks_only_where_no_compiler_fold_can_apply() {
+    let mut f = FunctionBuilder::new("main");
+    let x = f.param("x", Type::F64);
+    let y = f.param("y", Type::F64);
+    let z = f.param("z", Type::F64);
+    let [distinct, same, product, sum_of_product, by_zero, by_half] = [
+        "distinct",
+        "same",
+        "product",
+        "sum_of_product",
+        "by_zero",
+        "by_half",
+    ]
+    .map(|name| f.local(name, Type::F64));
+    f.assign(distinct, call(Builtin::Minus, vec![var(x), var(y)])); // s0
+    f.assign(same, call(Builtin::Minus, vec![var(x), var(distinct)])); // s1
+    f.assign(product, call(Builtin::Mul, vec![var(x), var(z)])); // s2
+    f.assign(
+        sum_of_product,
+        call(Builtin::Plus, vec![var(product), var(y)]),
+    ); // s3
+    f.assign(by_zero, call(Builtin::Mul, vec![var(z), lit_f64(&[0.0])])); // s4
+    f.assign(by_half, call(Builtin::Mul, vec![var(z), lit_f64(&[0.5])])); // s5
+    let outputs = [distinct, same, product, sum_of_product, by_zero, by_half];
+    f.ret(outputs.iter().map(|&l| var(l)).collect());
+    let program = program(f.finish());
+    let module =
+        kernel_of(&program, &[0, 1, 2, 3, 4, 5], 0, &[x, y, z], &outputs).expect("generates");
+    let line = |name: &str| {
+        module
+            .wgsl
+            .lines()
+            .find(|l| l.contains(&format!("let v_{name}:")))
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_string()
+    };
+    // Two different columns: nothing for a compiler to fold, the hardware's IEEE result.
+    let unchecked = |name: &str| !line(name).contains("_f64(");
+    assert!(unchecked("distinct"), "{}", line("distinct"));
+    // x - (x - y) shares x: a compiler may relate the operands, so the bits decide.
+    assert!(line("same").contains("minus_f64("), "{}", line("same"));
+    assert!(unchecked("product"), "{}", line("product"));
+    // A product added unchecked could be fused into one rounding.
+    assert!(
+        line("sum_of_product").contains("plus_f64("),
+        "{}",
+        line("sum_of_product")
+    );
+    // z * 0 may be folded to 0 (wrong for an infinite or NaN z); z * 0.5 may not.
+    assert!(line("by_zero").contains("mul_f64("), "{}", line("by_zero"));
+    assert!(unchecked("by_half"), "{}", line("by_half"));
+}
