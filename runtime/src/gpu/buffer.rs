@@ -290,6 +290,26 @@ impl Device {
         Ok(buffer.retyped(len))
     }
 
+    /// [`Device::zeroed_named`] for work recorded in `commands`: a reused buffer's clear is
+    /// recorded there, ahead of the commands recorded after it, instead of in the pool's
+    /// pending clears. The buffer is new to its owner, so no earlier command uses it, and
+    /// it stays out of the pool (and undestroyed) until `commands` reach the queue (see
+    /// `pool`). A launch then sends one command buffer less per submission (each costs wgpu
+    /// and the driver some microseconds to create, finish, submit and reset).
+    pub(crate) fn zeroed_in<T: bytemuck::Pod>(
+        &self,
+        commands: &mut super::Commands<'_>,
+        label: &dyn Fn() -> String,
+        len: usize,
+    ) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, len)?;
+        let (buffer, reused) = self.storage_buffer_reused(label, bytes)?;
+        if reused {
+            commands.clear(buffer.raw());
+        }
+        Ok(buffer.retyped(len))
+    }
+
     /// A storage buffer of `len` elements whose contents are undefined (a pooled buffer
     /// keeps its last owner's data): for outputs a kernel writes in full, which a clear
     /// would only cost a pass over (the relation kernels' merged `full`, gathered rows).
