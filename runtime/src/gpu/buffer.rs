@@ -528,7 +528,7 @@ impl Device {
             .ok()
             .and_then(|mut slot| slot.take())
             .filter(|b| b.size() >= total);
-        let (staging, status) = self.capture_errors("download", make_error, || {
+        let (staging, status, submission) = self.capture_errors("download", make_error, || {
             let staging = reused.unwrap_or_else(|| {
                 self.costs.buffers.time(|| {
                     self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -554,8 +554,8 @@ impl Device {
             }
             let status = self.status_copy(&mut encoder, &staging, bytes);
             // With the held work before it (see `Device::hold`), in one submission.
-            self.submit(encoder.finish());
-            (staging, status)
+            let (_, number) = self.submit_numbered(encoder.finish());
+            (staging, status, number)
         })?;
         let status = status?;
         let (sender, receiver) = std::sync::mpsc::channel();
@@ -567,6 +567,8 @@ impl Device {
             });
         self.flush()?;
         self.wait_for_map(&receiver, None)?;
+        // The copy's submission is done, and every one before it.
+        self.finished_through(submission);
         let (values, words) = {
             let view = staging
                 .slice(..total)

@@ -104,6 +104,11 @@ pub(crate) struct Counter {
 }
 
 impl Counter {
+    /// Counts `n` operations that take no time of their own.
+    pub(crate) fn count_n(&self, n: u32) {
+        self.count.fetch_add(n, Ordering::Relaxed);
+    }
+
     pub(crate) fn add(&self, time: Duration) {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.nanos.fetch_add(
@@ -164,6 +169,9 @@ pub(crate) struct CostCounters {
     pub encodes: Counter,
     /// Queue submissions.
     pub submits: Counter,
+    /// Command buffers submitted (each costs wgpu and the driver host time to create,
+    /// finish, submit and reset once done); no time.
+    pub command_buffers: Counter,
     /// Pipeline look-ups in the cache (and compilations on a miss).
     pub pipelines: Counter,
 }
@@ -177,6 +185,8 @@ pub struct HostCosts {
     pub encodes: (u32, Duration),
     pub submits: (u32, Duration),
     pub pipelines: (u32, Duration),
+    /// Command buffers submitted (no time).
+    pub command_buffers: u32,
 }
 
 impl std::ops::Sub for HostCosts {
@@ -191,6 +201,7 @@ impl std::ops::Sub for HostCosts {
             encodes: d(self.encodes, earlier.encodes),
             submits: d(self.submits, earlier.submits),
             pipelines: d(self.pipelines, earlier.pipelines),
+            command_buffers: self.command_buffers.saturating_sub(earlier.command_buffers),
         }
     }
 }
@@ -209,6 +220,7 @@ impl Device {
             encodes: c.encodes.get(),
             submits: c.submits.get(),
             pipelines: c.pipelines.get(),
+            command_buffers: c.command_buffers.count(),
         }
     }
 

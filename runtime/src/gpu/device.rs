@@ -89,6 +89,11 @@ pub struct Device {
     /// [`Device::hold`]).
     submit_bytes: AtomicU64,
     wait_mode: WaitMode,
+    /// Queue submissions made so far, and how many of the first of them are known to have
+    /// finished (a wait saw them done): [`Device::wait_idle`] after a read-back that waited
+    /// for everything submitted has nothing to wait for, and makes no poll.
+    submissions: AtomicU64,
+    finished: AtomicU64,
 }
 
 /// Command buffers waiting for the next submission, with their pool encoders.
@@ -254,6 +259,8 @@ impl Device {
                         held: Mutex::new(HeldCommands::default()),
                         submit_bytes: AtomicU64::new(submit_bytes),
                         wait_mode,
+                        submissions: AtomicU64::new(0),
+                        finished: AtomicU64::new(0),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -458,20 +465,43 @@ impl Device {
 
     /// [`Device::submit`], returning the submission's index (for a wait on it alone).
     pub(crate) fn submit_indexed(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
+        self.submit_numbered(commands).0
+    }
+
+    /// [`Device::submit_indexed`], with the submission's number for
+    /// [`Device::finished_through`].
+    pub(crate) fn submit_numbered(
+        &self,
+        commands: wgpu::CommandBuffer,
+    ) -> (wgpu::SubmissionIndex, u64) {
         match self.submit_with_held(Some(commands)) {
-            Ok(Some(index)) => index,
+            Ok(Some(submitted)) => submitted,
             // Not reached: there was a command buffer to submit, and the held list's lock
             // is poisoned only by a panic elsewhere.
-            Ok(None) | Err(_) => self.queue.submit([]),
+            Ok(None) | Err(_) => {
+                let index = self.queue.submit([]);
+                (index, self.count_submission())
+            }
         }
     }
 
-    /// One queue submission of the pending clears, the held command buffers and `last`;
-    /// None when there was nothing to submit.
+    /// Counts a queue submission just made; returns its number (from 1).
+    fn count_submission(&self) -> u64 {
+        self.submissions.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// A wait saw submission `number` (see [`Device::submit_numbered`]) finished, and with
+    /// it every submission before (the queue runs them in order).
+    pub(crate) fn finished_through(&self, number: u64) {
+        self.finished.fetch_max(number, Ordering::SeqCst);
+    }
+
+    /// One queue submission of the pending clears, the held command buffers and `last`, with
+    /// its number (see [`Device::submit_numbered`]); None when there was nothing to submit.
     fn submit_with_held(
         &self,
         last: Option<wgpu::CommandBuffer>,
-    ) -> Result<Option<wgpu::SubmissionIndex>> {
+    ) -> Result<Option<(wgpu::SubmissionIndex, u64)>> {
         // Taking the clears and the held buffers and submitting them is one step for all
         // threads: a clear taken by one thread but submitted after another thread's work
         // would wipe that work.
@@ -481,13 +511,19 @@ impl Device {
             if clears.is_none() && held.commands.is_empty() && last.is_none() {
                 return Ok(None);
             }
+            let count =
+                usize::from(clears.is_some()) + held.commands.len() + usize::from(last.is_some());
+            self.costs
+                .command_buffers
+                .count_n(u32::try_from(count).unwrap_or(u32::MAX));
             let buffers = clears
                 .into_iter()
                 .chain(held.commands.drain(..))
                 .chain(last);
             let index = self.costs.submits.time(|| self.queue.submit(buffers));
+            let number = self.count_submission();
             held.work_bytes = 0;
-            (index, std::mem::take(&mut held.encoders))
+            ((index, number), std::mem::take(&mut held.encoders))
         };
         // Submitted: buffers given back while these were open may be reused now.
         self.pool.close_encoders(&encoders);
@@ -541,6 +577,8 @@ impl Device {
         // The clears may run ahead of the held work: they are for buffers it does not use.
         if let Some(clears) = self.pool.take_clears() {
             self.costs.submits.time(|| self.queue.submit([clears]));
+            self.costs.command_buffers.count_n(1);
+            self.count_submission();
         }
     }
 
@@ -555,9 +593,15 @@ impl Device {
     }
 
     /// Submits the held work and blocks until all submitted work has finished (counted as
-    /// a host wait).
+    /// a host wait). Without a submission since a wait saw every earlier one finished (a
+    /// query's last read-back, see [`Device::finished_through`]), there is nothing to wait
+    /// for and no poll is made.
     pub fn wait_idle(&self) -> Result<()> {
         self.flush()?;
+        let submitted = self.submissions.load(Ordering::SeqCst);
+        if self.finished.load(Ordering::SeqCst) >= submitted {
+            return Ok(());
+        }
         let start = std::time::Instant::now();
         let waited = self.wait_until(None, || {
             self.device
@@ -565,7 +609,9 @@ impl Device {
                 .map(|status| status.is_queue_empty().then_some(()))
         });
         self.costs.waits.add(start.elapsed());
-        waited.map(|_| ())
+        waited?;
+        self.finished_through(submitted);
+        Ok(())
     }
 
     /// Blocks until a buffer mapping requested with `map_async` (whose callback sends to
