@@ -528,7 +528,7 @@ impl Device {
             .ok()
             .and_then(|mut slot| slot.take())
             .filter(|b| b.size() >= total);
-        let (staging, status, submission) = self.capture_errors("download", make_error, || {
+        let recorded = self.capture_errors("download", make_error, || {
             let staging = reused.unwrap_or_else(|| {
                 self.costs.buffers.time(|| {
                     self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -540,23 +540,20 @@ impl Device {
                     })
                 })
             });
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("download"),
-                });
-            let mut at = 0;
-            for &(source, offset, count) in ranges {
-                if count > 0 {
-                    encoder.copy_buffer_to_buffer(source, offset, &staging, at, count);
+            // At the end of the held work (see `Device::hold`), in one submission.
+            let recorded = self.submit_recorded("download", |encoder| {
+                let mut at = 0;
+                for &(source, offset, count) in ranges {
+                    if count > 0 {
+                        encoder.copy_buffer_to_buffer(source, offset, &staging, at, count);
+                    }
+                    at += count.next_multiple_of(4);
                 }
-                at += count.next_multiple_of(4);
-            }
-            let status = self.status_copy(&mut encoder, &staging, bytes);
-            // With the held work before it (see `Device::hold`), in one submission.
-            let (_, number) = self.submit_numbered(encoder.finish());
-            (staging, status, number)
+                self.status_copy(encoder, &staging, bytes)
+            });
+            (staging, recorded)
         })?;
+        let (staging, (status, submission)) = (recorded.0, recorded.1?);
         let status = status?;
         let (sender, receiver) = std::sync::mpsc::channel();
         staging

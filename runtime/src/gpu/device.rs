@@ -100,9 +100,22 @@ pub struct Device {
 #[derive(Default)]
 struct HeldCommands {
     commands: Vec<wgpu::CommandBuffer>,
+    /// The work held last, with its label, not finished yet: a read-back records its copies
+    /// at its end instead of in a command buffer of its own (each command buffer costs wgpu
+    /// and the driver host time to create, finish, submit and reset: one less per
+    /// read-back, see [`Device::submit_recorded`]). Finished, its errors reported under its
+    /// label, when more work is held after it or it goes to the queue.
+    open: Option<(wgpu::CommandEncoder, String)>,
     encoders: Vec<u64>,
     /// The sum of their `work_bytes` (see `Device::hold`).
     work_bytes: u64,
+}
+
+impl HeldCommands {
+    /// Command buffers held, the open one included.
+    fn len(&self) -> usize {
+        self.commands.len() + usize::from(self.open.is_some())
+    }
 }
 
 /// Environment variable that sets [`Device::submit_bytes`] (a byte count; 0 submits every
@@ -431,18 +444,25 @@ impl Device {
     /// a bound on the memory it touches) reach [`Device::submit_bytes`]: then the device
     /// has enough to do to make up for a submission, and runs it while the host records
     /// what follows instead of after.
+    ///
+    /// `commands` stay open (unfinished) until more work is held or they go to the queue
+    /// (see `HeldCommands::open`); errors they hold are then reported under `label`.
     pub(crate) fn hold(
         &self,
-        commands: wgpu::CommandBuffer,
+        commands: wgpu::CommandEncoder,
+        label: String,
         encoder: u64,
         work_bytes: u64,
     ) -> Result<()> {
         let full = {
             let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
-            held.commands.push(commands);
             held.encoders.push(encoder);
             held.work_bytes = held.work_bytes.saturating_add(work_bytes);
-            held.commands.len() >= MAX_HELD_COMMANDS
+            if let Some(previous) = held.open.replace((commands, label)) {
+                let finished = self.finish_held(previous)?;
+                held.commands.push(finished);
+            }
+            held.len() >= MAX_HELD_COMMANDS
                 || held.work_bytes >= self.submit_bytes.load(Ordering::Relaxed)
         };
         if full {
@@ -496,6 +516,16 @@ impl Device {
         self.finished.fetch_max(number, Ordering::SeqCst);
     }
 
+    /// Finishes held commands that were left open (see `HeldCommands::open`), capturing
+    /// their errors under their label.
+    fn finish_held(
+        &self,
+        (encoder, label): (wgpu::CommandEncoder, String),
+    ) -> Result<wgpu::CommandBuffer> {
+        let make_error = |label, message| GpuError::Command { label, message };
+        self.capture_errors(&label, make_error, || encoder.finish())
+    }
+
     /// One queue submission of the pending clears, the held command buffers and `last`, with
     /// its number (see [`Device::submit_numbered`]); None when there was nothing to submit.
     fn submit_with_held(
@@ -505,29 +535,75 @@ impl Device {
         // Taking the clears and the held buffers and submitting them is one step for all
         // threads: a clear taken by one thread but submitted after another thread's work
         // would wipe that work.
-        let (index, encoders) = {
+        let (submitted, encoders) = {
             let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+            if let Some(open) = held.open.take() {
+                let finished = self.finish_held(open)?;
+                held.commands.push(finished);
+            }
             let clears = self.pool.take_clears();
             if clears.is_none() && held.commands.is_empty() && last.is_none() {
                 return Ok(None);
             }
-            let count =
-                usize::from(clears.is_some()) + held.commands.len() + usize::from(last.is_some());
-            self.costs
-                .command_buffers
-                .count_n(u32::try_from(count).unwrap_or(u32::MAX));
-            let buffers = clears
-                .into_iter()
-                .chain(held.commands.drain(..))
-                .chain(last);
-            let index = self.costs.submits.time(|| self.queue.submit(buffers));
-            let number = self.count_submission();
-            held.work_bytes = 0;
-            ((index, number), std::mem::take(&mut held.encoders))
+            let submitted = self.submit_locked(&mut held, clears, last);
+            (submitted, std::mem::take(&mut held.encoders))
         };
         // Submitted: buffers given back while these were open may be reused now.
         self.pool.close_encoders(&encoders);
-        Ok(Some(index))
+        Ok(Some(submitted))
+    }
+
+    /// Submits `clears`, the finished held command buffers and `last` (the held list's lock
+    /// taken); the submission's index and number.
+    fn submit_locked(
+        &self,
+        held: &mut HeldCommands,
+        clears: Option<wgpu::CommandBuffer>,
+        last: Option<wgpu::CommandBuffer>,
+    ) -> (wgpu::SubmissionIndex, u64) {
+        let count =
+            usize::from(clears.is_some()) + held.commands.len() + usize::from(last.is_some());
+        self.costs
+            .command_buffers
+            .count_n(u32::try_from(count).unwrap_or(u32::MAX));
+        let buffers = clears
+            .into_iter()
+            .chain(held.commands.drain(..))
+            .chain(last);
+        let index = self.costs.submits.time(|| self.queue.submit(buffers));
+        let number = self.count_submission();
+        held.work_bytes = 0;
+        (index, number)
+    }
+
+    /// Records work with `record` after everything held, into the held commands left open
+    /// (or a new encoder labelled `label` when there are none), and submits it all now in
+    /// one submission after the pool's pending clears: for a read-back's copies, which the
+    /// host waits on next. Returns what `record` returned and the submission's number (see
+    /// [`Device::finished_through`]).
+    pub(crate) fn submit_recorded<R>(
+        &self,
+        label: &str,
+        record: impl FnOnce(&mut wgpu::CommandEncoder) -> R,
+    ) -> Result<(R, u64)> {
+        let (value, number, encoders) = {
+            let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+            let (mut encoder, label) = held.open.take().unwrap_or_else(|| {
+                let encoder = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+                (encoder, label.to_string())
+            });
+            let value = record(&mut encoder);
+            let last = self.finish_held((encoder, label))?;
+            // After the open commands are finished: a failure above leaves the clears for
+            // the next submission.
+            let clears = self.pool.take_clears();
+            let (_, number) = self.submit_locked(&mut held, clears, Some(last));
+            (value, number, std::mem::take(&mut held.encoders))
+        };
+        self.pool.close_encoders(&encoders);
+        Ok((value, number))
     }
 
     /// Bytes of work (buffers bound or copied) held command buffers reach before they go
@@ -544,7 +620,7 @@ impl Device {
 
     /// Command buffers held for the next submission.
     pub fn held_commands(&self) -> usize {
-        self.held.lock().map(|h| h.commands.len()).unwrap_or(0)
+        self.held.lock().map(|h| h.len()).unwrap_or(0)
     }
 
     /// Writes `bytes` into `buffer` at `offset` from the host, after every command already

@@ -625,9 +625,9 @@ impl<'d> Commands<'d> {
         if let Some(t) = timestamps.filter(|t| t.used > 0) {
             device.log_timestamps(&mut encoder, &t.set, t.used, t.work);
         }
-        let make_error = |label, message| GpuError::Command { label, message };
-        let commands = device.capture_errors(&label, make_error, || encoder.finish())?;
-        device.hold(commands, open.into_held(), work_bytes)
+        // Finished when more work is held after it or it goes to the queue, its errors
+        // reported under `label` then (see `Device::hold`).
+        device.hold(encoder, label, open.into_held(), work_bytes)
     }
 
     /// Submits without waiting: the timestamps are resolved into the device's log and read
