@@ -50,8 +50,11 @@ impl LastUses {
 #[derive(Default)]
 pub struct LastUsesCache {
     /// Per function index: the body's address and length, and its last uses.
-    functions: Mutex<Vec<Option<(usize, usize, Arc<LastUses>)>>>,
+    functions: Mutex<Vec<Option<CachedLastUses>>>,
 }
+
+/// A function body's address and length, and its last uses.
+type CachedLastUses = (usize, usize, Arc<LastUses>);
 
 impl LastUsesCache {
     /// The last uses of `function`, function `index` of the plan holding this cache.
