@@ -512,13 +512,14 @@ pub(super) fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError
 }
 
 /// `inputs` with the values that the launch checks read as numbers (counts, lengths given
-/// by a value) on the host.
-fn hosted_check_inputs(
+/// by a value) on the host; `inputs` as they are when the checks read none (no copy of the
+/// map per launch).
+fn hosted_check_inputs<'i>(
     device: &Device,
     kernel: &KernelLaunch,
-    inputs: &HashMap<Slot, Value>,
+    inputs: &'i HashMap<Slot, Value>,
     cost: &mut LaunchCost,
-) -> Result<HashMap<Slot, Value>> {
+) -> Result<std::borrow::Cow<'i, HashMap<Slot, Value>>> {
     let mut slots = Vec::new();
     for check in &kernel.launch_checks {
         match &check.rule {
@@ -529,12 +530,12 @@ fn hosted_check_inputs(
             LaunchRule::Count { count, .. } => slots.push(*count),
         }
     }
-    let mut hosted = inputs.clone();
+    let mut hosted = std::borrow::Cow::Borrowed(inputs);
     for slot in slots {
         let (value, moved) = location::host(device, input(inputs, slot, kernel)?)?;
         cost.download_bytes += moved.bytes;
         cost.download_time += moved.time;
-        hosted.insert(slot, value);
+        hosted.to_mut().insert(slot, value);
     }
     Ok(hosted)
 }

@@ -46,7 +46,7 @@ impl<T: Default> PerThread<T> {
             .by_thread
             .lock()
             .map_err(|_| GpuError::Readback("a device log lock was poisoned".to_string()))?;
-        Ok(body(map.entry(std::thread::current().id()).or_default()))
+        Ok(body(map.entry(this_thread()).or_default()))
     }
 
     /// Drops this thread's `T`.
@@ -55,9 +55,18 @@ impl<T: Default> PerThread<T> {
             .by_thread
             .lock()
             .map_err(|_| GpuError::Readback("a device log lock was poisoned".to_string()))?;
-        map.remove(&std::thread::current().id());
+        map.remove(&this_thread());
         Ok(())
     }
+}
+
+/// The calling thread's id, kept per thread: `std::thread::current()` clones the thread's
+/// handle on every call, and the logs are looked up several times per launch and read-back.
+fn this_thread() -> ThreadId {
+    thread_local! {
+        static ID: ThreadId = std::thread::current().id();
+    }
+    ID.with(|id| *id)
 }
 
 /// Kernels' status words on their way to the host: `masks[k]` says which bits of the k-th
