@@ -311,11 +311,13 @@ fn breakdown_lines(run: &WarmRun) -> Vec<String> {
             ms(run.time.saturating_sub(steps)),
         ),
         format!(
-            "host costs: {}, {}, {}, {}, {}; read-backs in {reads} steps, {} B; uploaded {} B",
+            "host costs: {}, {}, {}, {} ({} command buffers), {}; read-backs in {reads} steps, \
+             {} B; uploaded {} B",
             kind("waits", c.waits),
             kind("buffers created", c.buffers),
             kind("dispatches encoded", c.encodes),
             kind("submissions", c.submits),
+            c.command_buffers,
             kind("pipeline look-ups", c.pipelines),
             run.downloaded,
             run.uploaded,

@@ -35,6 +35,7 @@ pub fn lower(program: &TypedProgram, source: &SourceFile) -> Plan {
             .collect(),
         entry: FunctionId(program.entry.0),
         target: plan::Target::Cpu,
+        last_uses: Default::default(),
     }
 }
 
@@ -97,6 +98,7 @@ pub fn lower_gpu(
         functions,
         entry: FunctionId(program.entry.0),
         target: plan::Target::Gpu,
+        last_uses: Default::default(),
     })
 }
 

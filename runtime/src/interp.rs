@@ -14,7 +14,7 @@ use crate::builtin::Builtin;
 use crate::cpu::{self, ArgValue, Env};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::KernelLaunch;
-use crate::plan::liveness::{last_uses, slots_inside, LastUses};
+use crate::plan::liveness::{slots_inside, LastUses};
 use crate::plan::{Arg, Callee, Expr, FunctionId, Location, Operand, Plan, Slot, Step};
 use crate::profile::{is_host_builtin, Placement, Profile};
 use crate::types::Type;
@@ -154,7 +154,6 @@ pub fn run_with(
         depth: 0,
         accelerator,
         profile,
-        last_uses: HashMap::new(),
         context: SourcePath::new(),
         failure_path: SourcePath::new(),
         failed_iteration: None,
@@ -184,9 +183,6 @@ struct Interpreter<'a> {
     depth: usize,
     accelerator: &'a mut dyn Accelerator,
     profile: &'a mut Profile,
-    /// Per function: the slots dead after each step (see `plan::liveness`), found on the
-    /// function's first call.
-    last_uses: HashMap<usize, Arc<LastUses>>,
     /// Where the running statement is (calls and loop iterations; see [`SourcePath`]).
     context: SourcePath,
     /// Set by a body that failed: the path, from that body down, of the statement whose
@@ -233,11 +229,7 @@ impl Interpreter<'_> {
                 function.name
             )));
         }
-        let last_uses = self
-            .last_uses
-            .entry(id.0)
-            .or_insert_with(|| Arc::new(last_uses(function)))
-            .clone();
+        let last_uses = self.plan.last_uses.of(id.0, function);
         let mut frame = Frame {
             slots: vec![None; function.slots.len()],
             function: id,

@@ -29,6 +29,9 @@ pub struct Plan {
     pub entry: FunctionId,
     /// The backend it was compiled for.
     pub target: Target,
+    /// Where each function's slots are used for the last time, found on its first call
+    /// (see `liveness::LastUsesCache`).
+    pub last_uses: liveness::LastUsesCache,
 }
 
 /// Which backend a plan is for: a CPU plan calls builtins only; a GPU plan launches kernels,

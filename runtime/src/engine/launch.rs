@@ -36,14 +36,36 @@ pub struct LaunchCost {
     pub device_time: std::time::Duration,
 }
 
+/// The compiled pipelines of one kernel's entry points, kept by the engine per kernel across
+/// runs. The device's cache finds a generated kernel's pipeline by its WGSL text, which it
+/// compares in full on every look-up (tens of kilobytes per dispatch: some 15 us of host
+/// time per warm run of TPC-H q1); this one is found by the kernel's address, which the
+/// kernel held here keeps its own.
+pub(crate) struct KernelPipelines {
+    _kernel: Arc<KernelLaunch>,
+    by_entry: Vec<(Box<str>, Arc<crate::gpu::Pipeline>)>,
+}
+
+impl KernelPipelines {
+    pub(crate) fn new(kernel: &Arc<KernelLaunch>) -> KernelPipelines {
+        KernelPipelines {
+            _kernel: Arc::clone(kernel),
+            by_entry: Vec::new(),
+        }
+    }
+}
+
 /// Scratch buffers this small are read back whole when one word is needed.
 const SMALL_SCRATCH_WORDS: usize = 4;
 
 /// Runs `kernel` on `inputs` (every slot the description names); returns its outputs.
+/// `pipelines` are the kernel's own (see [`KernelPipelines`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     device: &Device,
     location: &mut Location,
     kernel: &KernelLaunch,
+    pipelines: &mut KernelPipelines,
     inputs: &HashMap<Slot, Value>,
     cost: &mut LaunchCost,
     logged: &mut Vec<(ScratchId, u32)>,
@@ -124,18 +146,24 @@ pub(crate) fn launch(
         scratch: HashMap::new(),
         compacted: HashMap::new(),
         small_scratch: HashMap::new(),
+        pipelines,
         commands: None,
         device_time: std::time::Duration::ZERO,
         cell_strategy: None,
     };
 
-    // Scratch buffers (zeroed: the status word and flags rely on it).
+    // Scratch buffers (zeroed: the status word and flags rely on it), cleared in the launch's
+    // own commands.
     for (i, scratch) in kernel.scratch.iter().enumerate() {
         let n = run.resolve(&scratch.elements)?;
         // At least 8 bytes: a binding of 8-byte elements needs one even when empty.
         let words = (n as usize * (scratch.element.size() as usize / 4)).max(2);
         let buffer = device
-            .zeroed_named::<u32>(&|| format!("{} scratch {i}", kernel.name), words)
+            .zeroed_in::<u32>(
+                run.commands(),
+                &|| format!("{} scratch {i}", kernel.name),
+                words,
+            )
             .map_err(gpu_error)?;
         run.scratch.insert(ScratchId(i), buffer);
     }
@@ -167,7 +195,11 @@ pub(crate) fn launch(
             };
             let words = (elements as usize * (binding.element.size() as usize / 4)).max(2);
             let buffer = device
-                .zeroed_named::<u32>(&|| format!("{}.{}", kernel.name, binding.name), words)
+                .zeroed_in::<u32>(
+                    run.commands(),
+                    &|| format!("{}.{}", kernel.name, binding.name),
+                    words,
+                )
                 .map_err(gpu_error)?;
             outputs.insert((*slot, *part), Arc::new(buffer));
         }
@@ -480,13 +512,14 @@ pub(super) fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError
 }
 
 /// `inputs` with the values that the launch checks read as numbers (counts, lengths given
-/// by a value) on the host.
-fn hosted_check_inputs(
+/// by a value) on the host; `inputs` as they are when the checks read none (no copy of the
+/// map per launch).
+fn hosted_check_inputs<'i>(
     device: &Device,
     kernel: &KernelLaunch,
-    inputs: &HashMap<Slot, Value>,
+    inputs: &'i HashMap<Slot, Value>,
     cost: &mut LaunchCost,
-) -> Result<HashMap<Slot, Value>> {
+) -> Result<std::borrow::Cow<'i, HashMap<Slot, Value>>> {
     let mut slots = Vec::new();
     for check in &kernel.launch_checks {
         match &check.rule {
@@ -497,12 +530,12 @@ fn hosted_check_inputs(
             LaunchRule::Count { count, .. } => slots.push(*count),
         }
     }
-    let mut hosted = inputs.clone();
+    let mut hosted = std::borrow::Cow::Borrowed(inputs);
     for slot in slots {
         let (value, moved) = location::host(device, input(inputs, slot, kernel)?)?;
         cost.download_bytes += moved.bytes;
         cost.download_time += moved.time;
-        hosted.insert(slot, value);
+        hosted.to_mut().insert(slot, value);
     }
     Ok(hosted)
 }
@@ -810,6 +843,8 @@ struct Run<'a> {
     /// Scratch buffers of at most [`SMALL_SCRATCH_WORDS`] words read back whole (a
     /// compaction's count with the flag beside it).
     small_scratch: HashMap<ScratchId, Vec<u32>>,
+    /// The kernel's pipelines compiled so far.
+    pipelines: &'a mut KernelPipelines,
     /// Recorded work not yet submitted.
     commands: Option<Commands<'a>>,
     /// GPU time of the submissions so far, by timestamps.
@@ -890,23 +925,7 @@ impl<'a> Run<'a> {
         let uniform = device
             .uniform_bytes(&kernel.name, bytemuck::cast_slice(params))
             .map_err(gpu_error)?;
-        let pipeline = device
-            .pipeline(&KernelSpec {
-                label: &kernel.name,
-                source: &kernel.wgsl,
-                entry_point,
-                bindings: bound.kinds,
-            })
-            .map_err(|e| match e {
-                // The compiler leaves naga's validation of generated modules to the shader
-                // module's creation (see `horsec::codegen::generate_kernel_for_device`).
-                crate::gpu::GpuError::Shader { message, .. } => RuntimeError::new(format!(
-                    "internal compiler error: the WGSL generated for kernel {} does not \
-                     validate (a bug in horsec's code generator):\n{message}",
-                    kernel.name
-                )),
-                e => gpu_error(e),
-            })?;
+        let pipeline = self.pipeline(bound.kinds, entry_point)?;
         let mut buffers: Vec<wgpu::Buffer> = vec![(*uniform).clone()];
         for binding in &kernel.bindings {
             buffers.push(match &binding.buffer {
@@ -921,6 +940,48 @@ impl<'a> Run<'a> {
         self.commands()
             .dispatch(&pipeline, &args, u64::from(workgroups))
             .map_err(gpu_error)
+    }
+
+    /// The pipeline of `entry_point`: the kernel's own (see [`KernelPipelines`]), or the
+    /// device's, compiled on its first use (a look-up either way).
+    fn pipeline(
+        &mut self,
+        kinds: &[BindingKind],
+        entry_point: &str,
+    ) -> Result<Arc<crate::gpu::Pipeline>> {
+        let (device, kernel) = (self.device, self.kernel);
+        {
+            let _timer = device.costs.pipelines.timer();
+            if let Some((_, pipeline)) = self
+                .pipelines
+                .by_entry
+                .iter()
+                .find(|(entry, _)| **entry == *entry_point)
+            {
+                return Ok(Arc::clone(pipeline));
+            }
+        }
+        let pipeline = device
+            .pipeline(&KernelSpec {
+                label: &kernel.name,
+                source: &kernel.wgsl,
+                entry_point,
+                bindings: kinds,
+            })
+            .map_err(|e| match e {
+                // The compiler leaves naga's validation of generated modules to the shader
+                // module's creation (see `horsec::codegen::generate_kernel_for_device`).
+                crate::gpu::GpuError::Shader { message, .. } => RuntimeError::new(format!(
+                    "internal compiler error: the WGSL generated for kernel {} does not \
+                     validate (a bug in horsec's code generator):\n{message}",
+                    kernel.name
+                )),
+                e => RuntimeError::new(format!("{}: {e}", kernel.name)),
+            })?;
+        self.pipelines
+            .by_entry
+            .push((entry_point.into(), Arc::clone(&pipeline)));
+        Ok(pipeline)
     }
 
     fn scratch_buffer(&self, id: ScratchId) -> Result<&GpuBuffer<u32>> {

@@ -46,6 +46,10 @@ const MAX_LISTED: usize = 64;
 /// A host column in a list of `listed_columns`: the address of its elements, and its kind.
 type ColumnKey = (usize, std::mem::Discriminant<Vector>);
 
+/// Kernels whose pipelines an engine keeps (see `GpuEngine::pipelines`) before it starts
+/// over: a session compiling query after query launches new kernels for good.
+const MAX_KERNEL_PIPELINES: usize = 1024;
+
 /// Status words the device's log must have room for before a launch (a launch logs one per
 /// status scratch, a handful at most); with less, the log is read first.
 const MIN_STATUS_ROOM: usize = 1024;
@@ -74,6 +78,9 @@ pub struct GpuEngine<'d> {
     listed: HashMap<usize, (Value, Vec<Value>)>,
     /// The address of each list of `listed` by the columns it was made of.
     listed_by_columns: HashMap<Vec<ColumnKey>, usize>,
+    /// The pipelines of the kernels launched, by the kernel's address (see
+    /// `launch::KernelPipelines`).
+    pipelines: HashMap<usize, launch::KernelPipelines>,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -90,6 +97,7 @@ impl<'d> GpuEngine<'d> {
             fetched: HashMap::new(),
             listed: HashMap::new(),
             listed_by_columns: HashMap::new(),
+            pipelines: HashMap::new(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -673,10 +681,19 @@ impl Accelerator for GpuEngine<'_> {
         let before = self.device.traffic();
         let mut logged = Vec::new();
         let mut reports = None;
+        let address = Arc::as_ptr(kernel) as usize;
+        if self.pipelines.len() >= MAX_KERNEL_PIPELINES && !self.pipelines.contains_key(&address) {
+            self.pipelines.clear();
+        }
+        let pipelines = self
+            .pipelines
+            .entry(address)
+            .or_insert_with(|| launch::KernelPipelines::new(kernel));
         let launched = launch::launch(
             self.device,
             &mut self.location,
             kernel,
+            pipelines,
             inputs,
             &mut cost,
             &mut logged,

@@ -290,6 +290,26 @@ impl Device {
         Ok(buffer.retyped(len))
     }
 
+    /// [`Device::zeroed_named`] for work recorded in `commands`: a reused buffer's clear is
+    /// recorded there, ahead of the commands recorded after it, instead of in the pool's
+    /// pending clears. The buffer is new to its owner, so no earlier command uses it, and
+    /// it stays out of the pool (and undestroyed) until `commands` reach the queue (see
+    /// `pool`). A launch then sends one command buffer less per submission (each costs wgpu
+    /// and the driver some microseconds to create, finish, submit and reset).
+    pub(crate) fn zeroed_in<T: bytemuck::Pod>(
+        &self,
+        commands: &mut super::Commands<'_>,
+        label: &dyn Fn() -> String,
+        len: usize,
+    ) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, len)?;
+        let (buffer, reused) = self.storage_buffer_reused(label, bytes)?;
+        if reused {
+            commands.clear(buffer.raw());
+        }
+        Ok(buffer.retyped(len))
+    }
+
     /// A storage buffer of `len` elements whose contents are undefined (a pooled buffer
     /// keeps its last owner's data): for outputs a kernel writes in full, which a clear
     /// would only cost a pass over (the relation kernels' merged `full`, gathered rows).
@@ -508,7 +528,7 @@ impl Device {
             .ok()
             .and_then(|mut slot| slot.take())
             .filter(|b| b.size() >= total);
-        let (staging, status) = self.capture_errors("download", make_error, || {
+        let recorded = self.capture_errors("download", make_error, || {
             let staging = reused.unwrap_or_else(|| {
                 self.costs.buffers.time(|| {
                     self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -520,23 +540,20 @@ impl Device {
                     })
                 })
             });
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("download"),
-                });
-            let mut at = 0;
-            for &(source, offset, count) in ranges {
-                if count > 0 {
-                    encoder.copy_buffer_to_buffer(source, offset, &staging, at, count);
+            // At the end of the held work (see `Device::hold`), in one submission.
+            let recorded = self.submit_recorded("download", |encoder| {
+                let mut at = 0;
+                for &(source, offset, count) in ranges {
+                    if count > 0 {
+                        encoder.copy_buffer_to_buffer(source, offset, &staging, at, count);
+                    }
+                    at += count.next_multiple_of(4);
                 }
-                at += count.next_multiple_of(4);
-            }
-            let status = self.status_copy(&mut encoder, &staging, bytes);
-            // With the held work before it (see `Device::hold`), in one submission.
-            self.submit(encoder.finish());
-            (staging, status)
+                self.status_copy(encoder, &staging, bytes)
+            });
+            (staging, recorded)
         })?;
+        let (staging, (status, submission)) = (recorded.0, recorded.1?);
         let status = status?;
         let (sender, receiver) = std::sync::mpsc::channel();
         staging
@@ -547,6 +564,8 @@ impl Device {
             });
         self.flush()?;
         self.wait_for_map(&receiver, None)?;
+        // The copy's submission is done, and every one before it.
+        self.finished_through(submission);
         let (values, words) = {
             let view = staging
                 .slice(..total)

@@ -46,7 +46,7 @@ impl<T: Default> PerThread<T> {
             .by_thread
             .lock()
             .map_err(|_| GpuError::Readback("a device log lock was poisoned".to_string()))?;
-        Ok(body(map.entry(std::thread::current().id()).or_default()))
+        Ok(body(map.entry(this_thread()).or_default()))
     }
 
     /// Drops this thread's `T`.
@@ -55,9 +55,18 @@ impl<T: Default> PerThread<T> {
             .by_thread
             .lock()
             .map_err(|_| GpuError::Readback("a device log lock was poisoned".to_string()))?;
-        map.remove(&std::thread::current().id());
+        map.remove(&this_thread());
         Ok(())
     }
+}
+
+/// The calling thread's id, kept per thread: `std::thread::current()` clones the thread's
+/// handle on every call, and the logs are looked up several times per launch and read-back.
+fn this_thread() -> ThreadId {
+    thread_local! {
+        static ID: ThreadId = std::thread::current().id();
+    }
+    ID.with(|id| *id)
 }
 
 /// Kernels' status words on their way to the host: `masks[k]` says which bits of the k-th
@@ -104,6 +113,11 @@ pub(crate) struct Counter {
 }
 
 impl Counter {
+    /// Counts `n` operations that take no time of their own.
+    pub(crate) fn count_n(&self, n: u32) {
+        self.count.fetch_add(n, Ordering::Relaxed);
+    }
+
     pub(crate) fn add(&self, time: Duration) {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.nanos.fetch_add(
@@ -164,6 +178,9 @@ pub(crate) struct CostCounters {
     pub encodes: Counter,
     /// Queue submissions.
     pub submits: Counter,
+    /// Command buffers submitted (each costs wgpu and the driver host time to create,
+    /// finish, submit and reset once done); no time.
+    pub command_buffers: Counter,
     /// Pipeline look-ups in the cache (and compilations on a miss).
     pub pipelines: Counter,
 }
@@ -177,6 +194,8 @@ pub struct HostCosts {
     pub encodes: (u32, Duration),
     pub submits: (u32, Duration),
     pub pipelines: (u32, Duration),
+    /// Command buffers submitted (no time).
+    pub command_buffers: u32,
 }
 
 impl std::ops::Sub for HostCosts {
@@ -191,6 +210,7 @@ impl std::ops::Sub for HostCosts {
             encodes: d(self.encodes, earlier.encodes),
             submits: d(self.submits, earlier.submits),
             pipelines: d(self.pipelines, earlier.pipelines),
+            command_buffers: self.command_buffers.saturating_sub(earlier.command_buffers),
         }
     }
 }
@@ -209,6 +229,7 @@ impl Device {
             encodes: c.encodes.get(),
             submits: c.submits.get(),
             pipelines: c.pipelines.get(),
+            command_buffers: c.command_buffers.count(),
         }
     }
 

@@ -89,15 +89,33 @@ pub struct Device {
     /// [`Device::hold`]).
     submit_bytes: AtomicU64,
     wait_mode: WaitMode,
+    /// Queue submissions made so far, and how many of the first of them are known to have
+    /// finished (a wait saw them done): [`Device::wait_idle`] after a read-back that waited
+    /// for everything submitted has nothing to wait for, and makes no poll.
+    submissions: AtomicU64,
+    finished: AtomicU64,
 }
 
 /// Command buffers waiting for the next submission, with their pool encoders.
 #[derive(Default)]
 struct HeldCommands {
     commands: Vec<wgpu::CommandBuffer>,
+    /// The work held last, with its label, not finished yet: a read-back records its copies
+    /// at its end instead of in a command buffer of its own (each command buffer costs wgpu
+    /// and the driver host time to create, finish, submit and reset: one less per
+    /// read-back, see [`Device::submit_recorded`]). Finished, its errors reported under its
+    /// label, when more work is held after it or it goes to the queue.
+    open: Option<(wgpu::CommandEncoder, String)>,
     encoders: Vec<u64>,
     /// The sum of their `work_bytes` (see `Device::hold`).
     work_bytes: u64,
+}
+
+impl HeldCommands {
+    /// Command buffers held, the open one included.
+    fn len(&self) -> usize {
+        self.commands.len() + usize::from(self.open.is_some())
+    }
 }
 
 /// Environment variable that sets [`Device::submit_bytes`] (a byte count; 0 submits every
@@ -254,6 +272,8 @@ impl Device {
                         held: Mutex::new(HeldCommands::default()),
                         submit_bytes: AtomicU64::new(submit_bytes),
                         wait_mode,
+                        submissions: AtomicU64::new(0),
+                        finished: AtomicU64::new(0),
                     });
                 }
                 Err(why) => refusals.push(format!("{}: {why}", adapter.get_info().name)),
@@ -424,18 +444,25 @@ impl Device {
     /// a bound on the memory it touches) reach [`Device::submit_bytes`]: then the device
     /// has enough to do to make up for a submission, and runs it while the host records
     /// what follows instead of after.
+    ///
+    /// `commands` stay open (unfinished) until more work is held or they go to the queue
+    /// (see `HeldCommands::open`); errors they hold are then reported under `label`.
     pub(crate) fn hold(
         &self,
-        commands: wgpu::CommandBuffer,
+        commands: wgpu::CommandEncoder,
+        label: String,
         encoder: u64,
         work_bytes: u64,
     ) -> Result<()> {
         let full = {
             let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
-            held.commands.push(commands);
             held.encoders.push(encoder);
             held.work_bytes = held.work_bytes.saturating_add(work_bytes);
-            held.commands.len() >= MAX_HELD_COMMANDS
+            if let Some(previous) = held.open.replace((commands, label)) {
+                let finished = self.finish_held(previous)?;
+                held.commands.push(finished);
+            }
+            held.len() >= MAX_HELD_COMMANDS
                 || held.work_bytes >= self.submit_bytes.load(Ordering::Relaxed)
         };
         if full {
@@ -458,40 +485,125 @@ impl Device {
 
     /// [`Device::submit`], returning the submission's index (for a wait on it alone).
     pub(crate) fn submit_indexed(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
+        self.submit_numbered(commands).0
+    }
+
+    /// [`Device::submit_indexed`], with the submission's number for
+    /// [`Device::finished_through`].
+    pub(crate) fn submit_numbered(
+        &self,
+        commands: wgpu::CommandBuffer,
+    ) -> (wgpu::SubmissionIndex, u64) {
         match self.submit_with_held(Some(commands)) {
-            Ok(Some(index)) => index,
+            Ok(Some(submitted)) => submitted,
             // Not reached: there was a command buffer to submit, and the held list's lock
             // is poisoned only by a panic elsewhere.
-            Ok(None) | Err(_) => self.queue.submit([]),
+            Ok(None) | Err(_) => {
+                let index = self.queue.submit([]);
+                (index, self.count_submission())
+            }
         }
     }
 
-    /// One queue submission of the pending clears, the held command buffers and `last`;
-    /// None when there was nothing to submit.
+    /// Counts a queue submission just made; returns its number (from 1).
+    fn count_submission(&self) -> u64 {
+        self.submissions.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// A wait saw submission `number` (see [`Device::submit_numbered`]) finished, and with
+    /// it every submission before (the queue runs them in order).
+    pub(crate) fn finished_through(&self, number: u64) {
+        self.finished.fetch_max(number, Ordering::SeqCst);
+    }
+
+    /// Finishes held commands that were left open (see `HeldCommands::open`), capturing
+    /// their errors under their label.
+    fn finish_held(
+        &self,
+        (encoder, label): (wgpu::CommandEncoder, String),
+    ) -> Result<wgpu::CommandBuffer> {
+        let make_error = |label, message| GpuError::Command { label, message };
+        self.capture_errors(&label, make_error, || encoder.finish())
+    }
+
+    /// One queue submission of the pending clears, the held command buffers and `last`, with
+    /// its number (see [`Device::submit_numbered`]); None when there was nothing to submit.
     fn submit_with_held(
         &self,
         last: Option<wgpu::CommandBuffer>,
-    ) -> Result<Option<wgpu::SubmissionIndex>> {
+    ) -> Result<Option<(wgpu::SubmissionIndex, u64)>> {
         // Taking the clears and the held buffers and submitting them is one step for all
         // threads: a clear taken by one thread but submitted after another thread's work
         // would wipe that work.
-        let (index, encoders) = {
+        let (submitted, encoders) = {
             let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+            if let Some(open) = held.open.take() {
+                let finished = self.finish_held(open)?;
+                held.commands.push(finished);
+            }
             let clears = self.pool.take_clears();
             if clears.is_none() && held.commands.is_empty() && last.is_none() {
                 return Ok(None);
             }
-            let buffers = clears
-                .into_iter()
-                .chain(held.commands.drain(..))
-                .chain(last);
-            let index = self.costs.submits.time(|| self.queue.submit(buffers));
-            held.work_bytes = 0;
-            (index, std::mem::take(&mut held.encoders))
+            let submitted = self.submit_locked(&mut held, clears, last);
+            (submitted, std::mem::take(&mut held.encoders))
         };
         // Submitted: buffers given back while these were open may be reused now.
         self.pool.close_encoders(&encoders);
-        Ok(Some(index))
+        Ok(Some(submitted))
+    }
+
+    /// Submits `clears`, the finished held command buffers and `last` (the held list's lock
+    /// taken); the submission's index and number.
+    fn submit_locked(
+        &self,
+        held: &mut HeldCommands,
+        clears: Option<wgpu::CommandBuffer>,
+        last: Option<wgpu::CommandBuffer>,
+    ) -> (wgpu::SubmissionIndex, u64) {
+        let count =
+            usize::from(clears.is_some()) + held.commands.len() + usize::from(last.is_some());
+        self.costs
+            .command_buffers
+            .count_n(u32::try_from(count).unwrap_or(u32::MAX));
+        let buffers = clears
+            .into_iter()
+            .chain(held.commands.drain(..))
+            .chain(last);
+        let index = self.costs.submits.time(|| self.queue.submit(buffers));
+        let number = self.count_submission();
+        held.work_bytes = 0;
+        (index, number)
+    }
+
+    /// Records work with `record` after everything held, into the held commands left open
+    /// (or a new encoder labelled `label` when there are none), and submits it all now in
+    /// one submission after the pool's pending clears: for a read-back's copies, which the
+    /// host waits on next. Returns what `record` returned and the submission's number (see
+    /// [`Device::finished_through`]).
+    pub(crate) fn submit_recorded<R>(
+        &self,
+        label: &str,
+        record: impl FnOnce(&mut wgpu::CommandEncoder) -> R,
+    ) -> Result<(R, u64)> {
+        let (value, number, encoders) = {
+            let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+            let (mut encoder, label) = held.open.take().unwrap_or_else(|| {
+                let encoder = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+                (encoder, label.to_string())
+            });
+            let value = record(&mut encoder);
+            let last = self.finish_held((encoder, label))?;
+            // After the open commands are finished: a failure above leaves the clears for
+            // the next submission.
+            let clears = self.pool.take_clears();
+            let (_, number) = self.submit_locked(&mut held, clears, Some(last));
+            (value, number, std::mem::take(&mut held.encoders))
+        };
+        self.pool.close_encoders(&encoders);
+        Ok((value, number))
     }
 
     /// Bytes of work (buffers bound or copied) held command buffers reach before they go
@@ -508,7 +620,7 @@ impl Device {
 
     /// Command buffers held for the next submission.
     pub fn held_commands(&self) -> usize {
-        self.held.lock().map(|h| h.commands.len()).unwrap_or(0)
+        self.held.lock().map(|h| h.len()).unwrap_or(0)
     }
 
     /// Writes `bytes` into `buffer` at `offset` from the host, after every command already
@@ -541,6 +653,8 @@ impl Device {
         // The clears may run ahead of the held work: they are for buffers it does not use.
         if let Some(clears) = self.pool.take_clears() {
             self.costs.submits.time(|| self.queue.submit([clears]));
+            self.costs.command_buffers.count_n(1);
+            self.count_submission();
         }
     }
 
@@ -555,9 +669,15 @@ impl Device {
     }
 
     /// Submits the held work and blocks until all submitted work has finished (counted as
-    /// a host wait).
+    /// a host wait). Without a submission since a wait saw every earlier one finished (a
+    /// query's last read-back, see [`Device::finished_through`]), there is nothing to wait
+    /// for and no poll is made.
     pub fn wait_idle(&self) -> Result<()> {
         self.flush()?;
+        let submitted = self.submissions.load(Ordering::SeqCst);
+        if self.finished.load(Ordering::SeqCst) >= submitted {
+            return Ok(());
+        }
         let start = std::time::Instant::now();
         let waited = self.wait_until(None, || {
             self.device
@@ -565,7 +685,9 @@ impl Device {
                 .map(|status| status.is_queue_empty().then_some(()))
         });
         self.costs.waits.add(start.elapsed());
-        waited.map(|_| ())
+        waited?;
+        self.finished_through(submitted);
+        Ok(())
     }
 
     /// Blocks until a buffer mapping requested with `map_async` (whose callback sends to

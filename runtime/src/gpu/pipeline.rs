@@ -499,50 +499,53 @@ impl<'d> Commands<'d> {
         let timestamps = &mut self.timestamps;
         let (encoder, open_pass) = (&mut self.encoder, &mut self.pass);
         let label = &self.label;
-        let reused = pipeline.cached_bind_group(args);
-        let mut created = None;
-        self.device
-            .capture_errors(&pipeline.label, make_error, || {
-                let bind_group = reused.unwrap_or_else(|| {
-                    let entries = whole_buffer_entries(args);
-                    let group = self
-                        .device
-                        .device
-                        .create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: Some(&pipeline.label),
-                            layout: &pipeline.layout,
-                            entries: &entries,
-                        });
-                    created = Some(group.clone());
-                    group
-                });
-                let pass = open_pass.get_or_insert_with(|| {
-                    let timestamp_writes = match timestamps {
-                        Some(t) if t.used < t.capacity => {
-                            t.used += 1;
-                            Some(wgpu::ComputePassTimestampWrites {
-                                query_set: &t.set,
-                                beginning_of_pass_write_index: Some(2 * (t.used - 1)),
-                                end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+        // Only the bind group's creation is checked here: the pass and its commands report
+        // their errors when the encoder finishes (wgpu 30 validates recorded commands then,
+        // and only a pass begun on a finished encoder errs at once; this one is open until
+        // `submit`), which `submit` checks. A warm run's dispatch, whose bind group is
+        // cached, pushes and pops no error scope (some microseconds of host time each).
+        let bind_group = match pipeline.cached_bind_group(args) {
+            Some(group) => group,
+            None => {
+                let group = self
+                    .device
+                    .capture_errors(&pipeline.label, make_error, || {
+                        let entries = whole_buffer_entries(args);
+                        self.device
+                            .device
+                            .create_bind_group(&wgpu::BindGroupDescriptor {
+                                label: Some(&pipeline.label),
+                                layout: &pipeline.layout,
+                                entries: &entries,
                             })
-                        }
-                        _ => None,
-                    };
-                    encoder
-                        .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                            label: Some(label),
-                            timestamp_writes,
-                        })
-                        .forget_lifetime()
-                });
-                pass.set_pipeline(&pipeline.pipeline);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(clamped, 1, 1);
-            })?;
-        // Only a group that validated is kept.
-        if let Some(group) = created {
-            pipeline.cache_bind_group(args, &group);
-        }
+                    })?;
+                // Only a group that validated is kept.
+                pipeline.cache_bind_group(args, &group);
+                group
+            }
+        };
+        let pass = open_pass.get_or_insert_with(|| {
+            let timestamp_writes = match timestamps {
+                Some(t) if t.used < t.capacity => {
+                    t.used += 1;
+                    Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &t.set,
+                        beginning_of_pass_write_index: Some(2 * (t.used - 1)),
+                        end_of_pass_write_index: Some(2 * (t.used - 1) + 1),
+                    })
+                }
+                _ => None,
+            };
+            encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(label),
+                    timestamp_writes,
+                })
+                .forget_lifetime()
+        });
+        pass.set_pipeline(&pipeline.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(clamped, 1, 1);
         Ok(())
     }
 
@@ -550,6 +553,13 @@ impl<'d> Commands<'d> {
     /// between passes.
     fn end_pass(&mut self) {
         self.pass = None;
+    }
+
+    /// Records a clear of the whole of `buffer` (to zeros).
+    pub(crate) fn clear(&mut self, buffer: &wgpu::Buffer) {
+        self.end_pass();
+        self.work_bytes += buffer.size();
+        self.encoder.clear_buffer(buffer, 0, None);
     }
 
     /// Records a copy of the whole of `source` into the start of `destination`.
@@ -615,9 +625,9 @@ impl<'d> Commands<'d> {
         if let Some(t) = timestamps.filter(|t| t.used > 0) {
             device.log_timestamps(&mut encoder, &t.set, t.used, t.work);
         }
-        let make_error = |label, message| GpuError::Command { label, message };
-        let commands = device.capture_errors(&label, make_error, || encoder.finish())?;
-        device.hold(commands, open.into_held(), work_bytes)
+        // Finished when more work is held after it or it goes to the queue, its errors
+        // reported under `label` then (see `Device::hold`).
+        device.hold(encoder, label, open.into_held(), work_bytes)
     }
 
     /// Submits without waiting: the timestamps are resolved into the device's log and read
