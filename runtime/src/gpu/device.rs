@@ -670,7 +670,7 @@ impl Device {
 
     /// Submits the held work and blocks until all submitted work has finished (counted as
     /// a host wait). Without a submission since a wait saw every earlier one finished (a
-    /// query's last read-back, see [`Device::finished_through`]), there is nothing to wait
+    /// query's last read-back, see `Device::finished_through`), there is nothing to wait
     /// for and no poll is made.
     pub fn wait_idle(&self) -> Result<()> {
         self.flush()?;
