@@ -281,11 +281,22 @@ impl Device {
         label: &dyn Fn() -> String,
         len: usize,
     ) -> Result<GpuBuffer<T>> {
+        self.zeroed_by(label, len, |buffer| {
+            self.pool.clear_before_next_submit(&self.device, buffer)
+        })
+    }
+
+    /// A storage buffer of `len` zeros: a new one, or a pooled one given to `clear`.
+    fn zeroed_by<T: bytemuck::Pod>(
+        &self,
+        label: &dyn Fn() -> String,
+        len: usize,
+        clear: impl FnOnce(&wgpu::Buffer),
+    ) -> Result<GpuBuffer<T>> {
         let bytes = checked_bytes::<T>(self, label, len)?;
         let (buffer, reused) = self.storage_buffer_reused(label, bytes)?;
         if reused {
-            self.pool
-                .clear_before_next_submit(&self.device, buffer.raw());
+            clear(buffer.raw());
         }
         Ok(buffer.retyped(len))
     }
@@ -302,12 +313,7 @@ impl Device {
         label: &dyn Fn() -> String,
         len: usize,
     ) -> Result<GpuBuffer<T>> {
-        let bytes = checked_bytes::<T>(self, label, len)?;
-        let (buffer, reused) = self.storage_buffer_reused(label, bytes)?;
-        if reused {
-            commands.clear(buffer.raw());
-        }
-        Ok(buffer.retyped(len))
+        self.zeroed_by(label, len, |buffer| commands.clear(buffer))
     }
 
     /// A storage buffer of `len` elements whose contents are undefined (a pooled buffer
