@@ -188,7 +188,7 @@ fn held_work_sees_its_inputs_when_their_buffers_are_dropped_before_it_is_submitt
         let input = device.upload("held input", &wanted).unwrap();
         let output = device.zeroed::<u32>("held output", wanted.len()).unwrap();
         let mut commands = horsec_runtime::gpu::Commands::new(&device, "held copy");
-        commands.copy(&input, output.raw());
+        commands.copy(&input, output.raw()).unwrap();
         commands.submit().unwrap();
         drop(input);
         // Same size: the pool's candidate for the buffer just dropped.

@@ -282,7 +282,8 @@ impl Device {
         len: usize,
     ) -> Result<GpuBuffer<T>> {
         self.zeroed_by(label, len, |buffer| {
-            self.pool.clear_before_next_submit(&self.device, buffer)
+            self.pool.clear_before_next_submit(&self.device, buffer);
+            Ok(())
         })
     }
 
@@ -291,12 +292,12 @@ impl Device {
         &self,
         label: &dyn Fn() -> String,
         len: usize,
-        clear: impl FnOnce(&wgpu::Buffer),
+        clear: impl FnOnce(&wgpu::Buffer) -> Result<()>,
     ) -> Result<GpuBuffer<T>> {
         let bytes = checked_bytes::<T>(self, label, len)?;
         let (buffer, reused) = self.storage_buffer_reused(label, bytes)?;
         if reused {
-            clear(buffer.raw());
+            clear(buffer.raw())?;
         }
         Ok(buffer.retyped(len))
     }

@@ -311,7 +311,7 @@ impl DenseRanks {
             .map(|_| unused(device))
             .collect::<Result<Vec<_>>>()?;
         let mut commands = Commands::new(device, "scatter rows");
-        commands.copy(&self.count_scan, cursor.raw());
+        commands.copy(&self.count_scan, cursor.raw())?;
         let scatter = dense_pipeline(device, "scatter_rows")?;
         let scattering = [
             (3, self.slots.raw()),

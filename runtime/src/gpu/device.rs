@@ -100,12 +100,15 @@ pub struct Device {
 #[derive(Default)]
 struct HeldCommands {
     commands: Vec<wgpu::CommandBuffer>,
-    /// The work held last, with its label, not finished yet: a read-back records its copies
-    /// at its end instead of in a command buffer of its own (each command buffer costs wgpu
-    /// and the driver host time to create, finish, submit and reset: one less per
-    /// read-back, see [`Device::submit_recorded`]). Finished, its errors reported under its
-    /// label, when more work is held after it or it goes to the queue.
-    open: Option<(wgpu::CommandEncoder, String)>,
+    /// The encoder that every [`super::Commands`] and read-back records into until the next
+    /// submission, not finished yet: one command buffer per submission instead of one per
+    /// library step or launch (each command buffer costs wgpu and the driver host time to
+    /// create, finish, submit and reset: on the H100 machine's host, creating and finishing
+    /// them was a third of a warm TPC-H q1 run's host time). Finished, its errors reported
+    /// under the labels of the work recorded in it, when it goes to the queue.
+    open: Option<OpenCommands>,
+    /// Pool encoder numbers (see `pool`) of the `Commands` whose work is recorded and that
+    /// are done recording: closed once that work has gone to the queue.
     encoders: Vec<u64>,
     /// The sum of their `work_bytes` (see `Device::hold`).
     work_bytes: u64,
@@ -115,6 +118,53 @@ impl HeldCommands {
     /// Command buffers held, the open one included.
     fn len(&self) -> usize {
         self.commands.len() + usize::from(self.open.is_some())
+    }
+}
+
+/// The shared open encoder (see `HeldCommands::open`) and the compute pass open on it.
+struct OpenCommands {
+    /// Declared before `encoder`: a pass must end before its encoder is finished.
+    pass: Option<OpenPass>,
+    encoder: wgpu::CommandEncoder,
+    /// Labels of the work recorded, for errors found when the encoder finishes.
+    labels: Labels,
+}
+
+/// A compute pass on the shared encoder, and the `Commands` that began it (its id): a run of
+/// one `Commands`' dispatches shares a pass (see `Commands::dispatch`), and another's
+/// dispatch, or any copy, ends it.
+struct OpenPass {
+    pass: wgpu::ComputePass<'static>,
+    owner: u64,
+}
+
+/// The distinct labels of the work in one encoder, the first few named and the rest counted.
+#[derive(Default)]
+struct Labels {
+    named: Vec<String>,
+    more: usize,
+}
+
+impl Labels {
+    const NAMED: usize = 6;
+
+    fn add(&mut self, label: &str) {
+        if self.named.iter().any(|l| l == label) {
+            return;
+        }
+        if self.named.len() < Self::NAMED {
+            self.named.push(label.to_string());
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn text(&self) -> String {
+        let named = self.named.join(", ");
+        match self.more {
+            0 => named,
+            more => format!("{named} and {more} more"),
+        }
     }
 }
 
@@ -427,11 +477,77 @@ impl Device {
         self.pool.free_bytes()
     }
 
-    /// Holds `commands` (recorded in the pool's encoder `encoder`) to go to the queue with
-    /// the next submission that cannot wait: a read-back, a wait, a host write into a buffer
-    /// work may already use ([`Device::write_after_queued`]), or [`Device::flush`]. One queue
-    /// submission per run of steps with no host decision costs the host far less than one
-    /// per step (each `queue.submit` takes tens of microseconds on a discrete GPU).
+    /// Runs `record` on the shared open encoder (see `HeldCommands::open`; begun, labelled
+    /// `label`, when there is none) after ending the compute pass open on it: for copies,
+    /// clears and query resolves, which a pass would keep from the encoder.
+    pub(crate) fn record<R>(
+        &self,
+        label: &str,
+        record: impl FnOnce(&mut wgpu::CommandEncoder) -> R,
+    ) -> Result<R> {
+        let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+        let open = self.open_commands(&mut held, label);
+        open.pass = None;
+        Ok(record(&mut open.encoder))
+    }
+
+    /// Runs `record` in the compute pass open on the shared encoder when `owner` (a
+    /// `Commands`' id) began it; else ends that pass and records into a new one that `begin`
+    /// begins on the encoder.
+    pub(crate) fn record_in_pass<R>(
+        &self,
+        owner: u64,
+        label: &str,
+        begin: impl FnOnce(&mut wgpu::CommandEncoder) -> wgpu::ComputePass<'static>,
+        record: impl FnOnce(&mut wgpu::ComputePass<'static>) -> R,
+    ) -> Result<R> {
+        let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
+        let open = self.open_commands(&mut held, label);
+        if open.pass.as_ref().is_none_or(|p| p.owner != owner) {
+            open.pass = None;
+            open.pass = Some(OpenPass {
+                pass: begin(&mut open.encoder),
+                owner,
+            });
+        }
+        let pass = open
+            .pass
+            .as_mut()
+            .map(|p| &mut p.pass)
+            .ok_or_else(poisoned_queue)?;
+        Ok(record(pass))
+    }
+
+    /// Ends the compute pass open on the shared encoder if `owner` began it.
+    pub(crate) fn end_pass_of(&self, owner: u64) {
+        if let Ok(mut held) = self.held.lock() {
+            if let Some(open) = held.open.as_mut() {
+                if open.pass.as_ref().is_some_and(|p| p.owner == owner) {
+                    open.pass = None;
+                }
+            }
+        }
+    }
+
+    /// The shared open encoder, begun when there is none, with `label` among its labels.
+    fn open_commands<'h>(&self, held: &'h mut HeldCommands, label: &str) -> &'h mut OpenCommands {
+        let open = held.open.get_or_insert_with(|| OpenCommands {
+            pass: None,
+            encoder: self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) }),
+            labels: Labels::default(),
+        });
+        open.labels.add(label);
+        open
+    }
+
+    /// Holds the work that the `Commands` with pool encoder number `encoder` recorded (see
+    /// [`Device::record`]) for the next submission that cannot wait: a read-back, a wait, a
+    /// host write into a buffer work may already use ([`Device::write_after_queued`]), or
+    /// [`Device::flush`]. One queue submission per run of steps with no host decision costs
+    /// the host far less than one per step (each `queue.submit` takes tens of microseconds
+    /// on a discrete GPU).
     ///
     /// Holding is safe because everything the host does to device memory meanwhile is
     /// ordered after the held work or cannot touch it: a host write (`queue.write_buffer`)
@@ -444,31 +560,28 @@ impl Device {
     /// a bound on the memory it touches) reach [`Device::submit_bytes`]: then the device
     /// has enough to do to make up for a submission, and runs it while the host records
     /// what follows instead of after.
-    ///
-    /// `commands` stay open (unfinished) until more work is held or they go to the queue
-    /// (see `HeldCommands::open`); errors they hold are then reported under `label`.
-    pub(crate) fn hold(
-        &self,
-        commands: wgpu::CommandEncoder,
-        label: String,
-        encoder: u64,
-        work_bytes: u64,
-    ) -> Result<()> {
+    pub(crate) fn hold(&self, encoder: u64, work_bytes: u64) -> Result<()> {
         let full = {
             let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
             held.encoders.push(encoder);
             held.work_bytes = held.work_bytes.saturating_add(work_bytes);
-            if let Some(previous) = held.open.replace((commands, label)) {
-                let finished = self.finish_held(previous)?;
-                held.commands.push(finished);
-            }
-            held.len() >= MAX_HELD_COMMANDS
+            held.encoders.len() >= MAX_HELD_COMMANDS
                 || held.work_bytes >= self.submit_bytes.load(Ordering::Relaxed)
         };
         if full {
             self.flush()?;
         }
         Ok(())
+    }
+
+    /// A `Commands` with pool encoder number `encoder` was dropped without
+    /// [`Device::hold`]: what it recorded is in the shared encoder and goes to the queue
+    /// with it, so its number stays open until then.
+    pub(crate) fn retire_unheld(&self, encoder: u64) {
+        match self.held.lock() {
+            Ok(mut held) => held.encoders.push(encoder),
+            Err(_) => self.pool.close_encoders(&[encoder]),
+        }
     }
 
     /// Sends every held command buffer (see `Device::hold`) to the queue now, after the
@@ -516,14 +629,17 @@ impl Device {
         self.finished.fetch_max(number, Ordering::SeqCst);
     }
 
-    /// Finishes held commands that were left open (see `HeldCommands::open`), capturing
-    /// their errors under their label.
-    fn finish_held(
-        &self,
-        (encoder, label): (wgpu::CommandEncoder, String),
-    ) -> Result<wgpu::CommandBuffer> {
+    /// Finishes the shared open encoder (see `HeldCommands::open`), its pass ended first,
+    /// capturing its errors under the labels of the work in it.
+    fn finish_held(&self, open: OpenCommands) -> Result<wgpu::CommandBuffer> {
+        let OpenCommands {
+            pass,
+            encoder,
+            labels,
+        } = open;
+        drop(pass);
         let make_error = |label, message| GpuError::Command { label, message };
-        self.capture_errors(&label, make_error, || encoder.finish())
+        self.capture_errors(&labels.text(), make_error, || encoder.finish())
     }
 
     /// One queue submission of the pending clears, the held command buffers and `last`, with
@@ -588,14 +704,21 @@ impl Device {
     ) -> Result<(R, u64)> {
         let (value, number, encoders) = {
             let mut held = self.held.lock().map_err(|_| poisoned_queue())?;
-            let (mut encoder, label) = held.open.take().unwrap_or_else(|| {
-                let encoder = self
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-                (encoder, label.to_string())
-            });
-            let value = record(&mut encoder);
-            let last = self.finish_held((encoder, label))?;
+            let mut open =
+                match held.open.take() {
+                    Some(open) => open,
+                    None => OpenCommands {
+                        pass: None,
+                        encoder: self.device.create_command_encoder(
+                            &wgpu::CommandEncoderDescriptor { label: Some(label) },
+                        ),
+                        labels: Labels::default(),
+                    },
+                };
+            open.labels.add(label);
+            open.pass = None;
+            let value = record(&mut open.encoder);
+            let last = self.finish_held(open)?;
             // After the open commands are finished: a failure above leaves the clears for
             // the next submission.
             let clears = self.pool.take_clears();

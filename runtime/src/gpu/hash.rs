@@ -408,7 +408,7 @@ pub fn each_unique_rows(
         words.raw(),
         n,
     )?;
-    commands.copy_to_offset(&keys.words, words.raw(), (n as u64).saturating_mul(4));
+    commands.copy_to_offset(&keys.words, words.raw(), (n as u64).saturating_mul(4))?;
     commands.submit()?;
     // Word 0 of the composite matrix (its first n words) is each element's cell.
     let mut commands = Commands::new(device, "cell positions");
@@ -626,8 +626,8 @@ pub(crate) fn group_by_sort(device: &Device, keys: &KeyMatrix) -> Result<Groups>
     let offsets = device.zeroed::<u32>("group offsets", groups + 1)?;
     let total = device.upload("group row count", &[check_len("@group", n)?])?;
     let mut commands = Commands::new(device, "group offsets");
-    commands.copy(&starts, offsets.raw());
-    commands.copy_bytes(total.raw(), 0, offsets.raw(), (groups * 4) as u64, 4);
+    commands.copy(&starts, offsets.raw())?;
+    commands.copy_bytes(total.raw(), 0, offsets.raw(), (groups * 4) as u64, 4)?;
     commands.submit()?;
     Ok(Groups {
         keys: group_keys,

@@ -238,9 +238,9 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
             element_workgroups(rows_a),
         )?;
     }
-    commands.copy_bytes(offsets.raw(), rows_a as u64 * 4, facts.raw(), 4, 4);
+    commands.copy_bytes(offsets.raw(), rows_a as u64 * 4, facts.raw(), 4, 4)?;
     if let Some(b) = &equality {
-        commands.copy_bytes(b.largest.raw(), 0, facts.raw(), 8, 4);
+        commands.copy_bytes(b.largest.raw(), 0, facts.raw(), 8, 4)?;
     }
     commands.submit()?;
     let facts = device.download(&facts)?;

@@ -870,7 +870,7 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         ],
     )?;
     let mut commands = Commands::new(device, "index_a");
-    commands.copy(&x_words, out.raw());
+    commands.copy(&x_words, out.raw())?;
     for entry in ["claim", "write"] {
         let pipeline = device.pipeline(&KernelSpec {
             label: &format!("index_assign.{entry}"),

@@ -656,7 +656,7 @@ fn join_tries(
     let mut commands = Commands::new(device, "multiway tries");
     let mut at = 0u64;
     for part in parts {
-        commands.copy_to_offset(&part.words, trie.raw(), at);
+        commands.copy_to_offset(&part.words, trie.raw(), at)?;
         at += part.words.byte_len();
     }
     commands.submit()?;

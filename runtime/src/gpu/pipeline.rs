@@ -327,33 +327,31 @@ impl Timestamps {
 /// One argument of a dispatch: a whole buffer, bound at the kernel's next binding.
 pub type Arg<'a> = &'a wgpu::Buffer;
 
-/// Records dispatches into one command buffer; [`Commands::submit`] sends them to the queue.
-/// Dispatches run in recording order, each seeing the writes of the ones before.
+/// Records dispatches, copies and clears for the queue; [`Commands::submit`] hands them to
+/// the device, which sends them with its next submission. Dispatches run in recording order,
+/// each seeing the writes of the ones before.
+///
+/// Every `Commands` records into the device's one open encoder (see `Device::record`), so
+/// the work of several library steps and launches between two host waits is one command
+/// buffer, in the order the host recorded it (a `Commands` created while another records
+/// interleaves with it in program order).
 pub struct Commands<'d> {
     device: &'d Device,
     label: String,
-    /// The compute pass that dispatches are recorded into: one for each run of dispatches
-    /// between copies. Declared before `encoder`, so it ends first when dropped.
-    ///
-    /// One pass for many dispatches, not a pass each: on an H100 a dispatch in a pass of its
-    /// own took 8–10 µs of GPU time and 5–10 µs to record, in a shared pass 2–3 µs and
-    /// 1–4 µs (`runtime/examples/dispatch_probe.rs`); a library step records tens of
-    /// small dispatches. wgpu still orders each dispatch after the writes it reads.
-    pass: Option<wgpu::ComputePass<'static>>,
-    encoder: wgpu::CommandEncoder,
     /// With [`Commands::timed`] (or while the device profiles): a timestamp pair per
     /// compute pass, up to the set's capacity.
     timestamps: Option<Timestamps>,
-    /// Keeps buffers given back while this is open from being reused (see `pool`).
+    /// Keeps buffers given back while this is open from being reused (see `pool`); its
+    /// number also names this `Commands`' compute passes on the shared encoder.
     open: OpenEncoder<'d>,
     /// Bytes of the buffers the recorded work binds or copies: a bound on the memory it
     /// touches, which says how long the device will take over it (see `Device::hold`).
     work_bytes: u64,
 }
 
-/// Counts an encoder as open in the buffer pool until it is dropped unsubmitted or its
-/// commands are handed to the device ([`OpenEncoder::into_held`]), which closes it once
-/// they reach the queue.
+/// Counts a `Commands` as open in the buffer pool until its work goes to the queue: handed
+/// to the device ([`OpenEncoder::into_held`]) or dropped unsubmitted (what it recorded is
+/// in the shared encoder all the same), the device closes it after the next submission.
 struct OpenEncoder<'d> {
     device: &'d Device,
     number: Option<u64>,
@@ -367,6 +365,10 @@ impl<'d> OpenEncoder<'d> {
         }
     }
 
+    fn id(&self) -> u64 {
+        self.number.unwrap_or(u64::MAX)
+    }
+
     /// The pool's number of this encoder, now the device's to close.
     fn into_held(mut self) -> u64 {
         self.number.take().unwrap_or(u64::MAX)
@@ -376,7 +378,8 @@ impl<'d> OpenEncoder<'d> {
 impl Drop for OpenEncoder<'_> {
     fn drop(&mut self) {
         if let Some(number) = self.number.take() {
-            self.device.pool.close_encoders(&[number]);
+            self.device.end_pass_of(number);
+            self.device.retire_unheld(number);
         }
     }
 }
@@ -408,14 +411,9 @@ impl<'d> Commands<'d> {
         label: &str,
         timestamps: Option<Timestamps>,
     ) -> Commands<'d> {
-        let encoder = device
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
         Commands {
             device,
             label: label.to_string(),
-            pass: None,
-            encoder,
             timestamps,
             open: OpenEncoder::new(device),
             work_bytes: 0,
@@ -440,8 +438,9 @@ impl<'d> Commands<'d> {
     /// Records a copy of word 0 of `status` into the device's status log, read with the
     /// next read-back (see `deferred`); the bits of `mask` are errors.
     pub fn log_status(&mut self, status: &wgpu::Buffer, mask: u32) -> Result<()> {
-        self.end_pass();
-        self.device.log_status(&mut self.encoder, status, mask)
+        self.device.record(&self.label, |encoder| {
+            self.device.log_status(encoder, status, mask)
+        })?
     }
 
     pub fn device(&self) -> &'d Device {
@@ -497,13 +496,13 @@ impl<'d> Commands<'d> {
         let clamped = workgroups.min(u64::from(self.device.max_workgroups_per_dispatch())) as u32;
         let make_error = |label, message| GpuError::Command { label, message };
         let timestamps = &mut self.timestamps;
-        let (encoder, open_pass) = (&mut self.encoder, &mut self.pass);
         let label = &self.label;
         // Only the bind group's creation is checked here: the pass and its commands report
         // their errors when the encoder finishes (wgpu 30 validates recorded commands then,
-        // and only a pass begun on a finished encoder errs at once; this one is open until
-        // `submit`), which `submit` checks. A warm run's dispatch, whose bind group is
-        // cached, pushes and pops no error scope (some microseconds of host time each).
+        // and only a pass begun on a finished encoder errs at once; the shared one is open
+        // until the next submission), which the submission checks. A warm run's dispatch,
+        // whose bind group is cached, pushes and pops no error scope (some microseconds of
+        // host time each).
         let bind_group = match pipeline.cached_bind_group(args) {
             Some(group) => group,
             None => {
@@ -524,7 +523,7 @@ impl<'d> Commands<'d> {
                 group
             }
         };
-        let pass = open_pass.get_or_insert_with(|| {
+        let begin = |encoder: &mut wgpu::CommandEncoder| {
             let timestamp_writes = match timestamps {
                 Some(t) if t.used < t.capacity => {
                     t.used += 1;
@@ -542,35 +541,29 @@ impl<'d> Commands<'d> {
                     timestamp_writes,
                 })
                 .forget_lifetime()
-        });
-        pass.set_pipeline(&pipeline.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(clamped, 1, 1);
-        Ok(())
-    }
-
-    /// Ends the open compute pass, if any: copies and status logs go to the encoder
-    /// between passes.
-    fn end_pass(&mut self) {
-        self.pass = None;
+        };
+        self.device
+            .record_in_pass(self.open.id(), label, begin, |pass| {
+                pass.set_pipeline(&pipeline.pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(clamped, 1, 1);
+            })
     }
 
     /// Records a clear of the whole of `buffer` (to zeros).
-    pub(crate) fn clear(&mut self, buffer: &wgpu::Buffer) {
-        self.end_pass();
+    pub(crate) fn clear(&mut self, buffer: &wgpu::Buffer) -> Result<()> {
         self.work_bytes += buffer.size();
-        self.encoder.clear_buffer(buffer, 0, None);
+        self.device
+            .record(&self.label, |encoder| encoder.clear_buffer(buffer, 0, None))
     }
 
     /// Records a copy of the whole of `source` into the start of `destination`.
-    pub fn copy<T: bytemuck::Pod>(&mut self, source: &GpuBuffer<T>, destination: &wgpu::Buffer) {
-        let bytes = source.byte_len();
-        if bytes > 0 {
-            self.end_pass();
-            self.work_bytes += 2 * bytes;
-            self.encoder
-                .copy_buffer_to_buffer(source.raw(), 0, destination, 0, bytes);
-        }
+    pub fn copy<T: bytemuck::Pod>(
+        &mut self,
+        source: &GpuBuffer<T>,
+        destination: &wgpu::Buffer,
+    ) -> Result<()> {
+        self.copy_bytes(source.raw(), 0, destination, 0, source.byte_len())
     }
 
     /// Copies `bytes` bytes of `source` from byte `from` into `destination` at byte `to`
@@ -582,13 +575,14 @@ impl<'d> Commands<'d> {
         destination: &wgpu::Buffer,
         to: u64,
         bytes: u64,
-    ) {
-        if bytes > 0 {
-            self.end_pass();
-            self.work_bytes += 2 * bytes;
-            self.encoder
-                .copy_buffer_to_buffer(source, from, destination, to, bytes);
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
         }
+        self.work_bytes += 2 * bytes;
+        self.device.record(&self.label, |encoder| {
+            encoder.copy_buffer_to_buffer(source, from, destination, to, bytes)
+        })
     }
 
     /// Copies all of `source` into `destination` from byte `offset` on.
@@ -597,37 +591,30 @@ impl<'d> Commands<'d> {
         source: &GpuBuffer<T>,
         destination: &wgpu::Buffer,
         offset: u64,
-    ) {
-        let bytes = source.byte_len();
-        if bytes > 0 {
-            self.end_pass();
-            self.work_bytes += 2 * bytes;
-            self.encoder
-                .copy_buffer_to_buffer(source.raw(), 0, destination, offset, bytes);
-        }
+    ) -> Result<()> {
+        self.copy_bytes(source.raw(), 0, destination, offset, source.byte_len())
     }
 
     /// Hands the recorded work to the device, which sends it to the queue with the next
     /// submission the host needs (`Device::hold`: a read-back, a wait, a flush). It runs
     /// asynchronously; a later download (or [`Device::wait_idle`]) waits for it.
     /// Timestamps go to the device's timestamp log.
-    pub fn submit(mut self) -> Result<()> {
-        self.end_pass();
+    pub fn submit(self) -> Result<()> {
         let Commands {
             device,
             label,
-            pass: _,
-            mut encoder,
             timestamps,
             open,
             work_bytes,
         } = self;
+        device.end_pass_of(open.id());
         if let Some(t) = timestamps.filter(|t| t.used > 0) {
-            device.log_timestamps(&mut encoder, &t.set, t.used, t.work);
+            device.record(&label, |encoder| {
+                device.log_timestamps(encoder, &t.set, t.used, t.work)
+            })?;
         }
-        // Finished when more work is held after it or it goes to the queue, its errors
-        // reported under `label` then (see `Device::hold`).
-        device.hold(encoder, label, open.into_held(), work_bytes)
+        // Recorded in the shared encoder: errors are reported when it finishes.
+        device.hold(open.into_held(), work_bytes)
     }
 
     /// Submits without waiting: the timestamps are resolved into the device's log and read
