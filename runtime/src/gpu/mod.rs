@@ -29,6 +29,7 @@ pub mod reduce;
 pub mod relation;
 pub mod scan;
 pub mod sort;
+mod submission;
 pub mod template;
 
 pub use buffer::{GpuBuffer, Uniform, MAX_ELEMENTS};
