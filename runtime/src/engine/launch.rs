@@ -88,7 +88,7 @@ pub(crate) fn launch(
     // Argument checks on lengths and counts, before anything is allocated or read. A count
     // or length the checks read as a value may have been computed on the device: it is read
     // back here (one element), counted like every other download.
-    let checked = hosted_check_inputs(device, kernel, inputs, cost)?;
+    let checked = hosted_check_inputs(device, location, kernel, inputs, cost)?;
     // A kernel may fuse statements that fail on their own: the CPU stops at the first in
     // the source, so the check of that statement leads, whatever the checks' order.
     let failed = kernel
@@ -336,6 +336,15 @@ pub(crate) fn launch(
         });
     }
 
+    // The compactions' counts that size the outputs, read back together: one wait for the
+    // launch instead of one per compacted output (TPC-H q7's first kernel compacts four).
+    run.read_counts(kernel.outputs.iter().filter_map(|o| match &o.layout {
+        OutputLayout::Vector { length, .. } => Some(length),
+        OutputLayout::List { values, .. } => Some(values),
+        OutputLayout::ListOfScalars { cells } => Some(cells),
+        OutputLayout::Flag { .. } => None,
+    }))?;
+
     // Outputs as values: vectors stay on the device, lists are read back.
     let mut produced = Vec::with_capacity(kernel.outputs.len());
     for output in &kernel.outputs {
@@ -427,6 +436,7 @@ pub(crate) fn launch(
                 })
             }
         };
+        location.computed(&value);
         produced.push((output.slot, value));
     }
     Ok(produced)
@@ -516,6 +526,7 @@ pub(super) fn located(mut error: RuntimeError, site: &CheckSite) -> RuntimeError
 /// map per launch).
 fn hosted_check_inputs<'i>(
     device: &Device,
+    location: &mut Location,
     kernel: &KernelLaunch,
     inputs: &'i HashMap<Slot, Value>,
     cost: &mut LaunchCost,
@@ -532,7 +543,7 @@ fn hosted_check_inputs<'i>(
     }
     let mut hosted = std::borrow::Cow::Borrowed(inputs);
     for slot in slots {
-        let (value, moved) = location::host(device, input(inputs, slot, kernel)?)?;
+        let (value, moved) = location.host_scalar(device, input(inputs, slot, kernel)?)?;
         cost.download_bytes += moved.bytes;
         cost.download_time += moved.time;
         hosted.to_mut().insert(slot, value);
@@ -1067,6 +1078,62 @@ impl<'a> Run<'a> {
     }
 
     /// The words of a small scratch buffer, read back (once) after the work so far.
+    /// Reads back, in one wait, the counts of the compactions that `lengths` name and that
+    /// are not known yet (a small scratch buffer whole, as [`Run::small_scratch`] does, else
+    /// its last word), so that resolving the lengths reads nothing more.
+    fn read_counts<'l>(&mut self, lengths: impl Iterator<Item = &'l Length>) -> Result<()> {
+        fn compacted(length: &Length, out: &mut Vec<ScratchId>) {
+            match length {
+                Length::Compacted(id) if !out.contains(id) => out.push(*id),
+                Length::Sum(a, b)
+                | Length::Broadcast(a, b)
+                | Length::Max(a, b)
+                | Length::Min(a, b) => {
+                    compacted(a, out);
+                    compacted(b, out);
+                }
+                _ => {}
+            }
+        }
+        let mut ids = Vec::new();
+        for length in lengths {
+            compacted(length, &mut ids);
+        }
+        ids.retain(|id| !self.compacted.contains_key(id));
+        if ids.len() < 2 {
+            // One count is read where it is resolved, as before.
+            return Ok(());
+        }
+        self.flush()?;
+        let kernel = self.kernel;
+        let mut ranges = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let buffer = self.scratch_buffer(*id)?;
+            let words = buffer.len();
+            let last = words.checked_sub(1).ok_or_else(|| {
+                RuntimeError::new(format!("{}: an empty offsets buffer", kernel.name))
+            })?;
+            ranges.push(if words <= SMALL_SCRATCH_WORDS {
+                (buffer.raw(), 0, 4 * words as u64)
+            } else {
+                (buffer.raw(), 4 * last as u64, 4)
+            });
+        }
+        let read = self
+            .device
+            .download_ranges(&ranges)
+            .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
+        for (id, bytes) in ids.into_iter().zip(read) {
+            let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
+            let n = u64::from(words.last().copied().unwrap_or(0));
+            if self.scratch_buffer(id)?.len() <= SMALL_SCRATCH_WORDS {
+                self.small_scratch.insert(id, words);
+            }
+            self.compacted.insert(id, n);
+        }
+        Ok(())
+    }
+
     fn small_scratch(&mut self, id: ScratchId) -> Result<Vec<u32>> {
         if let Some(words) = self.small_scratch.get(&id) {
             return Ok(words.clone());
