@@ -6,9 +6,9 @@
 //! types it can tell, `?` otherwise) and an undeclared name is reported once and then stands
 //! for a local of unknown type, so one mistake gives one message.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::types::Type;
@@ -336,7 +336,7 @@ impl<'a> Analyzer<'a> {
             // doubling (each growth copies the locals into fresh, page-faulting memory).
             locals: Vec::with_capacity(ast.params.len() + ast.body.stmts.len()),
             undeclared: FxHashMap::default(),
-            poisoned: HashSet::new(),
+            poisoned: FxHashSet::default(),
             scopes: vec![FxHashMap::default()],
             loops: 0,
             returned: Vec::new(),
@@ -412,7 +412,7 @@ struct Body<'s, 'a> {
     /// Names used without a declaration, each reported once and then bound to a local of
     /// unknown type.
     undeclared: FxHashMap<String, LocalId>,
-    poisoned: HashSet<LocalId>,
+    poisoned: FxHashSet<LocalId>,
     /// Innermost last; the first holds the parameters, so the body may shadow them. Keyed
     /// with Fx, not SipHash: every declaration and every read of a name hashes it, and
     /// names come from the program being compiled, not from an adversary of a server.

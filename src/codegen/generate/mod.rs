@@ -29,7 +29,12 @@ mod lengths;
 mod reduce;
 mod statements;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+// Fx, not SipHash: the generator looks names, values and expressions up many times per
+// statement, nothing iterates these maps in an order that reaches the output, and the keys
+// come from the compiler, not from an adversary.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
@@ -263,32 +268,32 @@ impl<'a> Generator<'a> {
             },
             names: &code.names,
             value_types: &code.value_types,
-            values: HashMap::new(),
+            values: HashMap::default(),
             bindings: Vec::new(),
-            binding_names: HashMap::new(),
+            binding_names: HashMap::default(),
             params: Vec::new(),
-            param_names: HashMap::new(),
+            param_names: HashMap::default(),
             scratch: Vec::new(),
             element_lines: Vec::new(),
             row_reads: BTreeMap::new(),
-            computed: HashMap::new(),
-            variable_leaves: HashMap::new(),
-            product_variables: HashSet::new(),
+            computed: HashMap::default(),
+            variable_leaves: HashMap::default(),
+            product_variables: HashSet::default(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
             helpers: BTreeSet::new(),
             constants: Vec::new(),
-            i64_constants: HashMap::new(),
+            i64_constants: HashMap::default(),
             requirements: Vec::new(),
             checks: Vec::new(),
             launch_checks: Vec::new(),
-            lengths: HashMap::new(),
-            reduced_lengths: HashMap::new(),
+            lengths: HashMap::default(),
+            reduced_lengths: HashMap::default(),
             unproven: Vec::new(),
             checked_equal: Vec::new(),
             status: None,
             features: KernelFeatures::default(),
-            symbol_params: HashMap::new(),
+            symbol_params: HashMap::default(),
             current: first,
         };
         generator.layout = generator.choose_layout()?;
@@ -779,7 +784,7 @@ fn expr_call(expr: &Expr) -> Option<(Callee, &[Arg])> {
 /// WGSL identifiers for the function's locals: the source name, with the local's number
 /// added where two locals share a name.
 fn local_names(function: &Function) -> HashMap<LocalId, String> {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+    let mut counts: HashMap<&str, usize> = HashMap::default();
     for local in &function.locals {
         *counts.entry(local.name.as_str()).or_default() += 1;
     }
@@ -806,7 +811,7 @@ fn local_names(function: &Function) -> HashMap<LocalId, String> {
 /// The type of every local that all its assignments give one type, from the expressions'
 /// types; locals assigned values of several types keep their declared type.
 fn value_types(function: &Function, tree: &StatementTree<'_>) -> HashMap<LocalId, Type> {
-    let mut types: HashMap<LocalId, Option<Type>> = HashMap::new();
+    let mut types: HashMap<LocalId, Option<Type>> = HashMap::default();
     for (_, entry) in tree.iter() {
         let StmtKind::Assign { targets, expr, .. } = &entry.stmt.kind else {
             continue;

@@ -7,7 +7,7 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use crate::analysis::defuse::{DefSite, Definition};
 use crate::analysis::dependence::DependenceKind;
 use crate::analysis::device::{statement_sync, Context as DeviceContext, Device};
-use crate::analysis::statements::{definitions, uses, StatementTree};
+use crate::analysis::statements::{defined_locals, for_each_use, uses, StatementTree};
 use crate::analysis::{FunctionAnalysis, Geometry, StmtId};
 use crate::outline::compatibility::{merge_geometry, runs_masked, Fusion};
 use crate::sema::typed::{Function, LocalId, StmtKind, TypedProgram};
@@ -230,11 +230,10 @@ impl<'p> Context<'p> {
                 .gpu_geometry(id)
                 .is_some_and(|own| crate::outline::compatibility::is_scalar(&own));
             !scalar
-                || self.tree.stmt(id).is_none_or(|stmt| {
-                    definitions(stmt)
-                        .iter()
-                        .all(|local| !outputs.contains(local))
-                })
+                || self
+                    .tree
+                    .stmt(id)
+                    .is_none_or(|stmt| defined_locals(stmt).all(|local| !outputs.contains(&local)))
         })
     }
 
@@ -301,7 +300,7 @@ impl<'p> Context<'p> {
             let Some(stmt) = self.tree.stmt(id) else {
                 continue;
             };
-            for local in definitions(stmt) {
+            for local in defined_locals(stmt) {
                 let definition = Definition {
                     local,
                     site: DefSite::Stmt(id),
@@ -542,7 +541,7 @@ impl<'p> Context<'p> {
             let Some(stmt) = cx.tree.stmt(id) else {
                 continue;
             };
-            for read in uses(stmt) {
+            for_each_use(stmt, |read| {
                 let from_outside = match chains.defs_of(id, read.local) {
                     Some(sites) if !sites.is_empty() => sites.iter().any(|site| match site {
                         DefSite::Entry => true,
@@ -554,8 +553,8 @@ impl<'p> Context<'p> {
                 if from_outside {
                     push_once(&mut inputs, &mut is_input, read.local);
                 }
-            }
-            for local in definitions(stmt) {
+            });
+            for local in defined_locals(stmt) {
                 let definition = Definition {
                     local,
                     site: DefSite::Stmt(id),

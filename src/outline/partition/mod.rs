@@ -247,7 +247,7 @@ impl Partition {
     /// The units of a body (its top-level statements `stmts`) and the links between them.
     /// The statements of each of `fused` form one unit at the place of its anchor.
     pub fn new(cx: &Context<'_>, stmts: &[StmtId], fused: &[FusedGroup]) -> Partition {
-        let mut absorbed: HashMap<StmtId, usize> = HashMap::new();
+        let mut absorbed: rustc_hash::FxHashMap<StmtId, usize> = Default::default();
         for (index, group) in fused.iter().enumerate() {
             for &stmt in &group.absorbed {
                 absorbed.insert(stmt, index);
