@@ -305,7 +305,7 @@ impl<'p> Context<'p> {
                     local,
                     site: DefSite::Stmt(id),
                 };
-                if let Some(readers) = self.analysis.chains.def_uses.get(&definition) {
+                if let Some(readers) = self.analysis.chains.readers_of(&definition) {
                     early_reader |= readers.iter().any(|&reader| {
                         !members.contains(reader) && later.iter().any(|&(f, _)| reader < f)
                     });
@@ -559,7 +559,7 @@ impl<'p> Context<'p> {
                     local,
                     site: DefSite::Stmt(id),
                 };
-                let readers = chains.def_uses.get(&definition);
+                let readers = chains.readers_of(&definition);
                 let live_out = readers.is_some_and(|readers| {
                     readers.iter().any(|&reader| {
                         !members.contains(reader)

@@ -174,15 +174,61 @@ struct GroupGraph {
     /// each merge, and nothing iterates the links in an order that matters.
     links: HashMap<(usize, usize), Link, BuildHasherDefault<PairHasher>>,
     /// Each group's successors, in ascending order (ties in step 3 go to the first).
-    successors: Vec<BTreeSet<usize>>,
-    predecessors: Vec<BTreeSet<usize>>,
+    successors: Vec<GroupSet>,
+    predecessors: Vec<GroupSet>,
+}
+
+/// A set of groups, as a sorted Vec: the sets are small and scanned far more often than
+/// changed (every step walks successors again after each merge), and a tree's nodes made
+/// each scan chase pointers.
+#[derive(Clone, Debug, Default)]
+struct GroupSet(Vec<usize>);
+
+impl GroupSet {
+    fn insert(&mut self, group: usize) {
+        if let Err(at) = self.0.binary_search(&group) {
+            self.0.insert(at, group);
+        }
+    }
+
+    fn remove(&mut self, group: &usize) {
+        if let Ok(at) = self.0.binary_search(group) {
+            self.0.remove(at);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, usize> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a GroupSet {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for GroupSet {
+    type Item = usize;
+    type IntoIter = std::vec::IntoIter<usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
 }
 
 impl GroupGraph {
     /// The graph of one group per unit.
     fn of_units(units: usize, links: &BTreeMap<(usize, usize), Link>) -> GroupGraph {
-        let mut successors = vec![BTreeSet::new(); units];
-        let mut predecessors = vec![BTreeSet::new(); units];
+        let mut successors = vec![GroupSet::default(); units];
+        let mut predecessors = vec![GroupSet::default(); units];
         for &(a, b) in links.keys() {
             successors[a].insert(b);
             predecessors[b].insert(a);
@@ -551,7 +597,7 @@ impl Partition {
     /// `None` if the graph has a cycle (a bug: every merge keeps it acyclic).
     fn topological(&self, graph: &GroupGraph) -> Option<Vec<usize>> {
         // A group's predecessors are exactly the groups linked to it.
-        let mut indegree: Vec<usize> = graph.predecessors.iter().map(BTreeSet::len).collect();
+        let mut indegree: Vec<usize> = graph.predecessors.iter().map(GroupSet::len).collect();
         let first_unit = |g: usize| {
             self.groups[g]
                 .as_ref()
