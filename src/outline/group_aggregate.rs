@@ -308,6 +308,6 @@ fn value_column(
         .locals
         .get(local.0)
         .is_some_and(|l| l.ty.is_real());
-    let shape = cx.analysis.shapes.operand_shape(cx.program, reader, x);
-    assigned_before && numeric && shape == *key_rows
+    let shape = cx.analysis.shapes.operand_shape_ref(cx.program, reader, x);
+    assigned_before && numeric && *shape == *key_rows
 }

@@ -425,25 +425,34 @@ impl<'p> Context<'p> {
         else {
             return false;
         };
-        let size = |k: usize| match args.get(k) {
-            Some(Arg::Operand(operand)) => self
-                .analysis
-                .shapes
-                .operand_shape(self.program, id, operand)
-                .vector_size()
-                .cloned(),
+        let shapes = &self.analysis.shapes;
+        let shape = |k: usize| match args.get(k) {
+            Some(Arg::Operand(operand)) => {
+                Some(shapes.operand_shape_ref(self.program, id, operand))
+            }
             _ => None,
         };
+        fn size<'s>(
+            shape: &'s Option<std::borrow::Cow<'_, crate::analysis::Shape>>,
+        ) -> Option<&'s crate::analysis::Size> {
+            shape.as_deref().and_then(|shape| shape.vector_size())
+        }
         match builtin {
-            B::Compress => match (size(0), size(1)) {
-                (Some(mask), Some(data)) => mask != data,
-                _ => true,
-            },
+            B::Compress => {
+                let (mask, data) = (shape(0), shape(1));
+                match (size(&mask), size(&data)) {
+                    (Some(mask), Some(data)) => mask != data,
+                    _ => true,
+                }
+            }
             B::Vector => !matches!(args.first(), Some(Arg::Operand(Operand::Literal(_)))),
-            b if b.is_binary_elementwise() => match (size(0), size(1)) {
-                (Some(a), Some(b)) => a != b && !a.is_scalar() && !b.is_scalar(),
-                _ => false,
-            },
+            b if b.is_binary_elementwise() => {
+                let (first, second) = (shape(0), shape(1));
+                match (size(&first), size(&second)) {
+                    (Some(a), Some(b)) => a != b && !a.is_scalar() && !b.is_scalar(),
+                    _ => false,
+                }
+            }
             _ => false,
         }
     }
@@ -481,7 +490,11 @@ impl<'p> Context<'p> {
         let [Arg::Operand(source), Arg::Operand(Operand::Literal(literal))] = args else {
             return false;
         };
-        let size = match self.analysis.shapes.operand_shape(self.program, id, source) {
+        let size = match *self
+            .analysis
+            .shapes
+            .operand_shape_ref(self.program, id, source)
+        {
             Shape::Vector(Size::Constant(n)) | Shape::List(Size::Constant(n), _) => n,
             _ => return false,
         };
@@ -666,7 +679,7 @@ impl<'p> Context<'p> {
                 continue;
             };
             for read in uses(stmt) {
-                let shape = self.analysis.shapes.operand_shape(
+                let shape = self.analysis.shapes.operand_shape_ref(
                     self.program,
                     id,
                     &crate::sema::typed::Operand::Local(read.local, Default::default()),

@@ -111,6 +111,21 @@ pub(crate) struct Partition {
     /// on the two groups alone. Each step rescans all pairs after a merge; without this the
     /// same refusals were worked out again each time.
     refused: RefCell<HashSet<u128, BuildHasherDefault<PairHasher>>>,
+    /// Per group, true once step 2 (siblings) found every pair of its children refused, or
+    /// step 3 (parent into child) every child. Such a group is skipped until a merge changes
+    /// it, one of its successors or its links: a merge makes `into` stand for both groups,
+    /// so exactly `into`, `from` and the predecessors of `into` may see a new answer, and
+    /// every other pair keeps its refusal (see `refused`). Without this each step scanned
+    /// every group's children again after every merge, each pair a refusal look-up.
+    settled: RefCell<Settled>,
+}
+
+/// Groups [`Partition::sibling_merge`] and [`Partition::parent_merge`] have nothing to
+/// merge for (see [`Partition::settled`]).
+#[derive(Clone, Debug, Default)]
+struct Settled {
+    siblings: Vec<bool>,
+    parent: Vec<bool>,
 }
 
 /// The hash of a packed refusal key or a pair of groups: the steps look up every pair again
@@ -374,6 +389,10 @@ impl Partition {
             graph: GroupGraph::of_units(units.len(), &links),
             versions: vec![0; units.len()],
             refused: RefCell::new(HashSet::default()),
+            settled: RefCell::new(Settled {
+                siblings: vec![false; units.len()],
+                parent: vec![false; units.len()],
+            }),
             units,
             links,
             groups,
@@ -478,6 +497,14 @@ impl Partition {
         self.graph.absorb(into, from);
         self.versions[into] += 1;
         self.versions[from] += 1;
+        let settled = self.settled.get_mut();
+        for group in [into, from]
+            .into_iter()
+            .chain(self.graph.predecessors[into].iter().copied())
+        {
+            settled.siblings[group] = false;
+            settled.parent[group] = false;
+        }
     }
 
     /// Step 1, in reverse program order: a GPU unit joins the kernel holding all of its data
@@ -526,7 +553,7 @@ impl Partition {
         for parent in 0..self.groups.len() {
             // Most groups feed one other group: no pair to look at (this scan runs again
             // after every merge).
-            if graph.successors[parent].len() < 2 {
+            if graph.successors[parent].len() < 2 || self.settled.borrow().siblings[parent] {
                 continue;
             }
             let children: Vec<usize> = graph.successors[parent]
@@ -542,6 +569,7 @@ impl Partition {
                     }
                 }
             }
+            self.settled.borrow_mut().siblings[parent] = true;
         }
         None
     }
@@ -551,8 +579,14 @@ impl Partition {
     /// first such parent, with the child it merges into.
     fn parent_merge(&self, cx: &Context<'_>) -> Option<Merge> {
         let graph = &self.graph;
+        let unsettled =
+            |g: usize| self.kernel_geometry(g).is_some() && !self.settled.borrow().parent[g];
+        // The order is worked out only when some kernel may merge.
+        if !(0..self.groups.len()).any(unsettled) {
+            return None;
+        }
         for parent in self.order(graph) {
-            if self.kernel_geometry(parent).is_none() {
+            if !unsettled(parent) {
                 continue;
             }
             let mut best: Option<(usize, usize, Geometry)> = None;
@@ -568,6 +602,7 @@ impl Partition {
             if let Some((_, child, geometry)) = best {
                 return Some((child, parent, geometry));
             }
+            self.settled.borrow_mut().parent[parent] = true;
         }
         None
     }
