@@ -464,7 +464,11 @@ impl Generator<'_> {
         if outputs.is_empty() && self.checks.is_empty() {
             passes.clear();
         }
-        let mut text = String::new();
+        // Sized once for the whole module (grown by doubling, the text was copied over and
+        // over): the entry points and helpers as they are, about a line per declaration.
+        let declarations = self.bindings.len() + self.params.len() + self.constants.len();
+        let helpers: usize = self.helpers.iter().map(|h| h.source().len() + 1).sum();
+        let mut text = String::with_capacity(entries.len() + helpers + 96 * declarations + 2048);
         let _ = writeln!(
             text,
             "// Kernel {} of {}: statements {}.",

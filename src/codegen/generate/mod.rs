@@ -595,7 +595,8 @@ fn {name}(
 
 fn indent(lines: &[String], depth: usize) -> String {
     let pad = "    ".repeat(depth);
-    let mut out = String::new();
+    let size: usize = lines.iter().map(|line| pad.len() + line.len() + 1).sum();
+    let mut out = String::with_capacity(size);
     for line in lines {
         out += &pad;
         out += line;

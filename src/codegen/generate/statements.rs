@@ -489,18 +489,17 @@ impl Generator<'_> {
         // programs repeat expressions (q1 computes `1 - l_discount` and the discounted
         // price twice), and the shader compiler does not merge the copies, each under its
         // own `if`. Expressions are pure; a prelude or an extent (checks) is never shared.
-        let key = (val.level, wgsl_ty, condition.clone(), val.expr.clone());
-        if prelude.is_empty() && extent.is_empty() {
-            if let Some(var) = self.computed.get(&key) {
-                val.expr = var.clone();
-                val.active = active;
-                val.text = None;
-                self.values.insert(target, val);
-                return Ok(());
-            }
+        let key = (prelude.is_empty() && extent.is_empty())
+            .then(|| (val.level, wgsl_ty, condition.clone(), val.expr.clone()));
+        if let Some(var) = key.as_ref().and_then(|key| self.computed.get(key)) {
+            val.expr = var.clone();
+            val.active = active;
+            val.text = None;
+            self.values.insert(target, val);
+            return Ok(());
         }
         let var = format!("v_{}", self.name(target));
-        if prelude.is_empty() && extent.is_empty() {
+        if let Some(key) = key {
             self.computed.insert(key, var.clone());
         }
         let leaves = self.leaves(&val.expr);
