@@ -50,10 +50,25 @@ pub fn lower_gpu(
     source: &SourceFile,
 ) -> Result<Plan, String> {
     let lowering = Lowering { program, source };
+    // An outlined function's body is lowered from its outline below: lowering its statements
+    // for the CPU first only made steps to drop.
+    let mut is_outlined = vec![false; program.functions.len()];
+    for f in &outlined.functions {
+        if let Some(flag) = is_outlined.get_mut(f.function.0) {
+            *flag = true;
+        }
+    }
     let mut functions: Vec<PlanFunction> = program
         .functions
         .iter()
-        .map(|f| lowering.function(f))
+        .zip(&is_outlined)
+        .map(|(f, &outlined)| {
+            if outlined {
+                lowering.function_header(f)
+            } else {
+                lowering.function(f)
+            }
+        })
         .collect();
     for (index, outlined_function) in outlined.functions.iter().enumerate() {
         let id = outlined_function.function;
@@ -325,6 +340,14 @@ struct Lowering<'a> {
 impl Lowering<'_> {
     fn function(&self, f: &typed::Function) -> PlanFunction {
         PlanFunction {
+            body: self.block(f, &f.body),
+            ..self.function_header(f)
+        }
+    }
+
+    /// [`Lowering::function`] without the body (left empty).
+    fn function_header(&self, f: &typed::Function) -> PlanFunction {
+        PlanFunction {
             name: f.qualified_name(),
             params: f.params.iter().map(|l| Slot(l.0)).collect(),
             returns: f.returns.clone(),
@@ -336,7 +359,7 @@ impl Lowering<'_> {
                     ty: l.ty.clone(),
                 })
                 .collect(),
-            body: self.block(f, &f.body),
+            body: Vec::new(),
         }
     }
 
