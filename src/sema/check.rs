@@ -6,8 +6,6 @@
 //! types it can tell, `?` otherwise) and an undeclared name is reported once and then stands
 //! for a local of unknown type, so one mistake gives one message.
 
-use std::collections::HashMap;
-
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use horsec_runtime::builtin::Builtin;
@@ -59,8 +57,8 @@ pub fn analyze(program: &ast::Program) -> (Option<TypedProgram>, Vec<Diagnostic>
 
 struct ModuleInfo<'a> {
     name: String,
-    functions: HashMap<String, FunctionId>,
-    globals: HashMap<String, GlobalId>,
+    functions: FxHashMap<String, FunctionId>,
+    globals: FxHashMap<String, GlobalId>,
     imports: Vec<&'a ast::Import>,
 }
 
@@ -74,7 +72,7 @@ struct FunctionInfo<'a> {
 
 struct Analyzer<'a> {
     modules: Vec<ModuleInfo<'a>>,
-    module_index: HashMap<String, usize>,
+    module_index: FxHashMap<String, usize>,
     functions: Vec<FunctionInfo<'a>>,
     globals: Vec<typed::Global>,
     diags: Vec<Diagnostic>,
@@ -86,7 +84,7 @@ impl<'a> Analyzer<'a> {
     fn collect(program: &'a ast::Program) -> Analyzer<'a> {
         let mut analyzer = Analyzer {
             modules: Vec::new(),
-            module_index: HashMap::new(),
+            module_index: FxHashMap::default(),
             functions: Vec::new(),
             globals: Vec::new(),
             diags: Vec::new(),
@@ -104,8 +102,8 @@ impl<'a> Analyzer<'a> {
             analyzer.module_index.insert(name.clone(), index);
             analyzer.modules.push(ModuleInfo {
                 name,
-                functions: HashMap::new(),
-                globals: HashMap::new(),
+                functions: FxHashMap::default(),
+                globals: FxHashMap::default(),
                 imports: Vec::new(),
             });
             for item in &module.items {
