@@ -26,7 +26,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
@@ -97,7 +97,8 @@ struct Group {
 #[derive(Clone, Debug)]
 pub(crate) struct Partition {
     pub units: Vec<Unit>,
-    links: BTreeMap<(usize, usize), Link>,
+    /// The links between units, sorted by `(from, to)`, one per pair.
+    links: Vec<((usize, usize), Link)>,
     group_of: Vec<usize>,
     groups: Vec<Option<Group>>,
     /// The links between groups, kept up to date by every merge (rebuilding it from the
@@ -241,15 +242,15 @@ impl IntoIterator for GroupSet {
 
 impl GroupGraph {
     /// The graph of one group per unit.
-    fn of_units(units: usize, links: &BTreeMap<(usize, usize), Link>) -> GroupGraph {
+    fn of_units(units: usize, links: &[((usize, usize), Link)]) -> GroupGraph {
         let mut successors = vec![GroupSet::default(); units];
         let mut predecessors = vec![GroupSet::default(); units];
-        for &(a, b) in links.keys() {
+        for &((a, b), _) in links {
             successors[a].insert(b);
             predecessors[b].insert(a);
         }
         GroupGraph {
-            links: links.iter().map(|(&pair, &link)| (pair, link)).collect(),
+            links: links.iter().copied().collect(),
             successors,
             predecessors,
         }
@@ -337,7 +338,9 @@ impl Partition {
             let unit = &units[index];
             (stmt.0 < cx.subtree_end(unit.stmt)).then_some(index)
         };
-        let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+        // Collected, then sorted and merged per pair (a tree's insertion per dependence and
+        // per pair around a barrier cost more than the rest of the partition).
+        let mut links: Vec<((usize, usize), Link)> = Vec::new();
         let graph = &cx.analysis.dependence;
         for edge in graph.graph.edge_references() {
             let (Some(from), Some(to)) = (graph.stmt(edge.source()), graph.stmt(edge.target()))
@@ -352,10 +355,13 @@ impl Partition {
                 continue;
             }
             let weight = edge.weight();
-            links.entry((a, b)).or_default().add(Link {
-                values: usize::from(weight.kind == DependenceKind::True),
-                barrier: cx.needs_barrier(from, weight),
-            });
+            links.push((
+                (a, b),
+                Link {
+                    values: usize::from(weight.kind == DependenceKind::True),
+                    barrier: cx.needs_barrier(from, weight),
+                },
+            ));
         }
         // Effects and exits stay in place: everything before runs before, everything after
         // runs after.
@@ -367,10 +373,18 @@ impl Partition {
                         std::cmp::Ordering::Greater => (index, other),
                         std::cmp::Ordering::Equal => continue,
                     };
-                    links.entry(key).or_default();
+                    links.push((key, Link::default()));
                 }
             }
         }
+        links.sort_unstable_by_key(|&(pair, _)| pair);
+        links.dedup_by(|(pair, link), (kept, sum)| {
+            let same = pair == kept;
+            if same {
+                sum.add(*link);
+            }
+            same
+        });
         let groups = units
             .iter()
             .enumerate()
@@ -514,15 +528,21 @@ impl Partition {
             if !matches!(self.units[unit].role, Role::Gpu(_)) {
                 continue;
             }
-            let successors: BTreeSet<usize> = self
+            // The one group that all of the unit's data successors sit in, if there is one.
+            let first = self.links.partition_point(|&(pair, _)| pair < (unit, 0));
+            let end = self
                 .links
-                .range((unit, 0)..(unit + 1, 0))
+                .partition_point(|&(pair, _)| pair < (unit + 1, 0));
+            let mut successors = self.links[first..end]
+                .iter()
                 .filter(|(_, link)| link.values > 0)
-                .map(|(&(_, to), _)| self.group_of[to])
-                .collect();
-            let [kernel] = successors.into_iter().collect::<Vec<_>>()[..] else {
+                .map(|&((_, to), _)| self.group_of[to]);
+            let Some(kernel) = successors.next() else {
                 continue;
             };
+            if successors.any(|group| group != kernel) {
+                continue;
+            }
             let own = self.group_of[unit];
             if let Some(geometry) = self.merged(cx, &self.graph, own, kernel, Fusion::Identical) {
                 self.merge(kernel, own, geometry);
