@@ -467,19 +467,29 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         );
         // One row's additions (`r` a GroupedRow), by a switch on its workgroup slot: only
         // that slot's accumulators change.
+        // (Built by concatenation: groups times columns lines, twice per kernel.)
         let add = |r: &str| -> String {
             let mut lines = vec![
-                format!("if {r}.keep {{"),
-                format!("    switch grouped_local_rank({r}.slot) {{"),
+                cat!("if ", r, ".keep {"),
+                cat!("    switch grouped_local_rank(", r, ".slot) {"),
             ];
             for g in 0..groups {
-                lines.push(format!("        case {g}u: {{"));
-                lines.push(format!("            count_{g} = count_{g} + 1u;"));
+                let mut case = String::from("        case ");
+                push_decimal(&mut case, g as u64);
+                case += "u: {";
+                lines.push(case);
+                let mut count = String::from("count_");
+                push_decimal(&mut count, g as u64);
+                lines.push(cat!("            ", count, " = ", count, " + 1u;"));
                 for (j, &(float, s)) in slot_of.iter().enumerate() {
-                    let name = if float { "f" } else { "j" };
-                    lines.push(format!(
-                        "            {name}_{s}_{g} = {name}_{s}_{g} + {r}.x_{j};"
-                    ));
+                    let mut var = String::from(if float { "f_" } else { "j_" });
+                    push_decimal(&mut var, s as u64);
+                    var += "_";
+                    push_decimal(&mut var, g as u64);
+                    let mut line = cat!("            ", var, " = ", var, " + ", r, ".x_");
+                    push_decimal(&mut line, j as u64);
+                    line += ";";
+                    lines.push(line);
                 }
                 lines.push("        }".to_string());
             }

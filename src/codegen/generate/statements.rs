@@ -440,8 +440,8 @@ impl Generator<'_> {
             return Vec::new();
         }
         let own = own.clone();
-        let name = format!("len_v_{}", self.name(target));
-        vec![format!("i < {}", self.param(name, ParamValue::Length(own)))]
+        let name = cat!("len_v_", self.name(target));
+        vec![cat!("i < ", self.param(name, ParamValue::Length(own)))]
     }
 
     /// Binds `target` to `val`, evaluated under `extra` conjuncts besides its own.
@@ -498,7 +498,7 @@ impl Generator<'_> {
             self.values.insert(target, val);
             return Ok(());
         }
-        let var = format!("v_{}", self.name(target));
+        let var = cat!("v_", self.name(target));
         if let Some(key) = key {
             self.computed.insert(key, var.clone());
         }
@@ -513,12 +513,12 @@ impl Generator<'_> {
         };
         if condition.is_empty() {
             lines.extend(prelude);
-            lines.push(format!("let {var}: {wgsl_ty} = {};", val.expr));
+            lines.push(cat!("let ", var, ": ", wgsl_ty, " = ", val.expr, ";"));
         } else {
-            lines.push(format!("var {var}: {wgsl_ty};"));
-            lines.push(format!("if {} {{", condition.join(" && ")));
-            lines.extend(prelude.into_iter().map(|l| format!("    {l}")));
-            lines.push(format!("    {var} = {};", val.expr));
+            lines.push(cat!("var ", var, ": ", wgsl_ty, ";"));
+            lines.push(cat!("if ", condition.join(" && "), " {"));
+            lines.extend(prelude.into_iter().map(|l| cat!("    ", l)));
+            lines.push(cat!("    ", var, " = ", val.expr, ";"));
             lines.push("}".to_string());
         }
         val.expr = var;
