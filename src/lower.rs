@@ -117,6 +117,30 @@ pub fn lower_gpu(
     })
 }
 
+/// Sets the line and column of each check site of `launch` from its offset in `source`, so
+/// that the kernel's errors are located as the CPU's are. The driver does this to each
+/// kernel as it generates it, before sharing it: located in the lowering, every kernel with
+/// a check was copied whole (its WGSL text with it) to be located.
+pub(crate) fn locate_check_sites(launch: &mut KernelLaunch, source: &SourceFile) {
+    let sites = launch
+        .checks
+        .iter_mut()
+        .map(|c| &mut c.site)
+        .chain(launch.launch_checks.iter_mut().map(|c| &mut c.site));
+    for site in sites {
+        site.at = Some(location_at(source, site.offset));
+    }
+}
+
+/// The line and column of byte `offset` of `source`.
+fn location_at(source: &SourceFile, offset: usize) -> Location {
+    let (line, column) = source.line_col(offset);
+    Location {
+        line: line as u32,
+        column: column as u32,
+    }
+}
+
 struct GpuLowering<'a> {
     lowering: &'a Lowering<'a>,
     function: &'a typed::Function,
@@ -209,19 +233,16 @@ impl GpuLowering<'_> {
 
     /// The kernel with the line and column of each of its checks' statements, so that its
     /// errors are located as the CPU's are.
+    /// (The driver locates them as it generates each kernel, see [`locate_check_sites`]; a
+    /// kernel with a site not located is copied and located here.)
     fn locate_checks(&self, module: &Arc<KernelLaunch>) -> Arc<KernelLaunch> {
-        if module.checks.is_empty() && module.launch_checks.is_empty() {
+        let located = module.checks.iter().all(|c| c.site.at.is_some())
+            && module.launch_checks.iter().all(|c| c.site.at.is_some());
+        if located {
             return module.clone();
         }
         let mut located = (**module).clone();
-        let sites = located
-            .checks
-            .iter_mut()
-            .map(|c| &mut c.site)
-            .chain(located.launch_checks.iter_mut().map(|c| &mut c.site));
-        for site in sites {
-            site.at = Some(self.lowering.location_at(site.offset));
-        }
+        locate_check_sites(&mut located, self.lowering.source);
         Arc::new(located)
     }
 
@@ -375,11 +396,7 @@ impl Lowering<'_> {
     }
 
     fn location_at(&self, offset: usize) -> Location {
-        let (line, column) = self.source.line_col(offset);
-        Location {
-            line: line as u32,
-            column: column as u32,
-        }
+        location_at(self.source, offset)
     }
 
     /// The step of `stmt`, a statement of `function`.
