@@ -61,9 +61,23 @@ pub(crate) struct Sites {
 impl Sites {
     pub(crate) fn of(cx: &Context<'_>) -> Sites {
         let locals = cx.function.locals.len();
+        // Counted first, so that each local's lists are allocated once.
+        let (mut defined, mut read) = (vec![0usize; locals], vec![0usize; locals]);
+        for (_, entry) in cx.tree.iter() {
+            for local in defined_locals(entry.stmt) {
+                if let Some(count) = defined.get_mut(local.0) {
+                    *count += 1;
+                }
+            }
+            for_each_use(entry.stmt, |u| {
+                if let Some(count) = read.get_mut(u.local.0) {
+                    *count += 1;
+                }
+            });
+        }
         let mut sites = Sites {
-            definitions: vec![Vec::new(); locals],
-            uses: vec![Vec::new(); locals],
+            definitions: defined.into_iter().map(Vec::with_capacity).collect(),
+            uses: read.into_iter().map(Vec::with_capacity).collect(),
         };
         // (Locals are dense: a local beyond the function's list would be a sema bug, and is
         // given its own slot rather than a panic.)

@@ -57,8 +57,7 @@ fn push_decimal(text: &mut String, n: u64) {
             break;
         }
     }
-    // Only ASCII digits were written.
-    text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+    text.extend(digits[at..].iter().map(|&digit| char::from(digit)));
 }
 
 mod access;

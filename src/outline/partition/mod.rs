@@ -377,7 +377,9 @@ impl Partition {
                 }
             }
         }
-        links.sort_unstable_by_key(|&(pair, _)| pair);
+        // Stable: the dependences arrive sorted already, and the pairs of each barrier in
+        // runs, which the merge sort takes as they are.
+        links.sort_by_key(|&(pair, _)| pair);
         links.dedup_by(|(pair, link), (kept, sum)| {
             let same = pair == kept;
             if same {
