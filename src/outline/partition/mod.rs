@@ -278,6 +278,13 @@ impl GroupGraph {
         }
     }
 
+    /// True when a link runs from `from` to `to`.
+    fn linked(&self, from: usize, to: usize) -> bool {
+        self.successors
+            .get(from)
+            .is_some_and(|next| next.0.binary_search(&to).is_ok())
+    }
+
     fn link(&self, from: usize, to: usize) -> Link {
         self.links.get(&(from, to)).copied().unwrap_or_default()
     }
@@ -479,7 +486,10 @@ impl Partition {
         if graph.link(a, b).barrier || graph.link(b, a).barrier {
             return None;
         }
-        if graph.indirect_path(a, b) || graph.indirect_path(b, a) {
+        // The group graph is acyclic (every merge keeps it so): where a link runs one way,
+        // no path runs the other, and that search (through every group after it) is skipped.
+        let (forward, backward) = (graph.linked(a, b), graph.linked(b, a));
+        if (!backward && graph.indirect_path(a, b)) || (!forward && graph.indirect_path(b, a)) {
             return None;
         }
         let members = Members::new(cx, &self.unit_statements(&[a, b]));
@@ -665,7 +675,7 @@ impl Partition {
             .filter(|&g| self.groups[g].is_some() && indegree[g] == 0)
             .map(|g| Reverse((first_unit(g), g)))
             .collect();
-        let mut order = Vec::new();
+        let mut order = Vec::with_capacity(self.groups.len());
         while let Some(Reverse((_, group))) = ready.pop() {
             order.push(group);
             for &next in &graph.successors[group] {
