@@ -174,6 +174,49 @@ fn refusal_key(a: usize, version_a: u32, b: usize, version_b: u32, fusion: Fusio
 /// A merge a step chose: `(into, from, geometry of the merged kernel)`.
 type Merge = (usize, usize, Geometry);
 
+/// [`Partition::topological`] one group at a time (Kahn's algorithm, ties to the group whose
+/// first unit comes first), so that a step can stop once it has what it looks for. A cycle
+/// ends the walk before every live group was given.
+struct TopologicalWalk<'a> {
+    partition: &'a Partition,
+    graph: &'a GroupGraph,
+    indegree: Vec<usize>,
+    ready: BinaryHeap<Reverse<(usize, usize)>>,
+}
+
+impl<'a> TopologicalWalk<'a> {
+    fn new(partition: &'a Partition, graph: &'a GroupGraph) -> TopologicalWalk<'a> {
+        // A group's predecessors are exactly the groups linked to it.
+        let indegree: Vec<usize> = graph.predecessors.iter().map(GroupSet::len).collect();
+        let ready = (0..partition.groups.len())
+            .filter(|&g| partition.groups[g].is_some() && indegree[g] == 0)
+            .map(|g| Reverse((partition.first_unit(g), g)))
+            .collect();
+        TopologicalWalk {
+            partition,
+            graph,
+            indegree,
+            ready,
+        }
+    }
+}
+
+impl Iterator for TopologicalWalk<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let Reverse((_, group)) = self.ready.pop()?;
+        for &next in &self.graph.successors[group] {
+            self.indegree[next] -= 1;
+            if self.indegree[next] == 0 {
+                self.ready
+                    .push(Reverse((self.partition.first_unit(next), next)));
+            }
+        }
+        Some(group)
+    }
+}
+
 /// One group of the final partition, in launch order.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Placed {
@@ -439,6 +482,14 @@ impl Partition {
         }
     }
 
+    /// The first unit of a live group (`usize::MAX` for a merged-away one).
+    fn first_unit(&self, group: usize) -> usize {
+        self.groups[group]
+            .as_ref()
+            .and_then(|group| group.units.first().copied())
+            .unwrap_or(usize::MAX)
+    }
+
     fn kernel_geometry(&self, group: usize) -> Option<&Geometry> {
         self.groups.get(group)?.as_ref()?.kernel.as_ref()
     }
@@ -613,29 +664,53 @@ impl Partition {
         let graph = &self.graph;
         let unsettled =
             |g: usize| self.kernel_geometry(g).is_some() && !self.settled.borrow().parent[g];
-        // The order is worked out only when some kernel may merge.
-        if !(0..self.groups.len()).any(unsettled) {
+        let mut remaining = (0..self.groups.len()).filter(|&g| unsettled(g)).count();
+        if remaining == 0 {
             return None;
         }
-        for parent in self.order(graph) {
+        // The launch order is walked only until every kernel that may merge was tried: most
+        // calls find the merge, or learn there is none, well before the last group.
+        let mut walk = TopologicalWalk::new(self, graph);
+        while remaining > 0 {
+            let Some(parent) = walk.next() else {
+                break;
+            };
             if !unsettled(parent) {
                 continue;
             }
-            let mut best: Option<(usize, usize, Geometry)> = None;
-            for &child in &graph.successors[parent] {
-                let values = graph.link(parent, child).values;
-                if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
-                    continue;
-                }
-                if let Some(geometry) = self.merged(cx, graph, parent, child, Fusion::Masked) {
-                    best = Some((values, child, geometry));
-                }
+            remaining -= 1;
+            if let Some(merge) = self.merge_into_child(cx, parent) {
+                return Some(merge);
             }
-            if let Some((_, child, geometry)) = best {
-                return Some((child, parent, geometry));
-            }
-            self.settled.borrow_mut().parent[parent] = true;
         }
+        if remaining == 0 {
+            return None;
+        }
+        // The walk ended early: the graph has a cycle (a bug); the groups in id order, as
+        // `order` gives them then.
+        (0..self.groups.len())
+            .filter(|&g| unsettled(g))
+            .find_map(|parent| self.merge_into_child(cx, parent))
+    }
+
+    /// Step 3 for one kernel: the merge into the child it passes the most values to (the
+    /// first such child), or `None` after marking it settled.
+    fn merge_into_child(&self, cx: &Context<'_>, parent: usize) -> Option<Merge> {
+        let graph = &self.graph;
+        let mut best: Option<(usize, usize, Geometry)> = None;
+        for &child in &graph.successors[parent] {
+            let values = graph.link(parent, child).values;
+            if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
+                continue;
+            }
+            if let Some(geometry) = self.merged(cx, graph, parent, child, Fusion::Masked) {
+                best = Some((values, child, geometry));
+            }
+        }
+        if let Some((_, child, geometry)) = best {
+            return Some((child, parent, geometry));
+        }
+        self.settled.borrow_mut().parent[parent] = true;
         None
     }
 
@@ -663,28 +738,8 @@ impl Partition {
     /// wherever the dependences allow (ties go to the group whose first unit comes first).
     /// `None` if the graph has a cycle (a bug: every merge keeps it acyclic).
     fn topological(&self, graph: &GroupGraph) -> Option<Vec<usize>> {
-        // A group's predecessors are exactly the groups linked to it.
-        let mut indegree: Vec<usize> = graph.predecessors.iter().map(GroupSet::len).collect();
-        let first_unit = |g: usize| {
-            self.groups[g]
-                .as_ref()
-                .and_then(|group| group.units.first().copied())
-                .unwrap_or(usize::MAX)
-        };
-        let mut ready: BinaryHeap<Reverse<(usize, usize)>> = (0..self.groups.len())
-            .filter(|&g| self.groups[g].is_some() && indegree[g] == 0)
-            .map(|g| Reverse((first_unit(g), g)))
-            .collect();
         let mut order = Vec::with_capacity(self.groups.len());
-        while let Some(Reverse((_, group))) = ready.pop() {
-            order.push(group);
-            for &next in &graph.successors[group] {
-                indegree[next] -= 1;
-                if indegree[next] == 0 {
-                    ready.push(Reverse((first_unit(next), next)));
-                }
-            }
-        }
+        order.extend(TopologicalWalk::new(self, graph));
         let live = self.groups.iter().filter(|g| g.is_some()).count();
         (order.len() == live).then_some(order)
     }
