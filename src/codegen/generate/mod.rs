@@ -639,11 +639,19 @@ fn {name}(
 }
 
 fn indent(lines: &[String], depth: usize) -> String {
-    let pad = "    ".repeat(depth);
+    const PADS: &str = "                ";
+    let repeated;
+    let pad = match PADS.get(..4 * depth) {
+        Some(pad) => pad,
+        None => {
+            repeated = "    ".repeat(depth);
+            repeated.as_str()
+        }
+    };
     let size: usize = lines.iter().map(|line| pad.len() + line.len() + 1).sum();
     let mut out = String::with_capacity(size);
     for line in lines {
-        out += &pad;
+        out += pad;
         out += line;
         out += "\n";
     }

@@ -454,7 +454,12 @@ impl Partition {
             group_of: (0..units.len()).collect(),
             graph: GroupGraph::of_units(units.len(), &links),
             versions: vec![0; units.len()],
-            refused: RefCell::new(HashSet::default()),
+            // Sized for a few refusals per unit (grown by rehashing, it was a visible part
+            // of the first step).
+            refused: RefCell::new(HashSet::with_capacity_and_hasher(
+                4 * units.len(),
+                Default::default(),
+            )),
             settled: RefCell::new(Settled {
                 siblings: vec![false; units.len()],
                 parent: vec![false; units.len()],
