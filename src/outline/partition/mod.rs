@@ -25,8 +25,7 @@
 //! step 4 runs, and the whole repeats until nothing merges.
 
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
@@ -178,26 +177,41 @@ type Merge = (usize, usize, Geometry);
 /// first unit comes first), so that a step can stop once it has what it looks for. A cycle
 /// ends the walk before every live group was given.
 struct TopologicalWalk<'a> {
-    partition: &'a Partition,
     graph: &'a GroupGraph,
     indegree: Vec<usize>,
-    ready: BinaryHeap<Reverse<(usize, usize)>>,
+    /// The ready groups, one bit each at its first unit (the first units of live groups are
+    /// distinct): the next group is the lowest bit set. (A heap of them cost more than the
+    /// rest of the walk.)
+    ready: Vec<u64>,
+    /// The live group whose first unit each unit is.
+    group_at: Vec<usize>,
+    /// Each group's first unit (`usize::MAX` for a merged-away one).
+    first_of: Vec<usize>,
 }
 
 impl<'a> TopologicalWalk<'a> {
     fn new(partition: &'a Partition, graph: &'a GroupGraph) -> TopologicalWalk<'a> {
         // A group's predecessors are exactly the groups linked to it.
         let indegree: Vec<usize> = graph.predecessors.iter().map(GroupSet::len).collect();
-        let ready = (0..partition.groups.len())
-            .filter(|&g| partition.groups[g].is_some() && indegree[g] == 0)
-            .map(|g| Reverse((partition.first_unit(g), g)))
-            .collect();
-        TopologicalWalk {
-            partition,
+        let units = partition.units.len();
+        let mut walk = TopologicalWalk {
             graph,
             indegree,
-            ready,
+            ready: vec![0; units.div_ceil(64)],
+            group_at: vec![usize::MAX; units],
+            first_of: Vec::with_capacity(partition.groups.len()),
+        };
+        for g in 0..partition.groups.len() {
+            let first = partition.first_unit(g);
+            walk.first_of.push(first);
+            if let Some(at) = walk.group_at.get_mut(first) {
+                *at = g;
+                if walk.indegree[g] == 0 {
+                    walk.ready[first / 64] |= 1 << (first % 64);
+                }
+            }
         }
+        walk
     }
 }
 
@@ -205,12 +219,17 @@ impl Iterator for TopologicalWalk<'_> {
     type Item = usize;
 
     fn next(&mut self) -> Option<usize> {
-        let Reverse((_, group)) = self.ready.pop()?;
+        let word = self.ready.iter().position(|&bits| bits != 0)?;
+        let bits = self.ready[word];
+        self.ready[word] = bits & (bits - 1);
+        let group = self.group_at[word * 64 + bits.trailing_zeros() as usize];
         for &next in &self.graph.successors[group] {
             self.indegree[next] -= 1;
             if self.indegree[next] == 0 {
-                self.ready
-                    .push(Reverse((self.partition.first_unit(next), next)));
+                let first = self.first_of[next];
+                if let Some(word) = self.ready.get_mut(first / 64) {
+                    *word |= 1 << (first % 64);
+                }
             }
         }
         Some(group)
