@@ -475,12 +475,7 @@ mod tests {
         f.assign(y, copy(x)); // s4
         let function = f.finish();
         let chains = UseDefChains::build(&function).unwrap();
-        let defs: Vec<DefSite> = chains
-            .defs_of(StmtId(4), x)
-            .unwrap()
-            .iter()
-            .copied()
-            .collect();
+        let defs: Vec<DefSite> = chains.defs_of(StmtId(4), x).unwrap().to_vec();
         assert_eq!(
             defs,
             vec![DefSite::Stmt(StmtId(2)), DefSite::Stmt(StmtId(3))]
