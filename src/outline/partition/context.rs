@@ -7,7 +7,7 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use crate::analysis::defuse::{DefSite, Definition};
 use crate::analysis::dependence::DependenceKind;
 use crate::analysis::device::{statement_sync, Context as DeviceContext, Device};
-use crate::analysis::statements::{defined_locals, for_each_use, uses, StatementTree};
+use crate::analysis::statements::{defined_locals, for_each_use, StatementTree};
 use crate::analysis::{FunctionAnalysis, Geometry, StmtId};
 use crate::outline::compatibility::{merge_geometry, runs_masked, Fusion};
 use crate::sema::typed::{Function, LocalId, StmtKind, TypedProgram};
@@ -129,10 +129,13 @@ impl<'p> Context<'p> {
         match edge.kind {
             DependenceKind::True => edge.sync.is_synchronized(),
             DependenceKind::Anti => self.tree.stmt(from).is_some_and(|reader| {
-                uses(reader)
-                    .iter()
-                    .filter(|u| u.local == edge.local)
-                    .any(|u| statement_sync(self.device_context(), reader, u.argument).reads)
+                let mut gathers = false;
+                for_each_use(reader, |u| {
+                    gathers = gathers
+                        || (u.local == edge.local
+                            && statement_sync(self.device_context(), reader, u.argument).reads);
+                });
+                gathers
             }),
             DependenceKind::Output => false,
         }
@@ -370,22 +373,25 @@ impl<'p> Context<'p> {
             let Some(stmt) = self.tree.stmt(id) else {
                 return true;
             };
-            uses(stmt).into_iter().all(|read| {
-                chains.defs_of(id, read.local).is_none_or(|sites| {
-                    sites.iter().all(|site| match site {
-                        DefSite::Stmt(def) if !members.contains(*def) && *def > first_check => {
-                            // (Gathers by computed positions are not counted, as in
-                            // `failures_hide_no_earlier_error`: gathers of join and group
-                            // positions never fail, and counting them splits TPC-H kernels.)
-                            let gather = self.gathers_by_position(*def);
-                            gather
-                                || !(self.may_fail_in_the_kernel(*def)
-                                    || self.unproven_launch_check(*def))
-                        }
-                        _ => true,
-                    })
-                })
-            })
+            let mut all = true;
+            for_each_use(stmt, |read| {
+                all = all
+                    && chains.defs_of(id, read.local).is_none_or(|sites| {
+                        sites.iter().all(|site| match site {
+                            DefSite::Stmt(def) if !members.contains(*def) && *def > first_check => {
+                                // (Gathers by computed positions are not counted, as in
+                                // `failures_hide_no_earlier_error`: gathers of join and group
+                                // positions never fail, and counting them splits TPC-H kernels.)
+                                let gather = self.gathers_by_position(*def);
+                                gather
+                                    || !(self.may_fail_in_the_kernel(*def)
+                                        || self.unproven_launch_check(*def))
+                            }
+                            _ => true,
+                        })
+                    });
+            });
+            all
         })
     }
 
@@ -678,7 +684,11 @@ impl<'p> Context<'p> {
             let Some(stmt) = self.tree.stmt(id) else {
                 continue;
             };
-            for read in uses(stmt) {
+            let mut outside = false;
+            for_each_use(stmt, |read| {
+                if outside {
+                    return;
+                }
                 let shape = self.analysis.shapes.operand_shape_ref(
                     self.program,
                     id,
@@ -687,9 +697,10 @@ impl<'p> Context<'p> {
                 let compressed = shape
                     .vector_size()
                     .is_some_and(|size| matches!(size, crate::analysis::Size::Compressed(..)));
-                if compressed && !self.defined_inside(id, read.local, members) {
-                    return false;
-                }
+                outside = compressed && !self.defined_inside(id, read.local, members);
+            });
+            if outside {
+                return false;
             }
         }
         true

@@ -409,8 +409,8 @@ impl Partition {
         };
         // Collected, then sorted and merged per pair (a tree's insertion per dependence and
         // per pair around a barrier cost more than the rest of the partition).
-        let mut links: Vec<((usize, usize), Link)> = Vec::new();
         let graph = &cx.analysis.dependence;
+        let mut links: Vec<((usize, usize), Link)> = Vec::with_capacity(graph.graph.edge_count());
         for edge in graph.graph.edge_references() {
             let (Some(from), Some(to)) = (graph.stmt(edge.source()), graph.stmt(edge.target()))
             else {
