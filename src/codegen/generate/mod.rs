@@ -847,11 +847,15 @@ fn local_names(function: &Function) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(k, local)| {
-            let clean: String = local
-                .name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
+            let clean: String = if local.name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                local.name.clone()
+            } else {
+                local
+                    .name
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect()
+            };
             if counts.get(local.name.as_str()).copied().unwrap_or(0) > 1 {
                 format!("{clean}_{k}")
             } else {
