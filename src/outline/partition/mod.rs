@@ -398,15 +398,23 @@ impl Partition {
                 }),
             })
             .collect();
-        let unit_of = |stmt: StmtId| -> Option<usize> {
-            if let Some(&index) = absorbed.get(&stmt) {
-                let anchor = fused[index].anchor;
-                return units.iter().position(|u| u.stmt == anchor);
+        // The unit holding each statement of the function (its own, a compound unit's
+        // subtree, or the fused group's anchor), looked up once per statement rather than
+        // searched for per dependence end.
+        let mut unit_at: Vec<Option<usize>> = vec![None; cx.tree.len()];
+        for (index, unit) in units.iter().enumerate() {
+            let end = cx.subtree_end(unit.stmt).min(unit_at.len());
+            for slot in unit_at.iter_mut().take(end).skip(unit.stmt.0) {
+                *slot = Some(index);
             }
-            let index = units.partition_point(|u| u.stmt <= stmt).checked_sub(1)?;
-            let unit = &units[index];
-            (stmt.0 < cx.subtree_end(unit.stmt)).then_some(index)
-        };
+        }
+        for (&stmt, &index) in &absorbed {
+            if let Some(slot) = unit_at.get_mut(stmt.0) {
+                let anchor = fused[index].anchor;
+                *slot = units.iter().position(|u| u.stmt == anchor);
+            }
+        }
+        let unit_of = |stmt: StmtId| -> Option<usize> { unit_at.get(stmt.0).copied().flatten() };
         // Collected, then sorted and merged per pair (a tree's insertion per dependence and
         // per pair around a barrier cost more than the rest of the partition).
         let graph = &cx.analysis.dependence;
