@@ -301,6 +301,7 @@ impl<'a> Generator<'a> {
             kernel.statements.first().copied().ok_or_else(|| {
                 CodegenError::malformed(&kernel.name, "the kernel has no statements")
             })?;
+        let statements = kernel.statements.len();
         let mut generator = Generator {
             program: code.program,
             function: code.function,
@@ -313,16 +314,18 @@ impl<'a> Generator<'a> {
             },
             names: &code.names,
             value_types: &code.value_types,
-            values: HashMap::default(),
+            // The maps filled per statement start at the kernel's size (grown by rehashing,
+            // they were a visible part of code generation).
+            values: HashMap::with_capacity_and_hasher(statements, Default::default()),
             bindings: Vec::new(),
-            binding_names: HashMap::default(),
+            binding_names: HashMap::with_capacity_and_hasher(statements, Default::default()),
             params: Vec::new(),
             param_names: HashMap::default(),
             scratch: Vec::new(),
             element_lines: Vec::new(),
             row_reads: BTreeMap::new(),
-            computed: HashMap::default(),
-            variable_leaves: HashMap::default(),
+            computed: HashMap::with_capacity_and_hasher(statements, Default::default()),
+            variable_leaves: HashMap::with_capacity_and_hasher(statements, Default::default()),
             product_variables: HashSet::default(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
@@ -838,7 +841,8 @@ fn expr_call(expr: &Expr) -> Option<(Callee, &[Arg])> {
 /// WGSL identifiers for the function's locals: the source name, with the local's number
 /// added where two locals share a name.
 fn local_names(function: &Function) -> Vec<String> {
-    let mut counts: HashMap<&str, usize> = HashMap::default();
+    let mut counts: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(function.locals.len(), Default::default());
     for local in &function.locals {
         *counts.entry(local.name.as_str()).or_default() += 1;
     }
