@@ -105,6 +105,9 @@ pub(crate) struct Partition {
     graph: GroupGraph,
     /// Per group, how many merges changed it: the key under which refusals are remembered.
     versions: Vec<u32>,
+    /// Per group, its first unit (`usize::MAX` once merged away), kept by every merge: the
+    /// launch order breaks ties by it, and is walked again after every merge.
+    first_units: Vec<usize>,
     /// Pairs [`Partition::merged`] refused, with the versions of both groups then. A refusal
     /// stands while neither group changes: other merges only contract the graph, so a path
     /// between the two through a third group stays one, and every other condition depends
@@ -199,11 +202,10 @@ impl<'a> TopologicalWalk<'a> {
             indegree,
             ready: vec![0; units.div_ceil(64)],
             group_at: vec![usize::MAX; units],
-            first_of: Vec::with_capacity(partition.groups.len()),
+            first_of: partition.first_units.clone(),
         };
         for g in 0..partition.groups.len() {
-            let first = partition.first_unit(g);
-            walk.first_of.push(first);
+            let first = walk.first_of[g];
             if let Some(at) = walk.group_at.get_mut(first) {
                 *at = g;
                 if walk.indegree[g] == 0 {
@@ -481,6 +483,7 @@ impl Partition {
             group_of: (0..units.len()).collect(),
             graph: GroupGraph::of_units(units.len(), &links),
             versions: vec![0; units.len()],
+            first_units: (0..units.len()).collect(),
             // Sized for a few refusals per unit (grown by rehashing, it was a visible part
             // of the first step).
             refused: RefCell::new(HashSet::with_capacity_and_hasher(
@@ -512,14 +515,6 @@ impl Partition {
                 break;
             }
         }
-    }
-
-    /// The first unit of a live group (`usize::MAX` for a merged-away one).
-    fn first_unit(&self, group: usize) -> usize {
-        self.groups[group]
-            .as_ref()
-            .and_then(|group| group.units.first().copied())
-            .unwrap_or(usize::MAX)
     }
 
     fn kernel_geometry(&self, group: usize) -> Option<&Geometry> {
@@ -606,6 +601,8 @@ impl Partition {
         self.graph.absorb(into, from);
         self.versions[into] += 1;
         self.versions[from] += 1;
+        self.first_units[into] = self.first_units[into].min(self.first_units[from]);
+        self.first_units[from] = usize::MAX;
         let settled = self.settled.get_mut();
         for group in [into, from]
             .into_iter()
