@@ -231,7 +231,10 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
                 Err(e) => Err(e.clone()),
             };
             match module {
-                Ok(module) => modules.push(Some(Arc::new(module))),
+                Ok(mut module) => {
+                    crate::lower::locate_check_sites(&mut module, &c.file);
+                    modules.push(Some(Arc::new(module)));
+                }
                 // A grouped kernel the generator does not cover leaves its fallback, the
                 // unfused kernel and library call, to run as they would have.
                 Err(e) if kernel.grouped.is_some() && !e.is_compiler_bug() => modules.push(None),

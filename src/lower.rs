@@ -50,10 +50,25 @@ pub fn lower_gpu(
     source: &SourceFile,
 ) -> Result<Plan, String> {
     let lowering = Lowering { program, source };
+    // An outlined function's body is lowered from its outline below: lowering its statements
+    // for the CPU first only made steps to drop.
+    let mut is_outlined = vec![false; program.functions.len()];
+    for f in &outlined.functions {
+        if let Some(flag) = is_outlined.get_mut(f.function.0) {
+            *flag = true;
+        }
+    }
     let mut functions: Vec<PlanFunction> = program
         .functions
         .iter()
-        .map(|f| lowering.function(f))
+        .zip(&is_outlined)
+        .map(|(f, &outlined)| {
+            if outlined {
+                lowering.function_header(f)
+            } else {
+                lowering.function(f)
+            }
+        })
         .collect();
     for (index, outlined_function) in outlined.functions.iter().enumerate() {
         let id = outlined_function.function;
@@ -100,6 +115,30 @@ pub fn lower_gpu(
         target: plan::Target::Gpu,
         last_uses: Default::default(),
     })
+}
+
+/// Sets the line and column of each check site of `launch` from its offset in `source`, so
+/// that the kernel's errors are located as the CPU's are. The driver does this to each
+/// kernel as it generates it, before sharing it: located in the lowering, every kernel with
+/// a check was copied whole (its WGSL text with it) to be located.
+pub(crate) fn locate_check_sites(launch: &mut KernelLaunch, source: &SourceFile) {
+    let sites = launch
+        .checks
+        .iter_mut()
+        .map(|c| &mut c.site)
+        .chain(launch.launch_checks.iter_mut().map(|c| &mut c.site));
+    for site in sites {
+        site.at = Some(location_at(source, site.offset));
+    }
+}
+
+/// The line and column of byte `offset` of `source`.
+fn location_at(source: &SourceFile, offset: usize) -> Location {
+    let (line, column) = source.line_col(offset);
+    Location {
+        line: line as u32,
+        column: column as u32,
+    }
 }
 
 struct GpuLowering<'a> {
@@ -194,19 +233,16 @@ impl GpuLowering<'_> {
 
     /// The kernel with the line and column of each of its checks' statements, so that its
     /// errors are located as the CPU's are.
+    /// (The driver locates them as it generates each kernel, see [`locate_check_sites`]; a
+    /// kernel with a site not located is copied and located here.)
     fn locate_checks(&self, module: &Arc<KernelLaunch>) -> Arc<KernelLaunch> {
-        if module.checks.is_empty() && module.launch_checks.is_empty() {
+        let located = module.checks.iter().all(|c| c.site.at.is_some())
+            && module.launch_checks.iter().all(|c| c.site.at.is_some());
+        if located {
             return module.clone();
         }
         let mut located = (**module).clone();
-        let sites = located
-            .checks
-            .iter_mut()
-            .map(|c| &mut c.site)
-            .chain(located.launch_checks.iter_mut().map(|c| &mut c.site));
-        for site in sites {
-            site.at = Some(self.lowering.location_at(site.offset));
-        }
+        locate_check_sites(&mut located, self.lowering.source);
         Arc::new(located)
     }
 
@@ -325,6 +361,14 @@ struct Lowering<'a> {
 impl Lowering<'_> {
     fn function(&self, f: &typed::Function) -> PlanFunction {
         PlanFunction {
+            body: self.block(f, &f.body),
+            ..self.function_header(f)
+        }
+    }
+
+    /// [`Lowering::function`] without the body (left empty).
+    fn function_header(&self, f: &typed::Function) -> PlanFunction {
+        PlanFunction {
             name: f.qualified_name(),
             params: f.params.iter().map(|l| Slot(l.0)).collect(),
             returns: f.returns.clone(),
@@ -336,7 +380,7 @@ impl Lowering<'_> {
                     ty: l.ty.clone(),
                 })
                 .collect(),
-            body: self.block(f, &f.body),
+            body: Vec::new(),
         }
     }
 
@@ -352,11 +396,7 @@ impl Lowering<'_> {
     }
 
     fn location_at(&self, offset: usize) -> Location {
-        let (line, column) = self.source.line_col(offset);
-        Location {
-            line: line as u32,
-            column: column as u32,
-        }
+        location_at(self.source, offset)
     }
 
     /// The step of `stmt`, a statement of `function`.

@@ -1,7 +1,7 @@
 //! Classic analyses on the data-flow framework: reaching definitions (and from them use-def
 //! and def-use chains), reaching uses (for anti dependences) and live variables (backward).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::sema::typed::{Function, LocalId, Stmt};
 
@@ -307,13 +307,25 @@ impl DataFlowAnalysis for LiveVariables {
     }
 }
 
-/// Use-def and def-use chains of one function.
+/// Use-def and def-use chains of one function, in flat sorted arrays indexed by statement
+/// and by local: the outliner asks for the definitions of every read of every kernel it
+/// tries, and a tree of one set per read cost an allocation each to build and a search
+/// through the tree each time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UseDefChains {
-    /// For each statement and each local it reads: the definitions that may supply the value.
-    pub use_defs: BTreeMap<(StmtId, LocalId), BTreeSet<DefSite>>,
-    /// For each definition: the statements that may read it.
-    pub def_uses: BTreeMap<Definition, BTreeSet<StmtId>>,
+    /// Per statement (by id): its range of `reads`.
+    read_ranges: Vec<(usize, usize)>,
+    /// Each local a statement reads (sorted per statement) and its range of `sites`.
+    reads: Vec<(LocalId, usize, usize)>,
+    /// The definitions that may supply each read's value, sorted.
+    sites: Vec<DefSite>,
+    /// Per local (by id): its range of `definitions`.
+    definition_ranges: Vec<(usize, usize)>,
+    /// Each definition that some statement reads (sorted per local) and its range of
+    /// `readers`.
+    definitions: Vec<(DefSite, usize, usize)>,
+    /// The statements that may read each definition, in id order.
+    readers: Vec<StmtId>,
 }
 
 impl UseDefChains {
@@ -328,76 +340,93 @@ impl UseDefChains {
         reaching: &ReachingDefinitionResults,
     ) -> UseDefChains {
         let tree = StatementTree::new(function);
-        // Pairs are collected, sorted and grouped, then each map is built from its sorted
-        // keys in one pass: cheaper than one tree insertion per pair.
-        let mut reads: Vec<(StmtId, LocalId)> = Vec::new();
-        let mut read_sites: Vec<((StmtId, LocalId), DefSite)> = Vec::new();
-        // The readers of each definition, bucketed by local: definitions order by local
-        // first, so the buckets in turn are the definitions in order.
+        let mut chains = UseDefChains {
+            read_ranges: Vec::with_capacity(tree.len()),
+            ..UseDefChains::default()
+        };
+        // One statement's reads and (read, definition) pairs, sorted and grouped.
+        let mut stmt_reads: Vec<LocalId> = Vec::new();
+        let mut stmt_sites: Vec<(LocalId, DefSite)> = Vec::new();
+        // The readers of each definition, bucketed by local.
         let mut readers: Vec<Vec<(DefSite, StmtId)>> = vec![Vec::new(); function.locals.len()];
+        // Statements come in id order, so each one's range follows the previous one's.
         for (id, entry) in tree.iter() {
-            let Some(before) = reaching.before(id) else {
-                continue;
-            };
-            let (reads_start, sites_start) = (reads.len(), read_sites.len());
-            for_each_use(entry.stmt, |used| {
-                // Every read has an entry, also one no definition reaches.
-                reads.push((id, used.local));
-                for def in definitions_of(before, used.local) {
-                    read_sites.push(((id, used.local), def.site));
-                    if def.local.0 >= readers.len() {
-                        readers.resize(def.local.0 + 1, Vec::new());
+            let start = chains.reads.len();
+            if let Some(before) = reaching.before(id) {
+                stmt_reads.clear();
+                stmt_sites.clear();
+                for_each_use(entry.stmt, |used| {
+                    // Every read has an entry, also one no definition reaches.
+                    stmt_reads.push(used.local);
+                    for def in definitions_of(before, used.local) {
+                        stmt_sites.push((used.local, def.site));
+                        if def.local.0 >= readers.len() {
+                            readers.resize(def.local.0 + 1, Vec::new());
+                        }
+                        readers[def.local.0].push((def.site, id));
                     }
-                    readers[def.local.0].push((def.site, id));
+                });
+                stmt_reads.sort_unstable();
+                stmt_reads.dedup();
+                stmt_sites.sort_unstable();
+                stmt_sites.dedup();
+                let mut pairs = stmt_sites.iter().peekable();
+                for &local in &stmt_reads {
+                    let first = chains.sites.len();
+                    while let Some((_, site)) = pairs.next_if(|(read, _)| *read == local) {
+                        chains.sites.push(*site);
+                    }
+                    chains.reads.push((local, first, chains.sites.len()));
                 }
-            });
-            // Statements come in id order, so sorting each one's few reads sorts them all.
-            reads[reads_start..].sort_unstable();
-            read_sites[sites_start..].sort_unstable();
+            }
+            chains.read_ranges.push((start, chains.reads.len()));
         }
-        reads.dedup();
-        read_sites.dedup();
-
-        let mut sites = read_sites.into_iter().peekable();
-        let use_defs = reads
-            .into_iter()
-            .map(|read| {
-                let mut of_read = BTreeSet::new();
-                while let Some((_, site)) = sites.next_if(|(key, _)| *key == read) {
-                    of_read.insert(site);
-                }
-                (read, of_read)
-            })
-            .collect();
-        let mut def_uses = Vec::new();
-        for (local, of_local) in readers.iter_mut().enumerate() {
+        chains.definition_ranges.reserve(readers.len());
+        for of_local in &mut readers {
             // A few reads, in id order per definition already.
             of_local.sort_unstable();
             of_local.dedup();
+            let start = chains.definitions.len();
             for group in of_local.chunk_by(|a, b| a.0 == b.0) {
-                let definition = Definition {
-                    local: LocalId(local),
-                    site: group[0].0,
-                };
-                def_uses.push((definition, group.iter().map(|&(_, id)| id).collect()));
+                let first = chains.readers.len();
+                chains.readers.extend(group.iter().map(|&(_, id)| id));
+                chains
+                    .definitions
+                    .push((group[0].0, first, chains.readers.len()));
             }
+            chains
+                .definition_ranges
+                .push((start, chains.definitions.len()));
         }
-        let def_uses = def_uses.into_iter().collect();
-        UseDefChains { use_defs, def_uses }
+        chains
     }
 
-    /// The definitions that may supply `local` where `stmt` reads it.
-    pub fn defs_of(&self, stmt: StmtId, local: LocalId) -> Option<&BTreeSet<DefSite>> {
-        self.use_defs.get(&(stmt, local))
+    /// The definitions that may supply `local` where `stmt` reads it, sorted (empty when
+    /// none reaches the read); `None` when `stmt` does not read `local`.
+    pub fn defs_of(&self, stmt: StmtId, local: LocalId) -> Option<&[DefSite]> {
+        let &(start, end) = self.read_ranges.get(stmt.0)?;
+        let reads = self.reads.get(start..end)?;
+        let k = reads.binary_search_by_key(&local, |read| read.0).ok()?;
+        let (_, first, last) = reads[k];
+        self.sites.get(first..last)
+    }
+
+    /// The statements that may read `definition`, in id order; `None` when none does.
+    pub fn readers_of(&self, definition: &Definition) -> Option<&[StmtId]> {
+        let &(start, end) = self.definition_ranges.get(definition.local.0)?;
+        let definitions = self.definitions.get(start..end)?;
+        let k = definitions
+            .binary_search_by_key(&definition.site, |d| d.0)
+            .ok()?;
+        let (_, first, last) = definitions[k];
+        self.readers.get(first..last)
     }
 
     /// The only definition reaching the read of `local` at `stmt`, if there is exactly one.
     pub fn unique_def(&self, stmt: StmtId, local: LocalId) -> Option<DefSite> {
-        let defs = self.defs_of(stmt, local)?;
-        if defs.len() == 1 {
-            defs.iter().next().copied()
-        } else {
-            None
+        match self.defs_of(stmt, local)? {
+            [only] => Some(*only),
+            _ => None,
         }
     }
 }
@@ -427,7 +456,7 @@ mod tests {
             local: x,
             site: DefSite::Stmt(StmtId(0)),
         };
-        assert!(!chains.def_uses.contains_key(&first));
+        assert!(chains.readers_of(&first).is_none());
     }
 
     #[test]
@@ -446,12 +475,7 @@ mod tests {
         f.assign(y, copy(x)); // s4
         let function = f.finish();
         let chains = UseDefChains::build(&function).unwrap();
-        let defs: Vec<DefSite> = chains
-            .defs_of(StmtId(4), x)
-            .unwrap()
-            .iter()
-            .copied()
-            .collect();
+        let defs: Vec<DefSite> = chains.defs_of(StmtId(4), x).unwrap().to_vec();
         assert_eq!(
             defs,
             vec![DefSite::Stmt(StmtId(2)), DefSite::Stmt(StmtId(3))]
@@ -488,10 +512,9 @@ mod tests {
         f.ret(vec![var(x)]); // s4
         let function = f.finish();
         let chains = UseDefChains::build(&function).unwrap();
-        let expected: BTreeSet<DefSite> =
-            [DefSite::Stmt(StmtId(0)), DefSite::Stmt(StmtId(3))].into();
-        assert_eq!(chains.defs_of(StmtId(2), x), Some(&expected));
-        assert_eq!(chains.defs_of(StmtId(4), x), Some(&expected));
+        let expected = [DefSite::Stmt(StmtId(0)), DefSite::Stmt(StmtId(3))];
+        assert_eq!(chains.defs_of(StmtId(2), x), Some(&expected[..]));
+        assert_eq!(chains.defs_of(StmtId(4), x), Some(&expected[..]));
     }
 
     #[test]
@@ -513,13 +536,12 @@ mod tests {
         let chains = UseDefChains::build(&function).unwrap();
         // Exit through the condition: x from before the loop or from the continue path (s5);
         // exit through break: x = 1 (s2).
-        let expected: BTreeSet<DefSite> = [
+        let expected = [
             DefSite::Stmt(StmtId(0)),
             DefSite::Stmt(StmtId(2)),
             DefSite::Stmt(StmtId(5)),
-        ]
-        .into();
-        assert_eq!(chains.defs_of(StmtId(7), x), Some(&expected));
+        ];
+        assert_eq!(chains.defs_of(StmtId(7), x), Some(&expected[..]));
     }
 
     #[test]

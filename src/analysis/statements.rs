@@ -61,8 +61,23 @@ impl<'p> StatementTree<'p> {
                 depth,
                 subtree_end: id + 1,
             });
-            for nested in nested_bodies(stmt) {
-                self.number_body(nested, Some(StmtId(id)), depth + 1);
+            // The bodies `nested_bodies` lists, in its order, without collecting them: every
+            // analysis numbers the function's statements again.
+            match &stmt.kind {
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    self.number_body(then_body, Some(StmtId(id)), depth + 1);
+                    if let Some(else_body) = else_body {
+                        self.number_body(else_body, Some(StmtId(id)), depth + 1);
+                    }
+                }
+                StmtKind::While { body, .. } | StmtKind::Repeat { body, .. } => {
+                    self.number_body(body, Some(StmtId(id)), depth + 1);
+                }
+                _ => {}
             }
             let end = self.entries.len();
             if let Some(entry) = self.entries.get_mut(id) {

@@ -19,9 +19,9 @@
 //! as long as the key (shape analysis), so moving the reductions there changes nothing and
 //! no `@index` can fail. Anything else keeps the unfused statements.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-use crate::analysis::statements::{definitions, uses};
+use crate::analysis::statements::{defined_locals, for_each_use};
 use crate::analysis::{Shape, StmtId};
 use crate::sema::typed::{Arg, Callee, ExprKind, LocalId, Operand, Stmt, StmtKind, Target};
 use horsec_runtime::args::group::Reduction;
@@ -52,25 +52,46 @@ pub struct FusedResult {
     pub target: LocalId,
 }
 
-/// Where each local is assigned and read, over the whole function.
+/// Where each local is assigned and read, over the whole function, indexed by local.
 pub(crate) struct Sites {
-    definitions: HashMap<LocalId, Vec<StmtId>>,
-    uses: HashMap<LocalId, Vec<StmtId>>,
+    definitions: Vec<Vec<StmtId>>,
+    uses: Vec<Vec<StmtId>>,
 }
 
 impl Sites {
     pub(crate) fn of(cx: &Context<'_>) -> Sites {
+        let locals = cx.function.locals.len();
+        // Counted first, so that each local's lists are allocated once.
+        let (mut defined, mut read) = (vec![0usize; locals], vec![0usize; locals]);
+        for (_, entry) in cx.tree.iter() {
+            for local in defined_locals(entry.stmt) {
+                if let Some(count) = defined.get_mut(local.0) {
+                    *count += 1;
+                }
+            }
+            for_each_use(entry.stmt, |u| {
+                if let Some(count) = read.get_mut(u.local.0) {
+                    *count += 1;
+                }
+            });
+        }
         let mut sites = Sites {
-            definitions: HashMap::new(),
-            uses: HashMap::new(),
+            definitions: defined.into_iter().map(Vec::with_capacity).collect(),
+            uses: read.into_iter().map(Vec::with_capacity).collect(),
         };
+        // (Locals are dense: a local beyond the function's list would be a sema bug, and is
+        // given its own slot rather than a panic.)
+        fn slot(list: &mut Vec<Vec<StmtId>>, local: LocalId) -> &mut Vec<StmtId> {
+            if local.0 >= list.len() {
+                list.resize(local.0 + 1, Vec::new());
+            }
+            &mut list[local.0]
+        }
         for (id, entry) in cx.tree.iter() {
-            for local in definitions(entry.stmt) {
-                sites.definitions.entry(local).or_default().push(id);
+            for local in defined_locals(entry.stmt) {
+                slot(&mut sites.definitions, local).push(id);
             }
-            for u in uses(entry.stmt) {
-                sites.uses.entry(u.local).or_default().push(id);
-            }
+            for_each_use(entry.stmt, |u| slot(&mut sites.uses, u.local).push(id));
         }
         sites
     }
@@ -80,14 +101,14 @@ impl Sites {
         if cx.function.params.contains(&local) {
             return None;
         }
-        match self.definitions.get(&local).map(Vec::as_slice) {
+        match self.definitions.get(local.0).map(Vec::as_slice) {
             Some([only]) => Some(*only),
             _ => None,
         }
     }
 
     pub(crate) fn readers(&self, local: LocalId) -> &[StmtId] {
-        self.uses.get(&local).map_or(&[], Vec::as_slice)
+        self.uses.get(local.0).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -294,13 +315,13 @@ fn value_column(
 ) -> bool {
     let assigned_before = sites
         .definitions
-        .get(&local)
+        .get(local.0)
         .is_none_or(|defs| defs.iter().all(|&d| cx.subtree_end(d) <= anchor.0));
     let numeric = cx
         .function
         .locals
         .get(local.0)
         .is_some_and(|l| l.ty.is_real());
-    let shape = cx.analysis.shapes.operand_shape(cx.program, reader, x);
-    assigned_before && numeric && shape == *key_rows
+    let shape = cx.analysis.shapes.operand_shape_ref(cx.program, reader, x);
+    assigned_before && numeric && *shape == *key_rows
 }

@@ -21,7 +21,7 @@
 //! The steps it replaces are kept as the fallback: they run when the kernel declines (more
 //! groups than its registers hold).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::{Geometry, StmtId};
 use crate::sema::typed::{LocalId, Operand, StmtKind};

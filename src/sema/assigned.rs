@@ -9,7 +9,7 @@
 //! use inside them is judged, because an assignment late in the body reaches the next
 //! iteration's uses.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::diag::Diagnostic;
 use crate::sema::typed::{Arg, Expr, ExprKind, Function, LocalId, Operand, Stmt, StmtKind, Target};
@@ -28,7 +28,7 @@ pub fn check(function: &Function, skip: &HashSet<LocalId>) -> Vec<Diagnostic> {
         function,
         skip,
         report: true,
-        reported: HashSet::new(),
+        reported: HashSet::default(),
         diags: Vec::new(),
     };
     flow.block(&function.body, &mut state);

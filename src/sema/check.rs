@@ -6,9 +6,7 @@
 //! types it can tell, `?` otherwise) and an undeclared name is reported once and then stands
 //! for a local of unknown type, so one mistake gives one message.
 
-use std::collections::{HashMap, HashSet};
-
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::types::Type;
@@ -59,8 +57,8 @@ pub fn analyze(program: &ast::Program) -> (Option<TypedProgram>, Vec<Diagnostic>
 
 struct ModuleInfo<'a> {
     name: String,
-    functions: HashMap<String, FunctionId>,
-    globals: HashMap<String, GlobalId>,
+    functions: FxHashMap<String, FunctionId>,
+    globals: FxHashMap<String, GlobalId>,
     imports: Vec<&'a ast::Import>,
 }
 
@@ -74,7 +72,7 @@ struct FunctionInfo<'a> {
 
 struct Analyzer<'a> {
     modules: Vec<ModuleInfo<'a>>,
-    module_index: HashMap<String, usize>,
+    module_index: FxHashMap<String, usize>,
     functions: Vec<FunctionInfo<'a>>,
     globals: Vec<typed::Global>,
     diags: Vec<Diagnostic>,
@@ -86,7 +84,7 @@ impl<'a> Analyzer<'a> {
     fn collect(program: &'a ast::Program) -> Analyzer<'a> {
         let mut analyzer = Analyzer {
             modules: Vec::new(),
-            module_index: HashMap::new(),
+            module_index: FxHashMap::default(),
             functions: Vec::new(),
             globals: Vec::new(),
             diags: Vec::new(),
@@ -104,8 +102,8 @@ impl<'a> Analyzer<'a> {
             analyzer.module_index.insert(name.clone(), index);
             analyzer.modules.push(ModuleInfo {
                 name,
-                functions: HashMap::new(),
-                globals: HashMap::new(),
+                functions: FxHashMap::default(),
+                globals: FxHashMap::default(),
                 imports: Vec::new(),
             });
             for item in &module.items {
@@ -336,7 +334,7 @@ impl<'a> Analyzer<'a> {
             // doubling (each growth copies the locals into fresh, page-faulting memory).
             locals: Vec::with_capacity(ast.params.len() + ast.body.stmts.len()),
             undeclared: FxHashMap::default(),
-            poisoned: HashSet::new(),
+            poisoned: FxHashSet::default(),
             scopes: vec![FxHashMap::default()],
             loops: 0,
             returned: Vec::new(),
@@ -412,7 +410,7 @@ struct Body<'s, 'a> {
     /// Names used without a declaration, each reported once and then bound to a local of
     /// unknown type.
     undeclared: FxHashMap<String, LocalId>,
-    poisoned: HashSet<LocalId>,
+    poisoned: FxHashSet<LocalId>,
     /// Innermost last; the first holds the parameters, so the body may shadow them. Keyed
     /// with Fx, not SipHash: every declaration and every read of a name hashes it, and
     /// names come from the program being compiled, not from an adversary of a server.

@@ -239,19 +239,35 @@ pub struct ShapeResults {
 impl ShapeResults {
     /// The shape of `operand` where statement `stmt` reads it.
     pub fn operand_shape(&self, program: &TypedProgram, stmt: StmtId, operand: &Operand) -> Shape {
+        self.operand_shape_ref(program, stmt, operand).into_owned()
+    }
+
+    /// [`ShapeResults::operand_shape`], a local's shape borrowed where it is recorded: the
+    /// outliner's legality checks ask for the shapes of every read of every kernel they try,
+    /// and a copy of a compressed size allocates.
+    pub fn operand_shape_ref(
+        &self,
+        program: &TypedProgram,
+        stmt: StmtId,
+        operand: &Operand,
+    ) -> std::borrow::Cow<'_, Shape> {
+        use std::borrow::Cow;
         match operand {
             Operand::Local(local, _) => self
                 .before
                 .get(stmt.0)
                 .and_then(|fact| fact.get(local))
-                .cloned()
-                .unwrap_or(Shape::Wildcard),
-            Operand::Literal(literal) => Shape::Vector(Size::Constant(literal.values.len() as u64)),
-            Operand::Global(global, _) => program
-                .globals
-                .get(global.0)
-                .map(|g| Shape::Vector(Size::Constant(g.value.values.len() as u64)))
-                .unwrap_or(Shape::Wildcard),
+                .map_or(Cow::Owned(Shape::Wildcard), Cow::Borrowed),
+            Operand::Literal(literal) => {
+                Cow::Owned(Shape::Vector(Size::Constant(literal.values.len() as u64)))
+            }
+            Operand::Global(global, _) => Cow::Owned(
+                program
+                    .globals
+                    .get(global.0)
+                    .map(|g| Shape::Vector(Size::Constant(g.value.values.len() as u64)))
+                    .unwrap_or(Shape::Wildcard),
+            ),
         }
     }
 

@@ -48,8 +48,10 @@ impl Generator<'_> {
         }
         let buffer = self.input_binding(*local, ValuePart::Elements, element);
         let length = self.length_param(*local, ValuePart::Elements);
-        let message = format!(
-            "@{builtin}: index out of range reading {}",
+        let message = cat!(
+            "@",
+            builtin.name(),
+            ": index out of range reading ",
             self.name(*local)
         );
         let source_length = Length::Of {
@@ -128,11 +130,11 @@ impl Generator<'_> {
     ) -> Result<(Val, Vec<String>), CodegenError> {
         let bit = self.status_bit(message, report)?;
         let wide = index.ty == Type::I64;
-        let (index_ty, len_expr) = if wide {
+        let index_ty = if wide {
             self.use_type("i64");
-            ("i64", format!("i64({length})"))
+            "i64"
         } else {
-            ("i32", format!("i32({length})"))
+            "i32"
         };
         let position = wgsl::convert(
             &index.expr,
@@ -141,23 +143,55 @@ impl Generator<'_> {
         )
         .unwrap_or_else(|| index.expr.clone());
         let zero = wgsl::zero(index_ty);
-        let j = format!("j{}", self.element_lines.len() + self.cell_lines.len());
+        let mut j = String::from("j");
+        push_decimal(
+            &mut j,
+            (self.element_lines.len() + self.cell_lines.len()) as u64,
+        );
         // An i64 index is checked through its two words: lavapipe (Mesa 22.3) miscompiles a
         // comparison of a constant i64 with a widened u32 (`28li < i64(25u)` is true).
-        let in_range = if wide {
-            format!("u32({j} >> 32u) == 0u && u32({j}) < {length}")
+        // (Built by concatenation: a kernel makes many of these checks.)
+        let check = if wide {
+            cat!(
+                "let in_range_",
+                j,
+                " = u32(",
+                j,
+                " >> 32u) == 0u && u32(",
+                j,
+                ") < ",
+                length,
+                ";"
+            )
         } else {
-            format!("{j} >= {zero} && {j} < {len_expr}")
+            cat!(
+                "let in_range_",
+                j,
+                " = ",
+                j,
+                " >= ",
+                zero,
+                " && ",
+                j,
+                " < ",
+                index_ty,
+                "(",
+                length,
+                ");"
+            )
         };
+        let mut report = cat!("if !in_range_", j, " { atomicOr(&status[0], ");
+        push_decimal(&mut report, u64::from(1u32 << bit));
+        report += "u); }";
         let prelude = vec![
-            format!("let {j}: {index_ty} = {position};"),
-            format!("let in_range_{j} = {in_range};"),
-            format!(
-                "if !in_range_{j} {{ atomicOr(&status[0], {}u); }}",
-                1u32 << bit
-            ),
+            cat!("let ", j, ": ", index_ty, " = ", position, ";"),
+            check,
+            report,
         ];
-        let expr = wgsl::load(&format!("{buffer}[select(0u, u32({j}), in_range_{j})]"), ty);
+        let expr = wgsl::load(
+            &cat!(buffer, "[select(0u, u32(", j, "), in_range_", j, ")]"),
+            ty,
+        );
         Ok((
             Val {
                 expr,

@@ -394,7 +394,7 @@ impl Generator<'_> {
             }
         }
         let types: BTreeSet<&'static str> = accumulators.iter().map(|a| a.0).collect();
-        let mut buffers = HashMap::new();
+        let mut buffers = HashMap::default();
         for ty in types {
             let slots = accumulators.iter().filter(|a| a.0 == ty).count() as u64;
             let (_, name) = self.scratch_binding(
@@ -407,7 +407,7 @@ impl Generator<'_> {
             );
             buffers.insert(ty, name);
         }
-        let mut next: HashMap<&'static str, u32> = HashMap::new();
+        let mut next: HashMap<&'static str, u32> = HashMap::default();
         accumulators
             .into_iter()
             .map(|(ty, accumulator, total, op)| {

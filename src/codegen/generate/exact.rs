@@ -59,48 +59,50 @@ impl Generator<'_> {
     /// The leaves of the WGSL expression `expr` (see the module comment); None when the
     /// expression holds anything whose value the compiler might know or relate.
     pub(super) fn leaves(&self, expr: &str) -> Option<BTreeSet<String>> {
-        let chars: Vec<char> = expr.chars().collect();
+        // Scanned as bytes: names and brackets are ASCII, and a byte of a multi-byte
+        // character is neither a digit, a letter nor `_`, as the character is not.
+        let bytes = expr.as_bytes();
         let mut leaves = BTreeSet::new();
         let mut at = 0;
-        while at < chars.len() {
-            let c = chars[at];
+        while at < bytes.len() {
+            let c = bytes[at];
             if c.is_ascii_digit() {
                 // A literal: its value is the compiler's to see.
                 return None;
             }
-            if !(c.is_ascii_alphabetic() || c == '_') {
+            if !(c.is_ascii_alphabetic() || c == b'_') {
                 at += 1;
                 continue;
             }
             let start = at;
-            while at < chars.len()
-                && (chars[at].is_ascii_alphanumeric() || chars[at] == '_' || chars[at] == '.')
+            while at < bytes.len()
+                && (bytes[at].is_ascii_alphanumeric() || bytes[at] == b'_' || bytes[at] == b'.')
             {
                 at += 1;
             }
-            let name: String = chars[start..at].iter().collect();
+            let name = &expr[start..at];
             let mut next = at;
-            while next < chars.len() && chars[next] == ' ' {
+            while next < bytes.len() && bytes[next] == b' ' {
                 next += 1;
             }
-            match chars.get(next) {
-                Some('(') => {
-                    if !PURE_CALLS.contains(&name.as_str()) {
+            match bytes.get(next) {
+                Some(b'(') => {
+                    if !PURE_CALLS.contains(&name) {
                         return None;
                     }
                 }
-                Some('[') => {
+                Some(b'[') => {
                     // A load: known by its buffer; the index is skipped.
                     if !self.bindings.iter().any(|b| b.name == name) {
                         return None;
                     }
-                    leaves.insert(name);
+                    leaves.insert(name.to_string());
                     let mut depth = 0usize;
                     at = next;
-                    while at < chars.len() {
-                        match chars[at] {
-                            '[' => depth += 1,
-                            ']' => {
+                    while at < bytes.len() {
+                        match bytes[at] {
+                            b'[' => depth += 1,
+                            b']' => {
                                 depth -= 1;
                                 if depth == 0 {
                                     break;
@@ -114,10 +116,10 @@ impl Generator<'_> {
                 }
                 _ => {
                     if name == "i" || name.starts_with("params.") {
-                        leaves.insert(name);
-                    } else if let Some(known) = self.variable_leaves.get(&name) {
+                        leaves.insert(name.to_string());
+                    } else if let Some(known) = self.variable_leaves.get(name) {
                         leaves.extend(known.as_ref()?.iter().cloned());
-                    } else if !self.constant_is_ordinary(&name) {
+                    } else if !self.constant_is_ordinary(name) {
                         return None;
                     }
                 }

@@ -397,7 +397,9 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         text += "struct GroupedRow {\n    keep: bool,\n    slot: u32,\n";
         for (j, column) in columns.iter().enumerate() {
             let ty = if column.float { "f64" } else { "i64" };
-            let _ = writeln!(text, "    x_{j}: {ty},");
+            text += "    x_";
+            push_decimal(&mut text, j as u64);
+            push!(&mut text, ": ", ty, ",\n");
         }
         // Columns every row reads come in as arguments, read a row ahead (see the pass).
         let ahead = self.unconditional_row_reads();
@@ -419,7 +421,9 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         text += "        row.keep = true;\n";
         let _ = writeln!(text, "        row.slot = {slot};");
         for (j, column) in columns.iter().enumerate() {
-            let _ = writeln!(text, "        row.x_{j} = {};", column.value);
+            text += "        row.x_";
+            push_decimal(&mut text, j as u64);
+            push!(&mut text, " = ", column.value, ";\n");
         }
         text += "    }\n    return row;\n}\n\n";
         // A slot's rank in its workgroup: the slots a workgroup meets take the entries of
@@ -467,19 +471,29 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         );
         // One row's additions (`r` a GroupedRow), by a switch on its workgroup slot: only
         // that slot's accumulators change.
+        // (Built by concatenation: groups times columns lines, twice per kernel.)
         let add = |r: &str| -> String {
             let mut lines = vec![
-                format!("if {r}.keep {{"),
-                format!("    switch grouped_local_rank({r}.slot) {{"),
+                cat!("if ", r, ".keep {"),
+                cat!("    switch grouped_local_rank(", r, ".slot) {"),
             ];
             for g in 0..groups {
-                lines.push(format!("        case {g}u: {{"));
-                lines.push(format!("            count_{g} = count_{g} + 1u;"));
+                let mut case = String::from("        case ");
+                push_decimal(&mut case, g as u64);
+                case += "u: {";
+                lines.push(case);
+                let mut count = String::from("count_");
+                push_decimal(&mut count, g as u64);
+                lines.push(cat!("            ", count, " = ", count, " + 1u;"));
                 for (j, &(float, s)) in slot_of.iter().enumerate() {
-                    let name = if float { "f" } else { "j" };
-                    lines.push(format!(
-                        "            {name}_{s}_{g} = {name}_{s}_{g} + {r}.x_{j};"
-                    ));
+                    let mut var = String::from(if float { "f_" } else { "j_" });
+                    push_decimal(&mut var, s as u64);
+                    var += "_";
+                    push_decimal(&mut var, g as u64);
+                    let mut line = cat!("            ", var, " = ", var, " + ", r, ".x_");
+                    push_decimal(&mut line, j as u64);
+                    line += ";";
+                    lines.push(line);
                 }
                 lines.push("        }".to_string());
             }
@@ -492,16 +506,21 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
         let mut ints: Vec<(usize, String, usize)> = Vec::new();
         let mut floats: Vec<(usize, String, usize)> = Vec::new();
         for g in 0..groups {
-            let _ = writeln!(text, "    var count_{g}: u32 = 0u;");
-            ints.push((g, format!("i64(count_{g})"), g));
+            let mut count = String::from("count_");
+            push_decimal(&mut count, g as u64);
+            push!(&mut text, "    var ", count, ": u32 = 0u;\n");
+            ints.push((g, cat!("i64(", count, ")"), g));
             for &(float, s) in &slot_of {
                 let (name, ty, zero) = if float {
-                    ("f", "f64", "0.0lf")
+                    ("f_", "f64", "0.0lf")
                 } else {
-                    ("j", "i64", "0li")
+                    ("j_", "i64", "0li")
                 };
-                let var = format!("{name}_{s}_{g}");
-                let _ = writeln!(text, "    var {var}: {ty} = {zero};");
+                let mut var = String::from(name);
+                push_decimal(&mut var, s as u64);
+                var += "_";
+                push_decimal(&mut var, g as u64);
+                push!(&mut text, "    var ", var, ": ", ty, " = ", zero, ";\n");
                 let entry = s * groups + g;
                 if float {
                     floats.push((g, var, entry));
@@ -573,10 +592,9 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
                 let lowest = batch.iter().map(|(g, ..)| *g).min().unwrap_or(0);
                 let _ = writeln!(text, "    if {lowest}u < live {{");
                 for (b, (_, var, _)) in batch.iter().enumerate() {
-                    let _ = writeln!(
-                        text,
-                        "        {shared}[{b}u * WORKGROUP_SIZE + local_id.x] = {var};"
-                    );
+                    push!(&mut text, "        ", shared, "[");
+                    push_decimal(&mut text, b as u64);
+                    push!(&mut text, "u * WORKGROUP_SIZE + local_id.x] = ", var, ";\n");
                 }
                 let _ = writeln!(
                     text,
@@ -585,10 +603,18 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
                 );
                 text += "        if local_id.x == 0u {\n";
                 for (b, (_, _, entry)) in batch.iter().enumerate() {
-                    let _ = writeln!(
-                        text,
-                        "            {buffer}[workgroup_id.x * {entries} + {entry}u] = {shared}[{b}u * WORKGROUP_SIZE];"
+                    push!(
+                        &mut text,
+                        "            ",
+                        buffer,
+                        "[workgroup_id.x * ",
+                        entries,
+                        " + "
                     );
+                    push_decimal(&mut text, *entry as u64);
+                    push!(&mut text, "u] = ", shared, "[");
+                    push_decimal(&mut text, b as u64);
+                    text += "u * WORKGROUP_SIZE];\n";
                 }
                 text += "        }\n    }\n";
             }

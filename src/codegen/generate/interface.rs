@@ -20,7 +20,7 @@ impl Generator<'_> {
             ValuePart::EnumKeys => "_keys",
             ValuePart::EnumIndex => "_index",
         };
-        let name = format!("in_{}{suffix}", self.name(local));
+        let name = cat!("in_", self.name(local), suffix);
         self.use_type(element.wgsl());
         self.bindings.push(Binding {
             group: 0,
@@ -49,7 +49,7 @@ impl Generator<'_> {
         } else {
             ""
         };
-        let name = format!("out_{}{suffix}", self.name(local));
+        let name = cat!("out_", self.name(local), suffix);
         self.use_type(element.wgsl());
         self.bindings.push(Binding {
             group: 0,
@@ -135,7 +135,7 @@ impl Generator<'_> {
                 value,
             });
         }
-        format!("params.{name}")
+        cat!("params.", name)
     }
 
     pub(super) fn length_param(&mut self, local: LocalId, part: ValuePart) -> String {
@@ -145,7 +145,7 @@ impl Generator<'_> {
             ValuePart::ListOffsets => "_cells",
             _ => "",
         };
-        let name = format!("len_{}{suffix}", self.name(local));
+        let name = cat!("len_", self.name(local), suffix);
         self.param(
             name,
             ParamValue::Length(Length::Of {

@@ -17,6 +17,49 @@
 //!   (@len, l)`, element-wise work on per-cell values) run once per cell, written by the
 //!   workgroup's first invocation: `@raze` writes each cell's result in place.
 
+/// Appends string pieces (anything that is `AsRef<str>`) to a `String`: the generator
+/// writes most of its text from names and fixed pieces, and `write!`/`format!` spent more
+/// time walking their format arguments than copying the text.
+macro_rules! push {
+    ($text:expr, $($piece:expr),+ $(,)?) => {{
+        let text: &mut String = $text;
+        $(text.push_str(AsRef::<str>::as_ref(&$piece));)+
+    }};
+}
+
+/// The concatenation of string pieces, allocated once at its length (see [`push!`]).
+macro_rules! cat {
+    // (A match keeps the pieces' temporaries alive while they are copied.)
+    ($($piece:expr),+ $(,)?) => {
+        match [$(AsRef::<str>::as_ref(&$piece)),+] {
+            pieces => {
+                let mut text =
+                    String::with_capacity(pieces.iter().map(|piece| piece.len()).sum());
+                for piece in pieces {
+                    text.push_str(piece);
+                }
+                text
+            }
+        }
+    };
+}
+
+/// `n` in decimal, appended to `text` (without the formatting machinery, see [`push!`]).
+fn push_decimal(text: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    text.extend(digits[at..].iter().map(|&digit| char::from(digit)));
+}
+
 mod access;
 mod assemble;
 mod cells;
@@ -29,7 +72,12 @@ mod lengths;
 mod reduce;
 mod statements;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+// Fx, not SipHash: the generator looks names, values and expressions up many times per
+// statement, nothing iterates these maps in an order that reaches the output, and the keys
+// come from the compiler, not from an adversary.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt::Write as _;
 
 use horsec_runtime::builtin::Builtin;
@@ -146,12 +194,14 @@ pub(crate) struct FunctionCode<'a> {
     function: &'a Function,
     analysis: &'a FunctionAnalysis,
     tree: StatementTree<'a>,
-    names: HashMap<LocalId, String>,
+    /// Each local's WGSL name, indexed by local.
+    names: Vec<String>,
     /// The type of the values each local holds, as the typed program gives the expressions
     /// assigned to it, converted where the declaration converts a numeric value
     /// ([`converts_at_assignment`]: both backends convert it at the assignment); a list
     /// where a vector is declared keeps its own type.
-    value_types: HashMap<LocalId, Type>,
+    /// (Indexed by local; `None` where the declared type stands.)
+    value_types: Vec<Option<Type>>,
 }
 
 impl<'a> FunctionCode<'a> {
@@ -186,9 +236,9 @@ pub(crate) struct Generator<'a> {
     kernel: &'a Kernel,
     tree: &'a StatementTree<'a>,
     layout: Layout,
-    names: &'a HashMap<LocalId, String>,
+    names: &'a [String],
     /// The type of the values each local holds (see [`FunctionCode`]).
-    value_types: &'a HashMap<LocalId, Type>,
+    value_types: &'a [Option<Type>],
     values: HashMap<LocalId, Val>,
     bindings: Vec<Binding>,
     binding_names: HashMap<(LocalId, ValuePart, bool), String>,
@@ -251,6 +301,7 @@ impl<'a> Generator<'a> {
             kernel.statements.first().copied().ok_or_else(|| {
                 CodegenError::malformed(&kernel.name, "the kernel has no statements")
             })?;
+        let statements = kernel.statements.len();
         let mut generator = Generator {
             program: code.program,
             function: code.function,
@@ -263,32 +314,34 @@ impl<'a> Generator<'a> {
             },
             names: &code.names,
             value_types: &code.value_types,
-            values: HashMap::new(),
+            // The maps filled per statement start at the kernel's size (grown by rehashing,
+            // they were a visible part of code generation).
+            values: HashMap::with_capacity_and_hasher(statements, Default::default()),
             bindings: Vec::new(),
-            binding_names: HashMap::new(),
+            binding_names: HashMap::with_capacity_and_hasher(statements, Default::default()),
             params: Vec::new(),
-            param_names: HashMap::new(),
+            param_names: HashMap::default(),
             scratch: Vec::new(),
             element_lines: Vec::new(),
             row_reads: BTreeMap::new(),
-            computed: HashMap::new(),
-            variable_leaves: HashMap::new(),
-            product_variables: HashSet::new(),
+            computed: HashMap::with_capacity_and_hasher(statements, Default::default()),
+            variable_leaves: HashMap::with_capacity_and_hasher(statements, Default::default()),
+            product_variables: HashSet::default(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
             helpers: BTreeSet::new(),
             constants: Vec::new(),
-            i64_constants: HashMap::new(),
+            i64_constants: HashMap::default(),
             requirements: Vec::new(),
             checks: Vec::new(),
             launch_checks: Vec::new(),
-            lengths: HashMap::new(),
-            reduced_lengths: HashMap::new(),
+            lengths: HashMap::default(),
+            reduced_lengths: HashMap::default(),
             unproven: Vec::new(),
             checked_equal: Vec::new(),
             status: None,
             features: KernelFeatures::default(),
-            symbol_params: HashMap::new(),
+            symbol_params: HashMap::default(),
             current: first,
         };
         generator.layout = generator.choose_layout()?;
@@ -309,7 +362,7 @@ impl<'a> Generator<'a> {
     }
 
     fn local_type(&self, local: LocalId) -> Type {
-        if let Some(ty) = self.value_types.get(&local) {
+        if let Some(Some(ty)) = self.value_types.get(local.0) {
             return ty.clone();
         }
         self.function
@@ -321,7 +374,7 @@ impl<'a> Generator<'a> {
 
     fn name(&self, local: LocalId) -> String {
         self.names
-            .get(&local)
+            .get(local.0)
             .cloned()
             .unwrap_or_else(|| format!("local{}", local.0))
     }
@@ -464,14 +517,14 @@ impl<'a> Generator<'a> {
     /// An input local read at the current element.
     fn input_val(&mut self, local: LocalId) -> Result<Val, CodegenError> {
         let ty = self.local_type(local);
-        let shape = self
-            .analysis
+        // Read where it is recorded (the analysis outlives the generator), not copied.
+        let analysis = self.analysis;
+        let shape = analysis
             .shapes
             .before
             .get(self.current.0)
             .and_then(|fact| fact.get(&local))
-            .cloned()
-            .unwrap_or(Shape::Wildcard);
+            .unwrap_or(&Shape::Wildcard);
         let dictionary = matches!(ty, Type::Sym | Type::Str)
             .then_some(DictionarySource::Input(Self::slot(local)));
         let element_of = |ty: &Type| match ty {
@@ -501,7 +554,7 @@ impl<'a> Generator<'a> {
             // read at the kernel's positions.
             (Layout::Vector { size, .. }, Shape::Vector(s)) if s == size => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
-                let val = make(format!("{name}[i]"), Level::Element, false);
+                let val = make(cat!(name, "[i]"), Level::Element, false);
                 if let Some(reg) = wgsl::register_type(&cell_ty) {
                     self.row_reads.insert(val.expr.clone(), reg);
                 }
@@ -524,25 +577,25 @@ impl<'a> Generator<'a> {
                     self.unproven.push(own);
                 }
                 Ok(make(
-                    format!("{name}[min(i, max({length}, 1u) - 1u)]"),
+                    cat!(name, "[min(i, max(", length, ", 1u) - 1u)]"),
                     Level::Element,
                     false,
                 ))
             }
             (_, Shape::Vector(Size::Constant(1))) => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
-                Ok(make(format!("{name}[0]"), Level::Scalar, false))
+                Ok(make(cat!(name, "[0]"), Level::Scalar, false))
             }
             (Layout::List { cells, .. }, Shape::Vector(s)) if s == cells => {
                 let name = self.input_binding(local, ValuePart::Elements, element);
-                Ok(make(format!("{name}[c]"), Level::Cell, false))
+                Ok(make(cat!(name, "[c]"), Level::Cell, false))
             }
             (
                 Layout::List {
                     shape: geometry, ..
                 },
                 Shape::List(..),
-            ) if *geometry == shape => {
+            ) if geometry == shape => {
                 let name = self.input_binding(local, ValuePart::ListValues, element);
                 Ok(make(format!("{name}[e]"), Level::Element, true))
             }
@@ -552,7 +605,7 @@ impl<'a> Generator<'a> {
                     "input {} ({}) does not match the kernel's geometry (a compacted value read in a wider geometry, or a list with other cells)",
                     self.name(local),
                     crate::analysis::shape::ShapeDisplay {
-                        shape: &shape,
+                        shape,
                         function: self.function
                     }
                 ),
@@ -589,10 +642,19 @@ fn {name}(
 }
 
 fn indent(lines: &[String], depth: usize) -> String {
-    let pad = "    ".repeat(depth);
-    let mut out = String::new();
+    const PADS: &str = "                ";
+    let repeated;
+    let pad = match PADS.get(..4 * depth) {
+        Some(pad) => pad,
+        None => {
+            repeated = "    ".repeat(depth);
+            repeated.as_str()
+        }
+    };
+    let size: usize = lines.iter().map(|line| pad.len() + line.len() + 1).sum();
+    let mut out = String::with_capacity(size);
     for line in lines {
-        out += &pad;
+        out += pad;
         out += line;
         out += "\n";
     }
@@ -778,8 +840,9 @@ fn expr_call(expr: &Expr) -> Option<(Callee, &[Arg])> {
 
 /// WGSL identifiers for the function's locals: the source name, with the local's number
 /// added where two locals share a name.
-fn local_names(function: &Function) -> HashMap<LocalId, String> {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+fn local_names(function: &Function) -> Vec<String> {
+    let mut counts: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(function.locals.len(), Default::default());
     for local in &function.locals {
         *counts.entry(local.name.as_str()).or_default() += 1;
     }
@@ -788,25 +851,35 @@ fn local_names(function: &Function) -> HashMap<LocalId, String> {
         .iter()
         .enumerate()
         .map(|(k, local)| {
-            let clean: String = local
-                .name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
-            let name = if counts.get(local.name.as_str()).copied().unwrap_or(0) > 1 {
+            let clean: String = if local.name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                local.name.clone()
+            } else {
+                local
+                    .name
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect()
+            };
+            if counts.get(local.name.as_str()).copied().unwrap_or(0) > 1 {
                 format!("{clean}_{k}")
             } else {
                 clean
-            };
-            (LocalId(k), name)
+            }
         })
         .collect()
 }
 
 /// The type of every local that all its assignments give one type, from the expressions'
 /// types; locals assigned values of several types keep their declared type.
-fn value_types(function: &Function, tree: &StatementTree<'_>) -> HashMap<LocalId, Type> {
-    let mut types: HashMap<LocalId, Option<Type>> = HashMap::new();
+fn value_types(function: &Function, tree: &StatementTree<'_>) -> Vec<Option<Type>> {
+    // Per local: not assigned yet, one type so far, or several (or a wildcard).
+    enum Assigned {
+        Not,
+        One(Type),
+        Several,
+    }
+    let mut types: Vec<Assigned> = Vec::with_capacity(function.locals.len());
+    types.resize_with(function.locals.len(), || Assigned::Not);
     for (_, entry) in tree.iter() {
         let StmtKind::Assign { targets, expr, .. } = &entry.stmt.kind else {
             continue;
@@ -815,26 +888,30 @@ fn value_types(function: &Function, tree: &StatementTree<'_>) -> HashMap<LocalId
             let Target::Local(local) = target else {
                 continue;
             };
+            if local.0 >= types.len() {
+                types.resize_with(local.0 + 1, || Assigned::Not);
+            }
+            let slot = &mut types[local.0];
             if ty.has_wildcard() {
-                types.insert(*local, None);
+                *slot = Assigned::Several;
                 continue;
             }
-            let ty = &match function.locals.get(local.0) {
+            let ty = match function.locals.get(local.0) {
                 Some(declared) => assigned_type(&declared.ty, ty),
                 None => ty.clone(),
             };
-            types
-                .entry(*local)
-                .and_modify(|known| {
-                    if known.as_ref() != Some(ty) {
-                        *known = None;
-                    }
-                })
-                .or_insert_with(|| Some(ty.clone()));
+            *slot = match std::mem::replace(slot, Assigned::Several) {
+                Assigned::Not => Assigned::One(ty),
+                Assigned::One(known) if known == ty => Assigned::One(known),
+                _ => Assigned::Several,
+            };
         }
     }
     types
         .into_iter()
-        .filter_map(|(local, ty)| Some((local, ty?)))
+        .map(|assigned| match assigned {
+            Assigned::One(ty) => Some(ty),
+            Assigned::Not | Assigned::Several => None,
+        })
         .collect()
 }

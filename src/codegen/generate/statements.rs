@@ -440,8 +440,8 @@ impl Generator<'_> {
             return Vec::new();
         }
         let own = own.clone();
-        let name = format!("len_v_{}", self.name(target));
-        vec![format!("i < {}", self.param(name, ParamValue::Length(own)))]
+        let name = cat!("len_v_", self.name(target));
+        vec![cat!("i < ", self.param(name, ParamValue::Length(own)))]
     }
 
     /// Binds `target` to `val`, evaluated under `extra` conjuncts besides its own.
@@ -489,18 +489,17 @@ impl Generator<'_> {
         // programs repeat expressions (q1 computes `1 - l_discount` and the discounted
         // price twice), and the shader compiler does not merge the copies, each under its
         // own `if`. Expressions are pure; a prelude or an extent (checks) is never shared.
-        let key = (val.level, wgsl_ty, condition.clone(), val.expr.clone());
-        if prelude.is_empty() && extent.is_empty() {
-            if let Some(var) = self.computed.get(&key) {
-                val.expr = var.clone();
-                val.active = active;
-                val.text = None;
-                self.values.insert(target, val);
-                return Ok(());
-            }
+        let key = (prelude.is_empty() && extent.is_empty())
+            .then(|| (val.level, wgsl_ty, condition.clone(), val.expr.clone()));
+        if let Some(var) = key.as_ref().and_then(|key| self.computed.get(key)) {
+            val.expr = var.clone();
+            val.active = active;
+            val.text = None;
+            self.values.insert(target, val);
+            return Ok(());
         }
-        let var = format!("v_{}", self.name(target));
-        if prelude.is_empty() && extent.is_empty() {
+        let var = cat!("v_", self.name(target));
+        if let Some(key) = key {
             self.computed.insert(key, var.clone());
         }
         let leaves = self.leaves(&val.expr);
@@ -514,12 +513,12 @@ impl Generator<'_> {
         };
         if condition.is_empty() {
             lines.extend(prelude);
-            lines.push(format!("let {var}: {wgsl_ty} = {};", val.expr));
+            lines.push(cat!("let ", var, ": ", wgsl_ty, " = ", val.expr, ";"));
         } else {
-            lines.push(format!("var {var}: {wgsl_ty};"));
-            lines.push(format!("if {} {{", condition.join(" && ")));
-            lines.extend(prelude.into_iter().map(|l| format!("    {l}")));
-            lines.push(format!("    {var} = {};", val.expr));
+            lines.push(cat!("var ", var, ": ", wgsl_ty, ";"));
+            lines.push(cat!("if ", condition.join(" && "), " {"));
+            lines.extend(prelude.into_iter().map(|l| cat!("    ", l)));
+            lines.push(cat!("    ", var, " = ", val.expr, ";"));
             lines.push("}".to_string());
         }
         val.expr = var;

@@ -7,7 +7,7 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use crate::analysis::defuse::{DefSite, Definition};
 use crate::analysis::dependence::DependenceKind;
 use crate::analysis::device::{statement_sync, Context as DeviceContext, Device};
-use crate::analysis::statements::{definitions, uses, StatementTree};
+use crate::analysis::statements::{defined_locals, for_each_use, StatementTree};
 use crate::analysis::{FunctionAnalysis, Geometry, StmtId};
 use crate::outline::compatibility::{merge_geometry, runs_masked, Fusion};
 use crate::sema::typed::{Function, LocalId, StmtKind, TypedProgram};
@@ -129,10 +129,13 @@ impl<'p> Context<'p> {
         match edge.kind {
             DependenceKind::True => edge.sync.is_synchronized(),
             DependenceKind::Anti => self.tree.stmt(from).is_some_and(|reader| {
-                uses(reader)
-                    .iter()
-                    .filter(|u| u.local == edge.local)
-                    .any(|u| statement_sync(self.device_context(), reader, u.argument).reads)
+                let mut gathers = false;
+                for_each_use(reader, |u| {
+                    gathers = gathers
+                        || (u.local == edge.local
+                            && statement_sync(self.device_context(), reader, u.argument).reads);
+                });
+                gathers
             }),
             DependenceKind::Output => false,
         }
@@ -230,11 +233,10 @@ impl<'p> Context<'p> {
                 .gpu_geometry(id)
                 .is_some_and(|own| crate::outline::compatibility::is_scalar(&own));
             !scalar
-                || self.tree.stmt(id).is_none_or(|stmt| {
-                    definitions(stmt)
-                        .iter()
-                        .all(|local| !outputs.contains(local))
-                })
+                || self
+                    .tree
+                    .stmt(id)
+                    .is_none_or(|stmt| defined_locals(stmt).all(|local| !outputs.contains(&local)))
         })
     }
 
@@ -301,12 +303,12 @@ impl<'p> Context<'p> {
             let Some(stmt) = self.tree.stmt(id) else {
                 continue;
             };
-            for local in definitions(stmt) {
+            for local in defined_locals(stmt) {
                 let definition = Definition {
                     local,
                     site: DefSite::Stmt(id),
                 };
-                if let Some(readers) = self.analysis.chains.def_uses.get(&definition) {
+                if let Some(readers) = self.analysis.chains.readers_of(&definition) {
                     early_reader |= readers.iter().any(|&reader| {
                         !members.contains(reader) && later.iter().any(|&(f, _)| reader < f)
                     });
@@ -371,22 +373,25 @@ impl<'p> Context<'p> {
             let Some(stmt) = self.tree.stmt(id) else {
                 return true;
             };
-            uses(stmt).into_iter().all(|read| {
-                chains.defs_of(id, read.local).is_none_or(|sites| {
-                    sites.iter().all(|site| match site {
-                        DefSite::Stmt(def) if !members.contains(*def) && *def > first_check => {
-                            // (Gathers by computed positions are not counted, as in
-                            // `failures_hide_no_earlier_error`: gathers of join and group
-                            // positions never fail, and counting them splits TPC-H kernels.)
-                            let gather = self.gathers_by_position(*def);
-                            gather
-                                || !(self.may_fail_in_the_kernel(*def)
-                                    || self.unproven_launch_check(*def))
-                        }
-                        _ => true,
-                    })
-                })
-            })
+            let mut all = true;
+            for_each_use(stmt, |read| {
+                all = all
+                    && chains.defs_of(id, read.local).is_none_or(|sites| {
+                        sites.iter().all(|site| match site {
+                            DefSite::Stmt(def) if !members.contains(*def) && *def > first_check => {
+                                // (Gathers by computed positions are not counted, as in
+                                // `failures_hide_no_earlier_error`: gathers of join and group
+                                // positions never fail, and counting them splits TPC-H kernels.)
+                                let gather = self.gathers_by_position(*def);
+                                gather
+                                    || !(self.may_fail_in_the_kernel(*def)
+                                        || self.unproven_launch_check(*def))
+                            }
+                            _ => true,
+                        })
+                    });
+            });
+            all
         })
     }
 
@@ -426,25 +431,34 @@ impl<'p> Context<'p> {
         else {
             return false;
         };
-        let size = |k: usize| match args.get(k) {
-            Some(Arg::Operand(operand)) => self
-                .analysis
-                .shapes
-                .operand_shape(self.program, id, operand)
-                .vector_size()
-                .cloned(),
+        let shapes = &self.analysis.shapes;
+        let shape = |k: usize| match args.get(k) {
+            Some(Arg::Operand(operand)) => {
+                Some(shapes.operand_shape_ref(self.program, id, operand))
+            }
             _ => None,
         };
+        fn size<'s>(
+            shape: &'s Option<std::borrow::Cow<'_, crate::analysis::Shape>>,
+        ) -> Option<&'s crate::analysis::Size> {
+            shape.as_deref().and_then(|shape| shape.vector_size())
+        }
         match builtin {
-            B::Compress => match (size(0), size(1)) {
-                (Some(mask), Some(data)) => mask != data,
-                _ => true,
-            },
+            B::Compress => {
+                let (mask, data) = (shape(0), shape(1));
+                match (size(&mask), size(&data)) {
+                    (Some(mask), Some(data)) => mask != data,
+                    _ => true,
+                }
+            }
             B::Vector => !matches!(args.first(), Some(Arg::Operand(Operand::Literal(_)))),
-            b if b.is_binary_elementwise() => match (size(0), size(1)) {
-                (Some(a), Some(b)) => a != b && !a.is_scalar() && !b.is_scalar(),
-                _ => false,
-            },
+            b if b.is_binary_elementwise() => {
+                let (first, second) = (shape(0), shape(1));
+                match (size(&first), size(&second)) {
+                    (Some(a), Some(b)) => a != b && !a.is_scalar() && !b.is_scalar(),
+                    _ => false,
+                }
+            }
             _ => false,
         }
     }
@@ -482,7 +496,11 @@ impl<'p> Context<'p> {
         let [Arg::Operand(source), Arg::Operand(Operand::Literal(literal))] = args else {
             return false;
         };
-        let size = match self.analysis.shapes.operand_shape(self.program, id, source) {
+        let size = match *self
+            .analysis
+            .shapes
+            .operand_shape_ref(self.program, id, source)
+        {
             Shape::Vector(Size::Constant(n)) | Shape::List(Size::Constant(n), _) => n,
             _ => return false,
         };
@@ -542,7 +560,7 @@ impl<'p> Context<'p> {
             let Some(stmt) = cx.tree.stmt(id) else {
                 continue;
             };
-            for read in uses(stmt) {
+            for_each_use(stmt, |read| {
                 let from_outside = match chains.defs_of(id, read.local) {
                     Some(sites) if !sites.is_empty() => sites.iter().any(|site| match site {
                         DefSite::Entry => true,
@@ -554,13 +572,13 @@ impl<'p> Context<'p> {
                 if from_outside {
                     push_once(&mut inputs, &mut is_input, read.local);
                 }
-            }
-            for local in definitions(stmt) {
+            });
+            for local in defined_locals(stmt) {
                 let definition = Definition {
                     local,
                     site: DefSite::Stmt(id),
                 };
-                let readers = chains.def_uses.get(&definition);
+                let readers = chains.readers_of(&definition);
                 let live_out = readers.is_some_and(|readers| {
                     readers.iter().any(|&reader| {
                         !members.contains(reader)
@@ -666,8 +684,12 @@ impl<'p> Context<'p> {
             let Some(stmt) = self.tree.stmt(id) else {
                 continue;
             };
-            for read in uses(stmt) {
-                let shape = self.analysis.shapes.operand_shape(
+            let mut outside = false;
+            for_each_use(stmt, |read| {
+                if outside {
+                    return;
+                }
+                let shape = self.analysis.shapes.operand_shape_ref(
                     self.program,
                     id,
                     &crate::sema::typed::Operand::Local(read.local, Default::default()),
@@ -675,9 +697,10 @@ impl<'p> Context<'p> {
                 let compressed = shape
                     .vector_size()
                     .is_some_and(|size| matches!(size, crate::analysis::Size::Compressed(..)));
-                if compressed && !self.defined_inside(id, read.local, members) {
-                    return false;
-                }
+                outside = compressed && !self.defined_inside(id, read.local, members);
+            });
+            if outside {
+                return false;
             }
         }
         true

@@ -25,8 +25,7 @@
 //! step 4 runs, and the whole repeats until nothing merges.
 
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
@@ -97,7 +96,8 @@ struct Group {
 #[derive(Clone, Debug)]
 pub(crate) struct Partition {
     pub units: Vec<Unit>,
-    links: BTreeMap<(usize, usize), Link>,
+    /// The links between units, sorted by `(from, to)`, one per pair.
+    links: Vec<((usize, usize), Link)>,
     group_of: Vec<usize>,
     groups: Vec<Option<Group>>,
     /// The links between groups, kept up to date by every merge (rebuilding it from the
@@ -105,12 +105,30 @@ pub(crate) struct Partition {
     graph: GroupGraph,
     /// Per group, how many merges changed it: the key under which refusals are remembered.
     versions: Vec<u32>,
+    /// Per group, its first unit (`usize::MAX` once merged away), kept by every merge: the
+    /// launch order breaks ties by it, and is walked again after every merge.
+    first_units: Vec<usize>,
     /// Pairs [`Partition::merged`] refused, with the versions of both groups then. A refusal
     /// stands while neither group changes: other merges only contract the graph, so a path
     /// between the two through a third group stays one, and every other condition depends
     /// on the two groups alone. Each step rescans all pairs after a merge; without this the
     /// same refusals were worked out again each time.
     refused: RefCell<HashSet<u128, BuildHasherDefault<PairHasher>>>,
+    /// Per group, true once step 2 (siblings) found every pair of its children refused, or
+    /// step 3 (parent into child) every child. Such a group is skipped until a merge changes
+    /// it, one of its successors or its links: a merge makes `into` stand for both groups,
+    /// so exactly `into`, `from` and the predecessors of `into` may see a new answer, and
+    /// every other pair keeps its refusal (see `refused`). Without this each step scanned
+    /// every group's children again after every merge, each pair a refusal look-up.
+    settled: RefCell<Settled>,
+}
+
+/// Groups [`Partition::sibling_merge`] and [`Partition::parent_merge`] have nothing to
+/// merge for (see [`Partition::settled`]).
+#[derive(Clone, Debug, Default)]
+struct Settled {
+    siblings: Vec<bool>,
+    parent: Vec<bool>,
 }
 
 /// The hash of a packed refusal key or a pair of groups: the steps look up every pair again
@@ -158,6 +176,68 @@ fn refusal_key(a: usize, version_a: u32, b: usize, version_b: u32, fusion: Fusio
 /// A merge a step chose: `(into, from, geometry of the merged kernel)`.
 type Merge = (usize, usize, Geometry);
 
+/// [`Partition::topological`] one group at a time (Kahn's algorithm, ties to the group whose
+/// first unit comes first), so that a step can stop once it has what it looks for. A cycle
+/// ends the walk before every live group was given.
+struct TopologicalWalk<'a> {
+    graph: &'a GroupGraph,
+    indegree: Vec<usize>,
+    /// The ready groups, one bit each at its first unit (the first units of live groups are
+    /// distinct): the next group is the lowest bit set. (A heap of them cost more than the
+    /// rest of the walk.)
+    ready: Vec<u64>,
+    /// The live group whose first unit each unit is.
+    group_at: Vec<usize>,
+    /// Each group's first unit (`usize::MAX` for a merged-away one).
+    first_of: Vec<usize>,
+}
+
+impl<'a> TopologicalWalk<'a> {
+    fn new(partition: &'a Partition, graph: &'a GroupGraph) -> TopologicalWalk<'a> {
+        // A group's predecessors are exactly the groups linked to it.
+        let indegree: Vec<usize> = graph.predecessors.iter().map(GroupSet::len).collect();
+        let units = partition.units.len();
+        let mut walk = TopologicalWalk {
+            graph,
+            indegree,
+            ready: vec![0; units.div_ceil(64)],
+            group_at: vec![usize::MAX; units],
+            first_of: partition.first_units.clone(),
+        };
+        for g in 0..partition.groups.len() {
+            let first = walk.first_of[g];
+            if let Some(at) = walk.group_at.get_mut(first) {
+                *at = g;
+                if walk.indegree[g] == 0 {
+                    walk.ready[first / 64] |= 1 << (first % 64);
+                }
+            }
+        }
+        walk
+    }
+}
+
+impl Iterator for TopologicalWalk<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let word = self.ready.iter().position(|&bits| bits != 0)?;
+        let bits = self.ready[word];
+        self.ready[word] = bits & (bits - 1);
+        let group = self.group_at[word * 64 + bits.trailing_zeros() as usize];
+        for &next in &self.graph.successors[group] {
+            self.indegree[next] -= 1;
+            if self.indegree[next] == 0 {
+                let first = self.first_of[next];
+                if let Some(word) = self.ready.get_mut(first / 64) {
+                    *word |= 1 << (first % 64);
+                }
+            }
+        }
+        Some(group)
+    }
+}
+
 /// One group of the final partition, in launch order.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Placed {
@@ -174,21 +254,67 @@ struct GroupGraph {
     /// each merge, and nothing iterates the links in an order that matters.
     links: HashMap<(usize, usize), Link, BuildHasherDefault<PairHasher>>,
     /// Each group's successors, in ascending order (ties in step 3 go to the first).
-    successors: Vec<BTreeSet<usize>>,
-    predecessors: Vec<BTreeSet<usize>>,
+    successors: Vec<GroupSet>,
+    predecessors: Vec<GroupSet>,
+}
+
+/// A set of groups, as a sorted Vec: the sets are small and scanned far more often than
+/// changed (every step walks successors again after each merge), and a tree's nodes made
+/// each scan chase pointers.
+#[derive(Clone, Debug, Default)]
+struct GroupSet(Vec<usize>);
+
+impl GroupSet {
+    fn insert(&mut self, group: usize) {
+        if let Err(at) = self.0.binary_search(&group) {
+            self.0.insert(at, group);
+        }
+    }
+
+    fn remove(&mut self, group: &usize) {
+        if let Ok(at) = self.0.binary_search(group) {
+            self.0.remove(at);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, usize> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a GroupSet {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for GroupSet {
+    type Item = usize;
+    type IntoIter = std::vec::IntoIter<usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
 }
 
 impl GroupGraph {
     /// The graph of one group per unit.
-    fn of_units(units: usize, links: &BTreeMap<(usize, usize), Link>) -> GroupGraph {
-        let mut successors = vec![BTreeSet::new(); units];
-        let mut predecessors = vec![BTreeSet::new(); units];
-        for &(a, b) in links.keys() {
+    fn of_units(units: usize, links: &[((usize, usize), Link)]) -> GroupGraph {
+        let mut successors = vec![GroupSet::default(); units];
+        let mut predecessors = vec![GroupSet::default(); units];
+        for &((a, b), _) in links {
             successors[a].insert(b);
             predecessors[b].insert(a);
         }
         GroupGraph {
-            links: links.iter().map(|(&pair, &link)| (pair, link)).collect(),
+            links: links.iter().copied().collect(),
             successors,
             predecessors,
         }
@@ -214,6 +340,13 @@ impl GroupGraph {
                 self.successors[previous].insert(into);
             }
         }
+    }
+
+    /// True when a link runs from `from` to `to`.
+    fn linked(&self, from: usize, to: usize) -> bool {
+        self.successors
+            .get(from)
+            .is_some_and(|next| next.0.binary_search(&to).is_ok())
     }
 
     fn link(&self, from: usize, to: usize) -> Link {
@@ -247,7 +380,7 @@ impl Partition {
     /// The units of a body (its top-level statements `stmts`) and the links between them.
     /// The statements of each of `fused` form one unit at the place of its anchor.
     pub fn new(cx: &Context<'_>, stmts: &[StmtId], fused: &[FusedGroup]) -> Partition {
-        let mut absorbed: HashMap<StmtId, usize> = HashMap::new();
+        let mut absorbed: rustc_hash::FxHashMap<StmtId, usize> = Default::default();
         for (index, group) in fused.iter().enumerate() {
             for &stmt in &group.absorbed {
                 absorbed.insert(stmt, index);
@@ -267,17 +400,27 @@ impl Partition {
                 }),
             })
             .collect();
-        let unit_of = |stmt: StmtId| -> Option<usize> {
-            if let Some(&index) = absorbed.get(&stmt) {
-                let anchor = fused[index].anchor;
-                return units.iter().position(|u| u.stmt == anchor);
+        // The unit holding each statement of the function (its own, a compound unit's
+        // subtree, or the fused group's anchor), looked up once per statement rather than
+        // searched for per dependence end.
+        let mut unit_at: Vec<Option<usize>> = vec![None; cx.tree.len()];
+        for (index, unit) in units.iter().enumerate() {
+            let end = cx.subtree_end(unit.stmt).min(unit_at.len());
+            for slot in unit_at.iter_mut().take(end).skip(unit.stmt.0) {
+                *slot = Some(index);
             }
-            let index = units.partition_point(|u| u.stmt <= stmt).checked_sub(1)?;
-            let unit = &units[index];
-            (stmt.0 < cx.subtree_end(unit.stmt)).then_some(index)
-        };
-        let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+        }
+        for (&stmt, &index) in &absorbed {
+            if let Some(slot) = unit_at.get_mut(stmt.0) {
+                let anchor = fused[index].anchor;
+                *slot = units.iter().position(|u| u.stmt == anchor);
+            }
+        }
+        let unit_of = |stmt: StmtId| -> Option<usize> { unit_at.get(stmt.0).copied().flatten() };
+        // Collected, then sorted and merged per pair (a tree's insertion per dependence and
+        // per pair around a barrier cost more than the rest of the partition).
         let graph = &cx.analysis.dependence;
+        let mut links: Vec<((usize, usize), Link)> = Vec::with_capacity(graph.graph.edge_count());
         for edge in graph.graph.edge_references() {
             let (Some(from), Some(to)) = (graph.stmt(edge.source()), graph.stmt(edge.target()))
             else {
@@ -291,10 +434,13 @@ impl Partition {
                 continue;
             }
             let weight = edge.weight();
-            links.entry((a, b)).or_default().add(Link {
-                values: usize::from(weight.kind == DependenceKind::True),
-                barrier: cx.needs_barrier(from, weight),
-            });
+            links.push((
+                (a, b),
+                Link {
+                    values: usize::from(weight.kind == DependenceKind::True),
+                    barrier: cx.needs_barrier(from, weight),
+                },
+            ));
         }
         // Effects and exits stay in place: everything before runs before, everything after
         // runs after.
@@ -306,10 +452,20 @@ impl Partition {
                         std::cmp::Ordering::Greater => (index, other),
                         std::cmp::Ordering::Equal => continue,
                     };
-                    links.entry(key).or_default();
+                    links.push((key, Link::default()));
                 }
             }
         }
+        // Stable: the dependences arrive sorted already, and the pairs of each barrier in
+        // runs, which the merge sort takes as they are.
+        links.sort_by_key(|&(pair, _)| pair);
+        links.dedup_by(|(pair, link), (kept, sum)| {
+            let same = pair == kept;
+            if same {
+                sum.add(*link);
+            }
+            same
+        });
         let groups = units
             .iter()
             .enumerate()
@@ -327,7 +483,17 @@ impl Partition {
             group_of: (0..units.len()).collect(),
             graph: GroupGraph::of_units(units.len(), &links),
             versions: vec![0; units.len()],
-            refused: RefCell::new(HashSet::default()),
+            first_units: (0..units.len()).collect(),
+            // Sized for a few refusals per unit (grown by rehashing, it was a visible part
+            // of the first step).
+            refused: RefCell::new(HashSet::with_capacity_and_hasher(
+                4 * units.len(),
+                Default::default(),
+            )),
+            settled: RefCell::new(Settled {
+                siblings: vec![false; units.len()],
+                parent: vec![false; units.len()],
+            }),
             units,
             links,
             groups,
@@ -398,7 +564,10 @@ impl Partition {
         if graph.link(a, b).barrier || graph.link(b, a).barrier {
             return None;
         }
-        if graph.indirect_path(a, b) || graph.indirect_path(b, a) {
+        // The group graph is acyclic (every merge keeps it so): where a link runs one way,
+        // no path runs the other, and that search (through every group after it) is skipped.
+        let (forward, backward) = (graph.linked(a, b), graph.linked(b, a));
+        if (!backward && graph.indirect_path(a, b)) || (!forward && graph.indirect_path(b, a)) {
             return None;
         }
         let members = Members::new(cx, &self.unit_statements(&[a, b]));
@@ -432,6 +601,16 @@ impl Partition {
         self.graph.absorb(into, from);
         self.versions[into] += 1;
         self.versions[from] += 1;
+        self.first_units[into] = self.first_units[into].min(self.first_units[from]);
+        self.first_units[from] = usize::MAX;
+        let settled = self.settled.get_mut();
+        for group in [into, from]
+            .into_iter()
+            .chain(self.graph.predecessors[into].iter().copied())
+        {
+            settled.siblings[group] = false;
+            settled.parent[group] = false;
+        }
     }
 
     /// Step 1, in reverse program order: a GPU unit joins the kernel holding all of its data
@@ -441,15 +620,21 @@ impl Partition {
             if !matches!(self.units[unit].role, Role::Gpu(_)) {
                 continue;
             }
-            let successors: BTreeSet<usize> = self
+            // The one group that all of the unit's data successors sit in, if there is one.
+            let first = self.links.partition_point(|&(pair, _)| pair < (unit, 0));
+            let end = self
                 .links
-                .range((unit, 0)..(unit + 1, 0))
+                .partition_point(|&(pair, _)| pair < (unit + 1, 0));
+            let mut successors = self.links[first..end]
+                .iter()
                 .filter(|(_, link)| link.values > 0)
-                .map(|(&(_, to), _)| self.group_of[to])
-                .collect();
-            let [kernel] = successors.into_iter().collect::<Vec<_>>()[..] else {
+                .map(|&((_, to), _)| self.group_of[to]);
+            let Some(kernel) = successors.next() else {
                 continue;
             };
+            if successors.any(|group| group != kernel) {
+                continue;
+            }
             let own = self.group_of[unit];
             if let Some(geometry) = self.merged(cx, &self.graph, own, kernel, Fusion::Identical) {
                 self.merge(kernel, own, geometry);
@@ -480,7 +665,7 @@ impl Partition {
         for parent in 0..self.groups.len() {
             // Most groups feed one other group: no pair to look at (this scan runs again
             // after every merge).
-            if graph.successors[parent].len() < 2 {
+            if graph.successors[parent].len() < 2 || self.settled.borrow().siblings[parent] {
                 continue;
             }
             let children: Vec<usize> = graph.successors[parent]
@@ -496,6 +681,7 @@ impl Partition {
                     }
                 }
             }
+            self.settled.borrow_mut().siblings[parent] = true;
         }
         None
     }
@@ -505,24 +691,55 @@ impl Partition {
     /// first such parent, with the child it merges into.
     fn parent_merge(&self, cx: &Context<'_>) -> Option<Merge> {
         let graph = &self.graph;
-        for parent in self.order(graph) {
-            if self.kernel_geometry(parent).is_none() {
+        let unsettled =
+            |g: usize| self.kernel_geometry(g).is_some() && !self.settled.borrow().parent[g];
+        let mut remaining = (0..self.groups.len()).filter(|&g| unsettled(g)).count();
+        if remaining == 0 {
+            return None;
+        }
+        // The launch order is walked only until every kernel that may merge was tried: most
+        // calls find the merge, or learn there is none, well before the last group.
+        let mut walk = TopologicalWalk::new(self, graph);
+        while remaining > 0 {
+            let Some(parent) = walk.next() else {
+                break;
+            };
+            if !unsettled(parent) {
                 continue;
             }
-            let mut best: Option<(usize, usize, Geometry)> = None;
-            for &child in &graph.successors[parent] {
-                let values = graph.link(parent, child).values;
-                if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
-                    continue;
-                }
-                if let Some(geometry) = self.merged(cx, graph, parent, child, Fusion::Masked) {
-                    best = Some((values, child, geometry));
-                }
-            }
-            if let Some((_, child, geometry)) = best {
-                return Some((child, parent, geometry));
+            remaining -= 1;
+            if let Some(merge) = self.merge_into_child(cx, parent) {
+                return Some(merge);
             }
         }
+        if remaining == 0 {
+            return None;
+        }
+        // The walk ended early: the graph has a cycle (a bug); the groups in id order, as
+        // `order` gives them then.
+        (0..self.groups.len())
+            .filter(|&g| unsettled(g))
+            .find_map(|parent| self.merge_into_child(cx, parent))
+    }
+
+    /// Step 3 for one kernel: the merge into the child it passes the most values to (the
+    /// first such child), or `None` after marking it settled.
+    fn merge_into_child(&self, cx: &Context<'_>, parent: usize) -> Option<Merge> {
+        let graph = &self.graph;
+        let mut best: Option<(usize, usize, Geometry)> = None;
+        for &child in &graph.successors[parent] {
+            let values = graph.link(parent, child).values;
+            if values == 0 || best.as_ref().is_some_and(|(v, _, _)| *v >= values) {
+                continue;
+            }
+            if let Some(geometry) = self.merged(cx, graph, parent, child, Fusion::Masked) {
+                best = Some((values, child, geometry));
+            }
+        }
+        if let Some((_, child, geometry)) = best {
+            return Some((child, parent, geometry));
+        }
+        self.settled.borrow_mut().parent[parent] = true;
         None
     }
 
@@ -550,28 +767,8 @@ impl Partition {
     /// wherever the dependences allow (ties go to the group whose first unit comes first).
     /// `None` if the graph has a cycle (a bug: every merge keeps it acyclic).
     fn topological(&self, graph: &GroupGraph) -> Option<Vec<usize>> {
-        // A group's predecessors are exactly the groups linked to it.
-        let mut indegree: Vec<usize> = graph.predecessors.iter().map(BTreeSet::len).collect();
-        let first_unit = |g: usize| {
-            self.groups[g]
-                .as_ref()
-                .and_then(|group| group.units.first().copied())
-                .unwrap_or(usize::MAX)
-        };
-        let mut ready: BinaryHeap<Reverse<(usize, usize)>> = (0..self.groups.len())
-            .filter(|&g| self.groups[g].is_some() && indegree[g] == 0)
-            .map(|g| Reverse((first_unit(g), g)))
-            .collect();
-        let mut order = Vec::new();
-        while let Some(Reverse((_, group))) = ready.pop() {
-            order.push(group);
-            for &next in &graph.successors[group] {
-                indegree[next] -= 1;
-                if indegree[next] == 0 {
-                    ready.push(Reverse((first_unit(next), next)));
-                }
-            }
-        }
+        let mut order = Vec::with_capacity(self.groups.len());
+        order.extend(TopologicalWalk::new(self, graph));
         let live = self.groups.iter().filter(|g| g.is_some()).count();
         (order.len() == live).then_some(order)
     }
