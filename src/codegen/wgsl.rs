@@ -185,6 +185,10 @@ pub enum Helper {
     IeeeF64,
     /// `div_f32`: correctly rounded f32 division (through f64), IEEE special values.
     DivF32,
+    /// `div_f32_of_f64(a, b)`: the f32 quotient of operands that are not both f32 (an
+    /// integer beside an f32, or two integers under `@recip`), as the CPU computes it: their
+    /// f64 quotient rounded to f32, where `div_f32` would divide their f32 roundings.
+    DivF32OfF64,
     /// `widen_f32`: an f32 as f64, subnormals included (a GPU may flush them).
     WidenF32,
     /// `sin_f32`, `cos_f32`, `tan_f32` of an f64 argument (an f32 or an integer): the f64
@@ -651,6 +655,18 @@ fn div_f32(a: f32, b: f32) -> f32 {
 }
 "
             }
+            Helper::DivF32OfF64 => {
+                "// The f32 quotient of two f64 operands (integers, f32 values), as the CPU divides
+// operands that are not both f32: the correctly rounded f64 quotient (div_f64) rounded to
+// f32. An integer beyond 2^24 is not an f32, so div_f32 of the f32 roundings may be an ulp
+// off, and a function of the quotient (cos of a large one) anything. Special values as
+// div_f32's: an operand is zero, infinite or NaN exactly when its f32 rounding is.
+fn div_f32_of_f64(a: f64, b: f64) -> f32 {
+    let q = div_f32(f32(a), f32(b));
+    return select(q, f32(div_f64(a, b)), class_f32(q) == 1u);
+}
+"
+            }
             Helper::ModI32 => {
                 "// a mod b with the sign of b (floored), as the CPU's; a zero b is the CPU's error
 // (`bit` of the status word) and gives 0. A divisor of -1 divides every value: it is taken
@@ -744,6 +760,13 @@ fn widen_f32(x: f32) -> f64 {
         match self {
             Helper::CivilFromDays => &[Helper::FloorDiv],
             Helper::DivF32 => &[Helper::IeeeF32, Helper::SpecialsF32],
+            Helper::DivF32OfF64 => &[
+                Helper::DivF32,
+                Helper::IeeeF32,
+                Helper::SpecialsF32,
+                Helper::IeeeF64,
+                Helper::SpecialsF64,
+            ],
             Helper::TrigF32 | Helper::ExpLogF32 => {
                 &[Helper::WidenF32, Helper::SpecialsF32, Helper::SpecialsF64]
             }
