@@ -430,9 +430,17 @@ fn nan_f32() -> f32 {
     return special_f32(0x7fc00000u);
 }
 
+// x through its bits, which the compiler cannot relate to anything: given the operands
+// themselves it may regroup what IEEE rounds step by step (naga marks no operation
+// NoContraction, which would forbid that), as lavapipe made f32(k) + (-683 - f32(k)) of
+// -683, not 0, for k = 1 - 2^63 (corpus/sum_regrouped_by_the_shader_compiler.hir).
+fn opaque_f32(x: f32) -> f32 {
+    return special_f32(bitcast<u32>(x));
+}
+
 fn plus_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return a + b;
+        return opaque_f32(a) + opaque_f32(b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -449,7 +457,7 @@ fn plus_f32(a: f32, b: f32) -> f32 {
 
 fn minus_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return a - b;
+        return opaque_f32(a) - opaque_f32(b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -466,7 +474,7 @@ fn minus_f32(a: f32, b: f32) -> f32 {
 
 fn mul_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return a * b;
+        return opaque_f32(a) * opaque_f32(b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -530,9 +538,17 @@ fn nan_f64() -> f64 {
     return special_f64(9221120237041090560lu);
 }
 
+// x through its bits, which the compiler cannot relate to anything: given the operands
+// themselves it may regroup what IEEE rounds step by step (naga marks no operation
+// NoContraction, which would forbid that), as lavapipe made f32(k) + (-683 - f32(k)) of
+// -683, not 0, for k = 1 - 2^63 (corpus/sum_regrouped_by_the_shader_compiler.hir).
+fn opaque_f64(x: f64) -> f64 {
+    return special_f64(bitcast<u64>(x));
+}
+
 fn plus_f64(a: f64, b: f64) -> f64 {
     if normal_f64(a) && normal_f64(b) {
-        return a + b;
+        return opaque_f64(a) + opaque_f64(b);
     }
     let ca = class_f64(a);
     let cb = class_f64(b);
@@ -549,7 +565,7 @@ fn plus_f64(a: f64, b: f64) -> f64 {
 
 fn minus_f64(a: f64, b: f64) -> f64 {
     if normal_f64(a) && normal_f64(b) {
-        return a - b;
+        return opaque_f64(a) - opaque_f64(b);
     }
     let ca = class_f64(a);
     let cb = class_f64(b);
@@ -566,7 +582,7 @@ fn minus_f64(a: f64, b: f64) -> f64 {
 
 fn mul_f64(a: f64, b: f64) -> f64 {
     if normal_f64(a) && normal_f64(b) {
-        return a * b;
+        return opaque_f64(a) * opaque_f64(b);
     }
     let ca = class_f64(a);
     let cb = class_f64(b);

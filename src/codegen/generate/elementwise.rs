@@ -173,13 +173,19 @@ impl Generator<'_> {
                         self.helper(Helper::HyperbolicF32);
                         Ok(format!("{b}_f32({w})"))
                     }
-                    // The CPU multiplies an integer by π in f64 and rounds the product to
-                    // f32 (an f32's product is the f32 one, below).
-                    B::Pi if *result == Type::F32 && x.ty != Type::F32 => Ok(format!(
-                        "f32({} * {})",
-                        wide(self)?,
-                        wgsl::float_literal(std::f64::consts::PI, false)
-                    )),
+                    // As the CPU: an integer's product with π in f64 rounded to f32, an
+                    // f32's product with π's f32 (exact in f64, so rounded once). Through
+                    // f64, no compiler regroups it with a product before (lavapipe made
+                    // (k * 1000.0) * π of k * (1000.0 * π)).
+                    B::Pi if *result == Type::F32 => {
+                        let pi = if x.ty == Type::F32 {
+                            f64::from(std::f32::consts::PI)
+                        } else {
+                            std::f64::consts::PI
+                        };
+                        let w = wide(self)?;
+                        Ok(format!("f32({w} * {})", wgsl::float_literal(pi, false)))
+                    }
                     B::Pi => Ok(format!(
                         "({cx} * {})",
                         wgsl::float_literal(std::f64::consts::PI, *result == Type::F32)
