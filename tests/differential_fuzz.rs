@@ -26,7 +26,10 @@
 //!   (shrunk when they disagree);
 //! - `HORSEC_FUZZ_FILE=<path.hir>`: run a saved reproduction on both backends;
 //! - `HORSEC_FUZZ_WARM=1`: time a second GPU run of each program (pipelines cached);
-//!   `HORSEC_FUZZ_SLOW=<ms>`: print programs slower than that.
+//!   `HORSEC_FUZZ_SLOW=<ms>`: print programs slower than that;
+//! - `HORSEC_FUZZ_SHOW_APART=<relative>`: print programs that answer the same on both
+//!   backends with floats apart by at least that relative difference (the summary gives the
+//!   largest, per tolerance).
 //!
 //! A million programs locally, e.g.:
 //! `HORSEC_FUZZ_PROGRAMS=1000000 HORSEC_FUZZ_SHRINK=1 cargo test --release --test
@@ -47,7 +50,7 @@ use horsec_runtime::gpu::Device;
 use fuzz::check::{
     check, compare, summation_bounds, Disagreement, Kind, Outcome, Timings, Verdict,
 };
-use fuzz::generate::{generate, Options, Schema, CONTINUOUS};
+use fuzz::generate::{generate, Options, Schema, CONTINUOUS, FLOAT_FUNCTIONS};
 use fuzz::program::{Program, CLOSE, OPEN};
 use fuzz::rng::program_seed;
 use fuzz::shrink::shrink;
@@ -421,6 +424,18 @@ impl<'a> Run<'a> {
              the bound of their summation order (tests/fuzz/bound.rs)",
             t.beyond_tolerance, t.within_summation_bound
         );
+        eprintln!(
+            "  programs answering the same with floats apart: {} computing in f32 (largest \
+             relative difference {:.3e}, {:.2} f32 ulp; tolerance {:.0} ulp), {} in f64 only \
+             (largest {:.3e}; tolerance {:.0e}); HORSEC_FUZZ_SHOW_APART=<relative> prints them",
+            t.f32_programs_apart,
+            t.f32_largest_apart,
+            t.f32_largest_apart * (1u64 << 23) as f64,
+            fuzz::check::F32_TOLERANCE * (1u64 << 23) as f64,
+            t.f64_programs_apart,
+            t.f64_largest_apart,
+            fuzz::check::F64_TOLERANCE
+        );
         let mut common: Vec<(&String, &u64)> = f.refused.iter().collect();
         common.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
         for (message, n) in common.iter().take(8) {
@@ -728,6 +743,45 @@ fn generated_programs_decide_nothing_on_a_summation_order() {
         reordered_uses > 0,
         "no generated program passes a reordered float to a builtin: the check saw nothing"
     );
+}
+
+/// Generated programs call every floating function (`generate::FLOAT_FUNCTIONS`) with an f32
+/// result (the GPU computes it in f64 in a kernel and rounds it) and with an f64 one (a step
+/// the GPU runs on the CPU), and divide by zero before them (infinities and NaN for their
+/// arguments). Generation only: no backend runs.
+#[test]
+fn generated_programs_call_every_floating_function() {
+    let db = database(0.001);
+    let schema = Schema::of(&db);
+    let seeds = 4000;
+    let (mut calling, mut by_zero) = (0, 0);
+    let mut calls: BTreeMap<String, usize> = BTreeMap::new();
+    for seed in 0..seeds {
+        let text = generate(seed, &schema, Options::default()).text();
+        let mut any = false;
+        for (builtin, _) in FLOAT_FUNCTIONS {
+            for ty in ["f32", "f64"] {
+                // The declared type (a declaration of the other precision converts it).
+                let n = text
+                    .matches(&format!(":{ty} = @{}(", builtin.name()))
+                    .count();
+                *calls
+                    .entry(format!("@{} {ty}", builtin.name()))
+                    .or_default() += n;
+                any |= n > 0;
+            }
+        }
+        calling += usize::from(any);
+        by_zero += usize::from(text.contains(", 0:i32);") || text.contains(", 0.0:f"));
+    }
+    eprintln!(
+        "{calling} of {seeds} programs call a floating function, {by_zero} divide by a zero \
+         literal; calls: {calls:?}"
+    );
+    for (call, n) in &calls {
+        assert!(*n >= 5, "{call} in {n} of {seeds} generated programs");
+    }
+    assert!(calling >= seeds as usize / 10 && by_zero > 0);
 }
 
 /// One f64 value per row, as a backend returns it.

@@ -185,6 +185,10 @@ pub enum Helper {
     IeeeF64,
     /// `div_f32`: correctly rounded f32 division (through f64), IEEE special values.
     DivF32,
+    /// `div_f32_of_f64(a, b)`: the f32 quotient of operands that are not both f32 (an
+    /// integer beside an f32, or two integers under `@recip`), as the CPU computes it: their
+    /// f64 quotient rounded to f32, where `div_f32` would divide their f32 roundings.
+    DivF32OfF64,
     /// `widen_f32`: an f32 as f64, subnormals included (a GPU may flush them).
     WidenF32,
     /// `sin_f32`, `cos_f32`, `tan_f32` of an f64 argument (an f32 or an integer): the f64
@@ -426,9 +430,17 @@ fn nan_f32() -> f32 {
     return special_f32(0x7fc00000u);
 }
 
+// x through its bits, which the compiler cannot relate to anything: given the operands
+// themselves it may regroup what IEEE rounds step by step (naga marks no operation
+// NoContraction, which would forbid that), as lavapipe made f32(k) + (-683 - f32(k)) of
+// -683, not 0, for k = 1 - 2^63 (corpus/sum_regrouped_by_the_shader_compiler.hir).
+fn opaque_f32(x: f32) -> f32 {
+    return special_f32(bitcast<u32>(x));
+}
+
 fn plus_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return a + b;
+        return opaque_f32(a) + opaque_f32(b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -445,7 +457,7 @@ fn plus_f32(a: f32, b: f32) -> f32 {
 
 fn minus_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return a - b;
+        return opaque_f32(a) - opaque_f32(b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -462,7 +474,7 @@ fn minus_f32(a: f32, b: f32) -> f32 {
 
 fn mul_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return a * b;
+        return opaque_f32(a) * opaque_f32(b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -526,9 +538,17 @@ fn nan_f64() -> f64 {
     return special_f64(9221120237041090560lu);
 }
 
+// x through its bits, which the compiler cannot relate to anything: given the operands
+// themselves it may regroup what IEEE rounds step by step (naga marks no operation
+// NoContraction, which would forbid that), as lavapipe made f32(k) + (-683 - f32(k)) of
+// -683, not 0, for k = 1 - 2^63 (corpus/sum_regrouped_by_the_shader_compiler.hir).
+fn opaque_f64(x: f64) -> f64 {
+    return special_f64(bitcast<u64>(x));
+}
+
 fn plus_f64(a: f64, b: f64) -> f64 {
     if normal_f64(a) && normal_f64(b) {
-        return a + b;
+        return opaque_f64(a) + opaque_f64(b);
     }
     let ca = class_f64(a);
     let cb = class_f64(b);
@@ -545,7 +565,7 @@ fn plus_f64(a: f64, b: f64) -> f64 {
 
 fn minus_f64(a: f64, b: f64) -> f64 {
     if normal_f64(a) && normal_f64(b) {
-        return a - b;
+        return opaque_f64(a) - opaque_f64(b);
     }
     let ca = class_f64(a);
     let cb = class_f64(b);
@@ -562,7 +582,7 @@ fn minus_f64(a: f64, b: f64) -> f64 {
 
 fn mul_f64(a: f64, b: f64) -> f64 {
     if normal_f64(a) && normal_f64(b) {
-        return a * b;
+        return opaque_f64(a) * opaque_f64(b);
     }
     let ca = class_f64(a);
     let cb = class_f64(b);
@@ -648,6 +668,18 @@ fn div_f32(a: f32, b: f32) -> f32 {
         q = nan_f32();
     }
     return q;
+}
+"
+            }
+            Helper::DivF32OfF64 => {
+                "// The f32 quotient of two f64 operands (integers, f32 values), as the CPU divides
+// operands that are not both f32: the correctly rounded f64 quotient (div_f64) rounded to
+// f32. An integer beyond 2^24 is not an f32, so div_f32 of the f32 roundings may be an ulp
+// off, and a function of the quotient (cos of a large one) anything. Special values as
+// div_f32's: an operand is zero, infinite or NaN exactly when its f32 rounding is.
+fn div_f32_of_f64(a: f64, b: f64) -> f32 {
+    let q = div_f32(f32(a), f32(b));
+    return select(q, f32(div_f64(a, b)), class_f32(q) == 1u);
 }
 "
             }
@@ -744,6 +776,13 @@ fn widen_f32(x: f32) -> f64 {
         match self {
             Helper::CivilFromDays => &[Helper::FloorDiv],
             Helper::DivF32 => &[Helper::IeeeF32, Helper::SpecialsF32],
+            Helper::DivF32OfF64 => &[
+                Helper::DivF32,
+                Helper::IeeeF32,
+                Helper::SpecialsF32,
+                Helper::IeeeF64,
+                Helper::SpecialsF64,
+            ],
             Helper::TrigF32 | Helper::ExpLogF32 => {
                 &[Helper::WidenF32, Helper::SpecialsF32, Helper::SpecialsF64]
             }

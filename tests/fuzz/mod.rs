@@ -12,8 +12,15 @@
 //!   through `@values` of their enums, scalar and vector literals of ten types;
 //! - element-wise arithmetic, comparisons and logic across types (the type rules decide,
 //!   so bools, i16, i32, i64, f32, f64, dates, chars and text all meet), with literal
-//!   operands that broadcast, and a few math and date builtins (`@mod`, `@fact`, date parts,
-//!   `@datetime_add`/`@datetime_sub` of dates by years, months or days);
+//!   operands that broadcast, and a few math and date builtins (`@mod`, `@fact`, `@power`,
+//!   `@logb`, date parts, `@datetime_add`/`@datetime_sub` of dates by years, months or days);
+//! - every floating function of one argument (`@exp @log @log2 @log10`, trigonometric,
+//!   inverse trigonometric, hyperbolic and inverse hyperbolic, `@pi`; `generate::FLOAT_FUNCTIONS`)
+//!   of f32, f64, integer and bool values, in kernels, user functions and loop updates, and in
+//!   statements of their own whose argument is first divided into the functions' domains or
+//!   by zero (infinities, NaN), or converted to f32 or f64 by a declaration, and whose result
+//!   is sometimes declared in the other precision or fed to a second function: the GPU
+//!   computes the f32 ones in f64 in its kernels, and runs the f64 ones on the CPU;
 //! - `@compress`, `@where`, `@index` (with positions from `@where`, `@unique`, `@order`,
 //!   joins, groups, foreign keys, or literals), reductions, `@len`, `@vector`, `@range`,
 //!   `@append`;
@@ -41,9 +48,11 @@
 //! for both; an error of the GPU compiler's own stages is the GPU's outcome. The backends
 //! agree when both return values of the same types, equal to the static types the generator
 //! declared, with equal TSV text (floats within a relative 1e-9; in a program that computes in
-//! f32 anywhere, within 256 f32 ulp, see [`check::F32_TOLERANCE`]: the f32 functions the GPU
-//! still computes with its own instructions; a float that depends on a summation order also
-//! within the bound of its terms, see [`bound`]; values of other types exactly), or when both
+//! f32 anywhere, within 256 f32 ulp, see [`check::F32_TOLERANCE`]: an f32 function's rare
+//! rounding near a midpoint, amplified, and a device compiler's contractions; a float that
+//! depends on a summation order also within the bound of its terms, see [`bound`]; values of
+//! other types exactly; the summary prints the largest difference the tolerances let
+//! through), or when both
 //! refuse with the same message text (locations may differ: a fused kernel reports its
 //! first statement). A panic on either side is always a disagreement.
 //!

@@ -46,6 +46,12 @@ impl Generator<'_> {
                 let (Some(x), Some(y)) = (arg(0), arg(1)) else {
                     return Err(unsupported(self, "expects two arguments"));
                 };
+                if *result == Type::F32 && (x.ty != Type::F32 || y.ty != Type::F32) {
+                    // The CPU divides in f64 unless both are f32.
+                    let (wx, wy) = (self.exact_f64(&x)?, self.exact_f64(&y)?);
+                    self.helper(Helper::DivF32OfF64);
+                    return Ok(format!("div_f32_of_f64({wx}, {wy})"));
+                }
                 let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
                 self.float_division(&cx, &cy, result)
             }
@@ -130,6 +136,13 @@ impl Generator<'_> {
                     // f32 is the correctly rounded f32 root (53 >= 2 * 24 + 2).
                     B::Sqrt if *result == Type::F32 => Ok(format!("f32(sqrt({}))", wide(self)?)),
                     B::Sqrt => Ok(format!("sqrt({cx})")),
+                    // The CPU takes the reciprocal of an integer in f64, and rounds it to
+                    // f32 (an integer beyond 2^24 is not an f32).
+                    B::Recip if *result == Type::F32 && x.ty != Type::F32 => {
+                        let w = wide(self)?;
+                        self.helper(Helper::DivF32OfF64);
+                        Ok(format!("div_f32_of_f64(1.0lf, {w})"))
+                    }
                     B::Recip => self.float_division(one, &cx, result),
                     B::Sin | B::Cos | B::Tan if *result == Type::F32 => {
                         let w = wide(self)?;
@@ -159,6 +172,19 @@ impl Generator<'_> {
                         self.use_type("i64");
                         self.helper(Helper::HyperbolicF32);
                         Ok(format!("{b}_f32({w})"))
+                    }
+                    // As the CPU: an integer's product with π in f64 rounded to f32, an
+                    // f32's product with π's f32 (exact in f64, so rounded once). Through
+                    // f64, no compiler regroups it with a product before (lavapipe made
+                    // (k * 1000.0) * π of k * (1000.0 * π)).
+                    B::Pi if *result == Type::F32 => {
+                        let pi = if x.ty == Type::F32 {
+                            f64::from(std::f32::consts::PI)
+                        } else {
+                            std::f64::consts::PI
+                        };
+                        let w = wide(self)?;
+                        Ok(format!("f32({w} * {})", wgsl::float_literal(pi, false)))
                     }
                     B::Pi => Ok(format!(
                         "({cx} * {})",
@@ -637,6 +663,18 @@ impl Generator<'_> {
                 Some("f64")
             }
             _ => None,
+        }
+    }
+
+    /// A real value as an f64, exactly (an f32's subnormals too; an integer beyond 2^53
+    /// rounded as the CPU's conversion rounds it).
+    fn exact_f64(&mut self, val: &Val) -> Result<String, CodegenError> {
+        self.use_type("f64");
+        if val.ty == Type::F32 {
+            self.helper(Helper::WidenF32);
+            Ok(format!("widen_f32({})", val.expr))
+        } else {
+            self.conv(val, &Type::F64)
         }
     }
 

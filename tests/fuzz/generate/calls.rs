@@ -60,6 +60,8 @@ impl Gen<'_> {
                         uses: Vec::new(),
                     };
                     (builtin, vec![a, amount, unit])
+                } else if self.rng.chance(FLOAT_FUNCTION_SHARE) {
+                    (weighted(&mut self.rng, FLOAT_FUNCTIONS), vec![a])
                 } else {
                     (weighted(&mut self.rng, UNARY), vec![a])
                 }

@@ -66,21 +66,32 @@ impl Gen<'_> {
         };
         let x = self.new_var("x", init.ty.clone(), init.shape);
         self.p.vars[x].reordered = init.uses.iter().any(|&u| self.p.vars[u].reordered);
-        let mut lines = vec![format!("{}:{} = {};", self.name(x), init.ty, init.text)];
-        let mut uses = init.uses.clone();
-        uses.extend(cond.uses.iter().copied());
-        let mut calls = init.calls.clone();
-        lines.push(format!("if ({}) {{", cond.text));
-        if !self.update(x, &mut lines, &mut uses, &mut calls) {
-            return;
-        }
-        if self.rng.chance(0.6) {
-            lines.push("} else {".to_string());
+        // When a branch makes `x` depend on a summation order, the other branch must not
+        // decide on `x` either (`tests/fuzz/bound.rs` reads the program without its control
+        // flow): the branches are made again with `x` reordered from the start.
+        let (lines, uses, calls) = loop {
+            let mut lines = vec![format!("{}:{} = {};", self.name(x), init.ty, init.text)];
+            let mut uses = init.uses.clone();
+            uses.extend(cond.uses.iter().copied());
+            let mut calls = init.calls.clone();
+            lines.push(format!("if ({}) {{", cond.text));
             if !self.update(x, &mut lines, &mut uses, &mut calls) {
                 return;
             }
-        }
-        lines.push("}".to_string());
+            if self.rng.chance(0.6) {
+                lines.push("} else {".to_string());
+                if !self.update(x, &mut lines, &mut uses, &mut calls) {
+                    return;
+                }
+            }
+            lines.push("}".to_string());
+            let reordered = uses.iter().any(|&u| self.p.vars[u].reordered);
+            if reordered && !self.p.vars[x].reordered {
+                self.p.vars[x].reordered = true;
+                continue;
+            }
+            break (lines, uses, calls);
+        };
         self.push(
             Stmt {
                 lines,

@@ -20,6 +20,7 @@ use super::rng::Rng;
 
 mod calls;
 mod control;
+mod float;
 mod functions;
 mod relations;
 mod selection;
@@ -111,7 +112,8 @@ struct Class {
     max_len: usize,
 }
 
-/// Builtins that keep the shape of their argument.
+/// Builtins that keep the shape of their argument (besides [`FLOAT_FUNCTIONS`], which a
+/// unary call is [`FLOAT_FUNCTION_SHARE`] of the time).
 const UNARY: &[(B, u32)] = &[
     (B::Abs, 3),
     (B::Neg, 3),
@@ -121,15 +123,44 @@ const UNARY: &[(B, u32)] = &[
     (B::Signum, 2),
     (B::Sqrt, 2),
     (B::Recip, 1),
-    (B::Exp, 1),
-    (B::Log, 1),
-    (B::Cos, 1),
     (B::Not, 4),
     (B::DateYear, 2),
     (B::DateMonth, 2),
     (B::DateDay, 2),
     (B::Fact, 1),
 ];
+
+/// The floating functions of one argument ("Rounding" in `runtime/BUILTINS.md`). Of an f32
+/// (or a narrower integer, whose result is f32) the GPU computes each in f64 in its kernels
+/// and rounds to f32, as the CPU does (bit-equal but where the exact value lies within a few
+/// f64 ulp of an f32 rounding midpoint); of an f64 (or an i64) it has no instruction, and the
+/// step runs on the CPU. `@pi` is `x·π`. They come from unary calls anywhere (kernels, user
+/// functions, loop updates: [`FLOAT_FUNCTION_SHARE`] of unary calls) and from statements of
+/// their own (`Gen::float_function`), which take their argument through a quotient (into
+/// the functions' domains, or to an infinity or NaN by a zero divisor) or a conversion.
+pub const FLOAT_FUNCTIONS: &[(B, u32)] = &[
+    (B::Exp, 2),
+    (B::Log, 2),
+    (B::Log2, 1),
+    (B::Log10, 1),
+    (B::Sin, 2),
+    (B::Cos, 2),
+    (B::Tan, 1),
+    (B::Asin, 1),
+    (B::Acos, 1),
+    (B::Atan, 1),
+    (B::Sinh, 1),
+    (B::Cosh, 1),
+    (B::Tanh, 1),
+    (B::Asinh, 1),
+    (B::Acosh, 1),
+    (B::Atanh, 1),
+    (B::Pi, 1),
+];
+
+/// The part of unary element-wise calls that are a [`FLOAT_FUNCTIONS`] (before they were
+/// all listed, `@exp`, `@log` and `@cos` were a tenth of them).
+const FLOAT_FUNCTION_SHARE: f64 = 0.15;
 
 /// The units of `@datetime_add`/`@datetime_sub` of a date (the unary call of a date is one
 /// of these shifts a third of the time, with an integer amount; see `Gen::elementwise`).
@@ -143,6 +174,7 @@ const BINARY: &[(B, u32)] = &[
     (B::Div, 4),
     (B::Mod, 2),
     (B::Power, 1),
+    (B::Logb, 1),
     (B::Lt, 4),
     (B::Gt, 3),
     (B::Leq, 3),
@@ -391,6 +423,7 @@ impl<'s> Gen<'s> {
             (20, 2), // vector, range, append, len
             (21, 2), // index_a
             (22, 2), // index_of
+            (23, 4), // floating function
         ];
         let kind = weighted(&mut self.rng, kinds);
         match kind {
@@ -423,7 +456,8 @@ impl<'s> Gen<'s> {
             19 => self.repeat(),
             20 => self.misc(),
             21 => self.index_assign(),
-            _ => self.index_of(),
+            22 => self.index_of(),
+            _ => self.float_function(),
         }
     }
 
