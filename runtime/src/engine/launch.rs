@@ -1052,32 +1052,14 @@ impl<'a> Run<'a> {
                 })?
             }
             Length::Compacted(id) => {
-                if let Some(n) = self.compacted.get(id) {
-                    return Ok(*n);
-                }
-                if self.scratch_buffer(*id)?.len() <= SMALL_SCRATCH_WORDS {
-                    let words = self.small_scratch(*id)?;
-                    let n = u64::from(words.last().copied().unwrap_or(0));
-                    self.compacted.insert(*id, n);
-                    return Ok(n);
-                }
-                self.flush()?;
-                let offsets = self.scratch_buffer(*id)?;
-                let last = offsets.len().checked_sub(1).ok_or_else(|| {
-                    RuntimeError::new(format!("{}: an empty offsets buffer", kernel.name))
-                })?;
-                let n = u64::from(
-                    self.device
-                        .download_range(offsets, last, 1)
-                        .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?[0],
-                );
-                self.compacted.insert(*id, n);
-                n
+                self.read_counts(std::iter::once(length))?;
+                self.compacted.get(id).copied().ok_or_else(|| {
+                    RuntimeError::new(format!("{}: compaction {} has no count", kernel.name, id.0))
+                })?
             }
         })
     }
 
-    /// The words of a small scratch buffer, read back (once) after the work so far.
     /// Reads back, in one wait, the counts of the compactions that `lengths` name and that
     /// are not known yet (a small scratch buffer whole, as [`Run::small_scratch`] does, else
     /// its last word), so that resolving the lengths reads nothing more.
@@ -1100,8 +1082,7 @@ impl<'a> Run<'a> {
             compacted(length, &mut ids);
         }
         ids.retain(|id| !self.compacted.contains_key(id));
-        if ids.len() < 2 {
-            // One count is read where it is resolved, as before.
+        if ids.is_empty() {
             return Ok(());
         }
         self.flush()?;
@@ -1134,6 +1115,7 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// The words of a small scratch buffer, read back (once) after the work so far.
     fn small_scratch(&mut self, id: ScratchId) -> Result<Vec<u32>> {
         if let Some(words) = self.small_scratch.get(&id) {
             return Ok(words.clone());

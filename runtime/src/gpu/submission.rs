@@ -44,6 +44,11 @@ struct OpenCommands {
 /// A compute pass on the shared encoder, and the `Commands` that began it (its id): a run of
 /// one `Commands`' dispatches shares a pass (see `Commands::dispatch`), and another's
 /// dispatch, or any copy, ends it.
+///
+/// One pass for many dispatches, not a pass each: on an H100 a dispatch in a pass of its own
+/// took 8–10 µs of GPU time and 5–10 µs to record, in a shared pass 2–3 µs and 1–4 µs; a
+/// library step records tens of small dispatches. wgpu still orders each dispatch after the
+/// writes it reads.
 struct OpenPass {
     pass: wgpu::ComputePass<'static>,
     owner: u64,
