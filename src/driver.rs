@@ -147,7 +147,14 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     }
 
     let start = Instant::now();
-    let (typed, diags) = sema::analyze(ast);
+    let (mut typed, diags) = sema::analyze(ast);
+    // The GPU pipeline (everything that outlines) runs the simplified program; the CPU
+    // reference path and `--emit typed` keep the program as written, so the differential
+    // tests check each rewrite. Timed as part of the analysis.
+    let outlines = until >= Stage::Outline && !(until == Stage::Plan && target == Target::Cpu);
+    if let Some(typed) = typed.as_mut().filter(|_| outlines && !has_errors(&diags)) {
+        crate::simplify::simplify_program(typed);
+    }
     c.stage_times.push(("analyze", start.elapsed()));
     c.diagnostics.extend(diags);
     c.typed = typed;
@@ -158,7 +165,6 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     // alike (timed as part of the analysis). A program that will be outlined is analysed
     // here once, for the check and for the outliner.
     let start = Instant::now();
-    let outlines = until >= Stage::Outline && !(until == Stage::Plan && target == Target::Cpu);
     let analyses = if outlines {
         let analyses = crate::analysis::analyze_program(typed);
         for (index, analysis) in analyses.iter().enumerate() {

@@ -2,6 +2,7 @@
 //!
 //! Stages, each a module with its own printer: [`syntax`] (lexer, parser, AST),
 //! [`sema`] (name resolution, type inference and checking → typed program),
+//! [`simplify`] (rewrites of the typed program for the GPU pipeline),
 //! [`lower`] (typed program → runtime plan). The runtime crate executes plans.
 //!
 //! To embed horsec, start at [`api`]: compile once, run many times on tables given as Arrow
@@ -18,6 +19,7 @@ pub mod driver;
 pub mod lower;
 pub mod outline;
 pub mod sema;
+pub mod simplify;
 pub mod syntax;
 
 /// The Arrow crates of the API's record batches, so that embedders use the same versions.
