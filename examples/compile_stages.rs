@@ -1,7 +1,7 @@
 //! Compile time per stage, for the compile-time goal of issue 11 (parse → WGSL in at most
 //! 1 ms per TPC-H query): compiles each given `.hir` file for the GPU `RUNS` times (default
-//! 21) in one process and prints the median of each stage, of their sum (`total`) and of the
-//! whole call with the compilation dropped (`wall`).
+//! 21, the files taken in turn) in one process and prints the median of each stage, of their
+//! sum (`total`) and of the whole call with the compilation dropped (`wall`).
 //!
 //! `cargo run --release --example compile_stages -- ../shared/conformance/tpch/queries/*.hir`
 
@@ -12,6 +12,14 @@ use horsec::driver::{compile_for, Stage, Target};
 // The allocator the `horsec` binary uses (see src/main.rs), so that the figures are the CLI's.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// One file's compile times: per stage, their sums and the whole calls.
+#[derive(Clone, Default)]
+struct Samples {
+    stages: Vec<Vec<Duration>>,
+    totals: Vec<Duration>,
+    walls: Vec<Duration>,
+}
 
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
@@ -28,22 +36,24 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(21);
     let files: Vec<String> = std::env::args().skip(1).collect();
-    let mut stage_names: Vec<&'static str> = Vec::new();
-    let mut rows = Vec::new();
+    let mut texts = Vec::with_capacity(files.len());
     for file in &files {
-        let text = match std::fs::read_to_string(file) {
-            Ok(text) => text,
+        match std::fs::read_to_string(file) {
+            Ok(text) => texts.push(text),
             Err(e) => {
                 eprintln!("error: {file}: {e}");
                 std::process::exit(1);
             }
-        };
-        let mut per_stage: Vec<Vec<Duration>> = Vec::new();
-        let mut totals = Vec::new();
-        let mut walls = Vec::new();
-        for _ in 0..runs {
+        }
+    }
+    let mut stage_names: Vec<&'static str> = Vec::new();
+    let mut samples = vec![Samples::default(); files.len()];
+    // Round-robin over the files, so that a slow start of the process (cold caches, a CPU
+    // clock still rising) spreads over every file instead of landing on the first ones.
+    for _ in 0..runs {
+        for ((file, text), sample) in files.iter().zip(&texts).zip(samples.iter_mut()) {
             let start = std::time::Instant::now();
-            let c = compile_for(file, &text, Stage::Plan, Target::Gpu);
+            let c = compile_for(file, text, Stage::Plan, Target::Gpu);
             if c.plan.is_none() {
                 eprintln!(
                     "error: {file} does not compile:\n{}",
@@ -54,23 +64,28 @@ fn main() {
             if stage_names.is_empty() {
                 stage_names = c.stage_times.iter().map(|(s, _)| *s).collect();
             }
-            per_stage.resize(c.stage_times.len(), Vec::new());
+            sample.stages.resize(c.stage_times.len(), Vec::new());
             for (k, (_, t)) in c.stage_times.iter().enumerate() {
-                per_stage[k].push(*t);
+                sample.stages[k].push(*t);
             }
-            totals.push(c.stage_times.iter().map(|(_, t)| *t).sum());
+            sample
+                .totals
+                .push(c.stage_times.iter().map(|(_, t)| *t).sum());
             drop(c);
-            walls.push(start.elapsed());
+            sample.walls.push(start.elapsed());
         }
+    }
+    let mut rows = Vec::new();
+    for (file, sample) in files.iter().zip(samples) {
         let name = std::path::Path::new(file)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| file.clone());
         rows.push((
             name,
-            per_stage.into_iter().map(median).collect::<Vec<_>>(),
-            median(totals),
-            median(walls),
+            sample.stages.into_iter().map(median).collect::<Vec<_>>(),
+            median(sample.totals),
+            median(sample.walls),
         ));
     }
     print!("{:<8}", "query");
@@ -85,5 +100,7 @@ fn main() {
         }
         println!(" {:>9} {:>9}", ms(*total), ms(*wall));
     }
-    println!("medians of {runs} compiles (ms), parse → plan for the GPU, one process");
+    println!(
+        "medians of {runs} compiles (ms), parse → plan for the GPU, one process, files in turn"
+    );
 }
