@@ -360,7 +360,7 @@ def main():
     parser.add_argument(
         "--warm-up",
         type=float,
-        default=0.25,
+        default=1.0,
         help="seconds of untimed runs of each query before its timed runs, on both (horsec bench --warm-up)",
     )
     args = parser.parse_args()

@@ -4,7 +4,8 @@
 //! Per query: compile (parse → plan, including WGSL generation), the first GPU run (cold:
 //! pipelines are created and every column the query reads is uploaded), untimed warm runs
 //! for the warm-up time (a GPU idle before the query runs at low clocks, and a few short runs
-//! do not raise them), then `runs` timed GPU runs on the same engine (warm: columns stay
+//! do not raise them; the first runs over freshly uploaded columns can be slower, see
+//! `--warm-up`), then `runs` timed GPU runs on the same engine (warm: columns stay
 //! resident on the GPU, as in a database whose tables live there; intermediate results
 //! still move), and `runs` CPU runs. A benchmark, never a test: numbers depend on the
 //! machine and its load.

@@ -185,8 +185,11 @@ struct BenchArgs {
     gpu_only: bool,
     /// Seconds of untimed warm GPU runs of each query before its timed runs: an idle GPU
     /// runs at low clocks and short runs do not raise them (on an H100, q6 at SF 10 took
-    /// 2.4 ms alone and 0.6 ms after a busy spell); 0 times the runs straight after the cold one.
-    #[arg(long, default_value_t = 0.25, value_name = "SECONDS")]
+    /// 2.4 ms alone and 0.6 ms after a busy spell), and the first runs over freshly uploaded
+    /// columns can be slower (q1 at SF 10: GPU busy 3.7 ms for about 40 runs, then 2.3–3.0 ms
+    /// for about 60, then 1.0 ms; a pause after the upload does not shorten it, runs do);
+    /// 0 times the runs straight after the cold one.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
     warm_up: f64,
     /// Time loading these TPC-H tables (comma-separated), every column, each from its file
     /// in --data DIR (`.tbl`, `.parquet`, …; foreign keys as plain keys); prints
