@@ -10,7 +10,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{compare_answers, gpu, run_gpu_profiled, run_tsv, tpch};
+use common::{gpu, gpu_answers_as_cpu, run_gpu_profiled, tpch};
 use horsec_runtime::profile::Placement;
 
 /// How a program's aggregation ran on the GPU.
@@ -28,16 +28,7 @@ fn grouped(name: &str, expected: Ran) {
     let Some(device) = gpu() else {
         return;
     };
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs/grouped")
-        .join(format!("{name}.hir"));
-    let db = tpch(0.01);
-    let cpu = run_tsv(&path, &db).unwrap_or_else(|e| panic!("{name} on the CPU: {e}"));
-    let (answer, profile) =
-        run_gpu_profiled(&path, &db, device).unwrap_or_else(|e| panic!("{name} on the GPU: {e}"));
-    if let Err(diff) = compare_answers(&answer, &cpu, &[]) {
-        panic!("{name}: the backends answer differently: {diff}");
-    }
+    let profile = gpu_answers_as_cpu("grouped", name, device);
     let steps: Vec<(Placement, String)> = profile
         .steps()
         .map(|(placement, step, _)| (placement, step.to_string()))

@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{compare_answers, gpu, run_gpu_profiled, run_tsv, tpch};
+use common::{gpu, gpu_answers_as_cpu};
 
 /// Runs `tests/programs/sorted_groups/{name}.hir` on both backends, asserts they answer
 /// alike, in the same row order, and that the GPU ran a sort exactly when `sorts` says.
@@ -17,17 +15,7 @@ fn sorted_groups(name: &str, sorts: bool) {
     let Some(device) = gpu() else {
         return;
     };
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs/sorted_groups")
-        .join(format!("{name}.hir"));
-    let db = tpch(0.01);
-    let cpu = run_tsv(&path, &db).unwrap_or_else(|e| panic!("{name} on the CPU: {e}"));
-    let (answer, profile) =
-        run_gpu_profiled(&path, &db, device).unwrap_or_else(|e| panic!("{name} on the GPU: {e}"));
-    // No sort keys: the row order is part of the answer.
-    if let Err(diff) = compare_answers(&answer, &cpu, &[]) {
-        panic!("{name}: the backends answer differently: {diff}");
-    }
+    let profile = gpu_answers_as_cpu("sorted_groups", name, device);
     let steps: Vec<String> = profile
         .steps()
         .map(|(_, step, _)| step.to_string())

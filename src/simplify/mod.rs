@@ -295,17 +295,10 @@ impl<'f> Rewriter<'f> {
         let Operand::Local(local, _) = operand else {
             return false;
         };
-        let Some(expr) = self.defining_expr(*local) else {
+        let Some((builtin, args)) = self.defining_expr(*local).and_then(builtin_call) else {
             return false;
         };
-        let ExprKind::Call {
-            callee: Callee::Builtin(builtin),
-            args,
-        } = &expr.kind
-        else {
-            return false;
-        };
-        match (builtin, args.as_slice()) {
+        match (builtin, args) {
             (Builtin::Index, [Arg::Operand(_), Arg::Operand(Operand::Local(rows, _))]) => {
                 *rows == first_rows
             }
@@ -416,15 +409,20 @@ impl<'f> Rewriter<'f> {
     }
 }
 
-/// The arguments of `expr` if it calls `builtin` directly.
-fn builtin_args(expr: &Expr, builtin: Builtin) -> Option<&[Arg]> {
+/// The builtin `expr` calls directly, with its arguments.
+fn builtin_call(expr: &Expr) -> Option<(Builtin, &[Arg])> {
     match &expr.kind {
         ExprKind::Call {
-            callee: Callee::Builtin(b),
+            callee: Callee::Builtin(builtin),
             args,
-        } if *b == builtin => Some(args),
+        } => Some((*builtin, args)),
         _ => None,
     }
+}
+
+/// The arguments of `expr` if it calls `builtin` directly.
+fn builtin_args(expr: &Expr, builtin: Builtin) -> Option<&[Arg]> {
+    builtin_call(expr).and_then(|(b, args)| (b == builtin).then_some(args))
 }
 
 /// Adds each local's assignments in `body`, nested bodies included, to `counts`.

@@ -146,6 +146,28 @@ pub fn run_gpu_profiled(
     Ok((String::from_utf8(out).map_err(|e| e.to_string())?, profile))
 }
 
+/// Runs `tests/programs/{dir}/{name}.hir` on both backends on TPC-H SF 0.01 and panics
+/// unless the GPU answers as the CPU does, row order included; returns the GPU run's profile
+/// (every step, by name) for the caller's checks of how it ran.
+pub fn gpu_answers_as_cpu(
+    dir: &str,
+    name: &str,
+    device: &horsec_runtime::gpu::Device,
+) -> horsec_runtime::profile::Profile {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(dir)
+        .join(format!("{name}.hir"));
+    let db = tpch(0.01);
+    let cpu = run_tsv(&path, &db).unwrap_or_else(|e| panic!("{name} on the CPU: {e}"));
+    let (answer, profile) =
+        run_gpu_profiled(&path, &db, device).unwrap_or_else(|e| panic!("{name} on the GPU: {e}"));
+    if let Err(diff) = compare_answers(&answer, &cpu, &[]) {
+        panic!("{name}: the backends answer differently: {diff}");
+    }
+    profile
+}
+
 /// The ORDER BY columns of each TPC-H query (by output column name), from the SQL.
 pub fn tpch_sort_keys(query: u32) -> &'static [&'static str] {
     match query {
