@@ -18,9 +18,10 @@
 //! and the wait for the group count that sizing it costs (TPC-H q1, q4, q7, q8, q12, q22).
 //!
 //! The rewrite is purely syntactic and conservative: every local on the way is assigned once,
-//! at the top level of the function; `x` is one element per group by construction (see
-//! [`Rewriter::one_per_group`]); floating-point keys are left alone, as their order has corner
-//! cases (`-0.0`, NaN) that the sort and the grouping need not share. The CPU reference path
+//! at the top level of the function; `x` is one element per group by construction (a gather
+//! at the groups' first rows, a reduction per group, or an element-wise function of those and
+//! scalar literals); floating-point keys are left alone, as their order has corner cases
+//! (`-0.0`, NaN) that the sort and the grouping need not share. The CPU reference path
 //! runs the program as written, so the differential tests compare the two.
 
 use std::collections::HashSet;
