@@ -38,3 +38,11 @@ fn a_sort_by_the_first_group_key_alone_is_dropped_on_the_gpu() {
 fn a_sort_in_another_order_than_the_groups_runs_on_both_backends() {
     sorted_groups("descending", true);
 }
+
+/// A gather from a list that sema types as a vector: with one group it takes a whole cell,
+/// and the identity gather after it keeps one element, so dropping the sort would answer
+/// with every row instead of one.
+#[test]
+fn a_sort_whose_gathers_read_a_list_runs_on_both_backends() {
+    sorted_groups("list_gather", true);
+}

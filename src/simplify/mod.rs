@@ -204,7 +204,9 @@ impl<'f> Rewriter<'f> {
             else {
                 return None;
             };
-            if !self.one_per_group(source, group, first_rows, 0) {
+            // A vector: gathering any other kind of value (a list, a table, an enumeration)
+            // by the identity is not certain to be the value itself.
+            if !self.is_vector(source) || !self.one_per_group(source, group, first_rows, 0) {
                 return None;
             }
             copies.push((at, source.clone()));
@@ -300,8 +302,8 @@ impl<'f> Rewriter<'f> {
             return false;
         };
         match (builtin, args) {
-            (Builtin::Index, [Arg::Operand(_), Arg::Operand(Operand::Local(rows, _))]) => {
-                *rows == first_rows
+            (Builtin::Index, [Arg::Operand(column), Arg::Operand(Operand::Local(rows, _))]) => {
+                *rows == first_rows && self.is_vector(column)
             }
             (Builtin::Raze, [Arg::Operand(Operand::Local(cells, _))]) => {
                 self.reduction_per_group(*cells, group)
@@ -358,10 +360,48 @@ impl<'f> Rewriter<'f> {
             builtin_args(expr, Builtin::EachRight),
             Some([
                 Arg::Function(Callee::Builtin(Builtin::Index), _),
-                Arg::Operand(_),
+                Arg::Operand(column),
                 Arg::Operand(Operand::Local(group_rows, _)),
-            ]) if is_group_rows(*group_rows)
+            ]) if is_group_rows(*group_rows) && self.is_vector(column)
         )
+    }
+
+    /// True when `operand` is surely a vector when the program runs: a local of a vector
+    /// type that no gather from a list produced. Sema types `@index(list, i)` as the cells'
+    /// type, but one index takes a whole cell and several a list of cells, and gathering
+    /// such a value by the identity is not the value itself (one group: `@index(v, 0)` is
+    /// `v`'s first element, not `v`).
+    fn is_vector(&self, operand: &Operand) -> bool {
+        self.surely_vector(operand, 0)
+    }
+
+    fn surely_vector(&self, operand: &Operand, depth: usize) -> bool {
+        const MAX_DEPTH: usize = 16;
+        let Operand::Local(local, _) = operand else {
+            return false;
+        };
+        let basic = self
+            .function
+            .locals
+            .get(local.0)
+            .is_some_and(|l| l.ty.is_basic());
+        if !basic || depth >= MAX_DEPTH {
+            return false;
+        }
+        let Some(expr) = self.defining_expr(*local) else {
+            // A parameter, or a local assigned more than once: its type is all there is.
+            return self.function.params.contains(local);
+        };
+        match &expr.kind {
+            ExprKind::Operand(source) => self.surely_vector(source, depth + 1),
+            ExprKind::Call {
+                callee: Callee::Builtin(Builtin::Index),
+                args,
+            } => {
+                matches!(args.as_slice(), [Arg::Operand(source), _] if self.surely_vector(source, depth + 1))
+            }
+            ExprKind::Call { .. } | ExprKind::CheckCast { .. } => true,
+        }
     }
 
     /// The columns of a sort or group key: a single vector local, or the locals of an

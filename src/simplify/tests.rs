@@ -105,6 +105,8 @@ fn a_sort_whose_result_is_used_otherwise_or_on_a_column_of_other_length_stays() 
         "    mixed:f64 = @plus(sum_x, x);\n    out:f64 = @index(mixed, order);",
         // A use inside a nested body.
         "    out:f64 = @index(sum_x, order);\n    if (1:bool) { out = @index(sum_x, order); }",
+        // A gather from a list, which sema types as a vector: with one group it is a cell.
+        "    picked:? = @index(cells, first);\n    out:? = @index(picked, order);",
     ];
     for uses in uses {
         let (text, dropped) = simplified(&grouped_by_a_b(sort, uses));
