@@ -27,7 +27,6 @@
 use std::collections::HashSet;
 
 use horsec_runtime::builtin::Builtin;
-use horsec_runtime::types::Type;
 
 use crate::analysis::statements::{defined_locals, for_each_use, nested_bodies};
 use crate::sema::typed::{
@@ -259,24 +258,12 @@ impl<'f> Rewriter<'f> {
             (assignments == 0 && is_param)
                 || (assignments == 1 && !is_param && self.definition[column.0].is_some())
         };
+        // Keys whose order the grouping and the sort share exactly (floats are left alone),
+        // held in vectors when the program runs.
         let ordered_alike = |column: &LocalId| {
-            matches!(
-                self.function.locals[column.0].ty,
-                Type::Bool
-                    | Type::Char
-                    | Type::I8
-                    | Type::I16
-                    | Type::I32
-                    | Type::I64
-                    | Type::Sym
-                    | Type::Str
-                    | Type::Month
-                    | Type::Date
-                    | Type::Minute
-                    | Type::Second
-                    | Type::Time
-                    | Type::Dt
-            )
+            let ty = &self.function.locals[column.0].ty;
+            (ty.is_integer() || ty.is_string() || ty.is_temporal())
+                && self.surely_vector(*column, 0)
         };
         if !group_columns.iter().all(|c| stable(c) && ordered_alike(c)) {
             return None;
@@ -372,14 +359,11 @@ impl<'f> Rewriter<'f> {
     /// such a value by the identity is not the value itself (one group: `@index(v, 0)` is
     /// `v`'s first element, not `v`).
     fn is_vector(&self, operand: &Operand) -> bool {
-        self.surely_vector(operand, 0)
+        matches!(operand, Operand::Local(local, _) if self.surely_vector(*local, 0))
     }
 
-    fn surely_vector(&self, operand: &Operand, depth: usize) -> bool {
+    fn surely_vector(&self, local: LocalId, depth: usize) -> bool {
         const MAX_DEPTH: usize = 16;
-        let Operand::Local(local, _) = operand else {
-            return false;
-        };
         let basic = self
             .function
             .locals
@@ -388,18 +372,17 @@ impl<'f> Rewriter<'f> {
         if !basic || depth >= MAX_DEPTH {
             return false;
         }
-        let Some(expr) = self.defining_expr(*local) else {
+        let Some(expr) = self.defining_expr(local) else {
             // A parameter, or a local assigned more than once: its type is all there is.
-            return self.function.params.contains(local);
+            return self.function.params.contains(&local);
         };
+        let source_is_vector = |source: &Operand| matches!(source, Operand::Local(source, _) if self.surely_vector(*source, depth + 1));
         match &expr.kind {
-            ExprKind::Operand(source) => self.surely_vector(source, depth + 1),
+            ExprKind::Operand(source) => source_is_vector(source),
             ExprKind::Call {
                 callee: Callee::Builtin(Builtin::Index),
                 args,
-            } => {
-                matches!(args.as_slice(), [Arg::Operand(source), _] if self.surely_vector(source, depth + 1))
-            }
+            } => matches!(args.as_slice(), [Arg::Operand(source), _] if source_is_vector(source)),
             ExprKind::Call { .. } | ExprKind::CheckCast { .. } => true,
         }
     }
@@ -427,7 +410,7 @@ impl<'f> Rewriter<'f> {
             }
             None => matches!(expr.kind, ExprKind::Call { .. })
                 .then_some((vec![*local], None))
-                .filter(|_| !matches!(self.function.locals[local.0].ty, Type::List(_))),
+                .filter(|_| self.function.locals[local.0].ty.is_basic()),
         }
     }
 
