@@ -346,7 +346,13 @@ pub struct Commands<'d> {
     open: OpenEncoder<'d>,
     /// Bytes of the buffers the recorded work binds or copies: a bound on the memory it
     /// touches, which says how long the device will take over it (see `Device::hold`).
+    /// Counted from the last submission this `Commands` made itself (see
+    /// [`Commands::dispatch`]).
     work_bytes: u64,
+    /// Whether a dispatch of this `Commands` already sent the work held so far to the queue
+    /// (see [`Commands::dispatch`]): at most once, so that a library step of many large
+    /// passes (a sort) is not one submission per pass.
+    submitted_early: bool,
 }
 
 /// Counts a `Commands` as open in the buffer pool until its work goes to the queue: handed
@@ -417,6 +423,7 @@ impl<'d> Commands<'d> {
             timestamps,
             open: OpenEncoder::new(device),
             work_bytes: 0,
+            submitted_early: false,
         }
     }
 
@@ -547,7 +554,31 @@ impl<'d> Commands<'d> {
                 pass.set_pipeline(&pipeline.pipeline);
                 pass.set_bind_group(0, &bind_group, &[]);
                 pass.dispatch_workgroups(clamped, 1, 1);
-            })
+            })?;
+        self.submit_early_when_large()
+    }
+
+    /// Sends the work held so far, this dispatch included, to the queue once it reaches
+    /// [`Device::submit_bytes`], instead of at the end of this `Commands`
+    /// ([`Commands::submit`]): the device starts the large pass while the host records
+    /// the small ones after it. wgpu encodes a pass's dispatches when its encoder
+    /// finishes, some microseconds per dispatch on an H100 host, so a launch of one large
+    /// pass and three small ones (TPC-H q1's grouped kernel) would otherwise reach the
+    /// device only after all four were encoded.
+    fn submit_early_when_large(&mut self) -> Result<()> {
+        if self.submitted_early
+            || self
+                .device
+                .held_work_bytes()
+                .saturating_add(self.work_bytes)
+                < self.device.submit_bytes()
+        {
+            return Ok(());
+        }
+        self.device.flush()?;
+        self.submitted_early = true;
+        self.work_bytes = 0;
+        Ok(())
     }
 
     /// Records a clear of the whole of `buffer` (to zeros).
@@ -606,6 +637,7 @@ impl<'d> Commands<'d> {
             timestamps,
             open,
             work_bytes,
+            submitted_early,
         } = self;
         device.end_pass_of(open.id());
         if let Some(t) = timestamps.filter(|t| t.used > 0) {
@@ -613,7 +645,10 @@ impl<'d> Commands<'d> {
                 device.log_timestamps(encoder, &t.set, t.used, t.work)
             })?;
         }
-        // Recorded in the shared encoder: errors are reported when it finishes.
+        // Recorded in the shared encoder: errors are reported when it finishes. After an
+        // early submission the rest waits for the next one: its passes bind the large
+        // buffers too (a kernel's bindings are the same in every pass), but do little.
+        let work_bytes = if submitted_early { 0 } else { work_bytes };
         device.hold(open.into_held(), work_bytes)
     }
 

@@ -360,6 +360,11 @@ impl Device {
         self.submit_bytes.store(bytes, Ordering::Relaxed);
     }
 
+    /// Bytes of work held for the next submission (see [`Device::hold`]).
+    pub(crate) fn held_work_bytes(&self) -> u64 {
+        self.held.lock().map(|h| h.work_bytes).unwrap_or(0)
+    }
+
     /// Command buffers held for the next submission.
     pub fn held_commands(&self) -> usize {
         self.held.lock().map(|h| h.len()).unwrap_or(0)
