@@ -3,6 +3,10 @@
 //! then submitted and waited for. The split (recording, submission, wait) says where the
 //! time goes; `Commands` records a library step's dispatches in one pass because of it.
 //!
+//! Then the least a query's read-back costs: one small dispatch and a copy of 8 bytes into a
+//! mappable buffer, submitted, mapped and read, the floor under every host wait of a query
+//! (a warm TPC-H q6 waits once, q1 twice).
+//!
 //! `cargo run --release -p horsec-runtime --example dispatch_probe` (`SPIN=1`: wait by
 //! polling, as `HORSEC_WAIT=spin` does, instead of blocking in the driver).
 
@@ -54,7 +58,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
         size: 1024,
-        usage: wgpu::BufferUsages::STORAGE,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 8,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
     let bind_group = || {
@@ -118,5 +128,57 @@ fn main() -> Result<(), Box<dyn Error>> {
             median_us(waited)
         );
     }
+    let group = bind_group();
+    let (mut record, mut submit, mut mapped) = (vec![], vec![], vec![]);
+    for _ in 0..RUNS * 10 {
+        let start = Instant::now();
+        let mut encoder = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, 8);
+        let commands = encoder.finish();
+        let recorded = Instant::now();
+        queue.submit([commands]);
+        let submitted = Instant::now();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        staging
+            .slice(..)
+            .map_async(wgpu::MapMode::Read, move |result| {
+                let _ = sender.send(result);
+            });
+        // Polled as `HORSEC_WAIT=spin` waits (the default on GPUs), or blocking.
+        let result = loop {
+            if spin {
+                device.poll(wgpu::PollType::Poll)?;
+            } else {
+                device.poll(wgpu::PollType::wait_indefinitely())?;
+            }
+            match receiver.try_recv() {
+                Ok(result) => break result,
+                Err(_) => std::thread::yield_now(),
+            }
+        };
+        result?;
+        let word = u64::from_le_bytes(
+            staging.slice(..).get_mapped_range()?[..8]
+                .try_into()
+                .map_err(|_| "short mapping")?,
+        );
+        staging.unmap();
+        std::hint::black_box(word);
+        record.push(recorded - start);
+        submit.push(submitted - recorded);
+        mapped.push(submitted.elapsed());
+    }
+    println!(
+        "one dispatch and an 8-byte read-back: record {:.0} us, submit {:.0} us, until read {:.0} us",
+        median_us(record),
+        median_us(submit),
+        median_us(mapped)
+    );
     Ok(())
 }
