@@ -194,12 +194,14 @@ pub(crate) fn launch(
                 }
             };
             let words = (elements as usize * (binding.element.size() as usize / 4)).max(2);
+            // Not cleared: a generated kernel only writes its outputs (never reads them),
+            // every element below the output's length (a compaction's below its count), and
+            // nothing reads a value past its length. A clear per output was a command to
+            // record and encode and a fill on the device every run: TPC-H q1 clears 24
+            // outputs, and a compaction's outputs are cleared at their capacity (its input's
+            // length).
             let buffer = device
-                .zeroed_in::<u32>(
-                    run.commands(),
-                    &|| format!("{}.{}", kernel.name, binding.name),
-                    words,
-                )
+                .scratch_named::<u32>(&|| format!("{}.{}", kernel.name, binding.name), words)
                 .map_err(gpu_error)?;
             outputs.insert((*slot, *part), Arc::new(buffer));
         }

@@ -325,9 +325,18 @@ impl Device {
         label: &str,
         len: usize,
     ) -> Result<GpuBuffer<T>> {
-        let name = || label.to_string();
-        let bytes = checked_bytes::<T>(self, &name, len)?;
-        Ok(self.storage_buffer(&name, bytes)?.retyped(len))
+        self.scratch_named(&|| label.to_string(), len)
+    }
+
+    /// [`Device::scratch`] with its label made only when a buffer is created or an error
+    /// names it.
+    pub(crate) fn scratch_named<T: bytemuck::Pod>(
+        &self,
+        label: Label<'_>,
+        len: usize,
+    ) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, len)?;
+        Ok(self.storage_buffer(label, bytes)?.retyped(len))
     }
 
     /// A storage buffer of at least `bytes` bytes (its size class), contents undefined.
