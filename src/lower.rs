@@ -578,13 +578,16 @@ fn float_of(v: &LiteralValue) -> f64 {
     }
 }
 
-fn texts(values: &[LiteralValue]) -> Vec<String> {
+/// The literal's elements as text, borrowed where they are text already (a plan holds
+/// every literal of the program; a copy of each string cost a visible part of lowering).
+fn texts(values: &[LiteralValue]) -> Vec<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
     values
         .iter()
         .map(|v| match v {
-            LiteralValue::Text(s) => s.clone(),
-            LiteralValue::Char(c) => char::from(*c).to_string(),
-            other => int_of(other).to_string(),
+            LiteralValue::Text(s) => Cow::Borrowed(s.as_str()),
+            LiteralValue::Char(c) => Cow::Owned(char::from(*c).to_string()),
+            other => Cow::Owned(int_of(other).to_string()),
         })
         .collect()
 }

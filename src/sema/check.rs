@@ -398,8 +398,20 @@ impl<'a> Analyzer<'a> {
 /// whether those are known (false after an error, so that follow-up checks stay quiet).
 struct Analyzed {
     expr: Option<typed::Expr>,
-    types: Vec<Type>,
+    /// The types produced when there is no typed expression to hold them (one Vec per
+    /// expression instead of a second copy of its types).
+    types_without_expr: Vec<Type>,
     known: bool,
+}
+
+impl Analyzed {
+    /// The types the expression produces.
+    fn types(&self) -> &[Type] {
+        match &self.expr {
+            Some(expr) => &expr.types,
+            None => &self.types_without_expr,
+        }
+    }
 }
 
 struct Body<'s, 'a> {
@@ -578,7 +590,7 @@ impl Body<'_, '_> {
 
     fn assign(&mut self, targets: &[ast::Target], expr: &ast::Expr) -> Option<typed::StmtKind> {
         let analyzed = self.expr(expr);
-        let produced = &analyzed.types;
+        let produced = analyzed.types();
         // Only error and warning messages name the expression: built when one is reported.
         let described = |body: &Self| {
             analyzed
@@ -846,10 +858,10 @@ impl Body<'_, '_> {
                 Analyzed {
                     expr: Some(typed::Expr {
                         kind: typed::ExprKind::Operand(operand),
-                        types: vec![ty.clone()],
+                        types: vec![ty],
                         span: expr.span,
                     }),
-                    types: vec![ty],
+                    types_without_expr: Vec::new(),
                     known: true,
                 }
             }
@@ -857,7 +869,7 @@ impl Body<'_, '_> {
                 let inner = self.expr(inner);
                 let target = ty.ty.clone();
                 if inner.known {
-                    match inner.types.as_slice() {
+                    match inner.types() {
                         [value] => {
                             if compatibility(&target, value) != Compat::Exact {
                                 self.diags.push(Diagnostic::error(
@@ -881,16 +893,21 @@ impl Body<'_, '_> {
                         )),
                     }
                 }
+                let types_without_expr = if inner.expr.is_some() {
+                    Vec::new()
+                } else {
+                    vec![target.clone()]
+                };
                 Analyzed {
                     expr: inner.expr.map(|inner| typed::Expr {
                         kind: typed::ExprKind::CheckCast {
                             expr: Box::new(inner),
                             ty: target.clone(),
                         },
-                        types: vec![target.clone()],
+                        types: vec![target],
                         span: expr.span,
                     }),
-                    types: vec![target],
+                    types_without_expr,
                     known: true,
                 }
             }
@@ -937,7 +954,7 @@ impl Body<'_, '_> {
         let Some(callee) = callee.filter(|_| args_known) else {
             return Analyzed {
                 expr: None,
-                types: vec![Type::Wildcard],
+                types_without_expr: vec![Type::Wildcard],
                 known: false,
             };
         };
@@ -960,10 +977,10 @@ impl Body<'_, '_> {
         Analyzed {
             expr: Some(typed::Expr {
                 kind: typed::ExprKind::Call { callee, args },
-                types: types.clone(),
+                types,
                 span,
             }),
-            types,
+            types_without_expr: Vec::new(),
             known,
         }
     }
@@ -1014,16 +1031,21 @@ fn refresh_expr_types(function: &mut typed::Function) {
     fn refresh(expr: &mut typed::Expr, locals: &[typed::Local]) {
         match &mut expr.kind {
             typed::ExprKind::Operand(typed::Operand::Local(id, _)) => {
+                // Most types stand as recorded: replaced only where they changed.
                 if let Some(local) = locals.get(id.0) {
-                    expr.types = vec![local.ty.clone()];
+                    if expr.types.as_slice() != std::slice::from_ref(&local.ty) {
+                        expr.types = vec![local.ty.clone()];
+                    }
                 }
             }
             typed::ExprKind::CheckCast { expr: inner, .. } => refresh(inner, locals),
             _ => {}
         }
     }
-    let locals = function.locals.clone();
-    stmts(&mut function.body, &locals);
+    // The body and the locals borrowed apart (a copy of every local's name and type cost
+    // as much as the walk).
+    let typed::Function { body, locals, .. } = function;
+    stmts(body, locals);
 }
 
 /// The result types of a `@group_aggregate` call whose reductions are a sym literal, spread
