@@ -342,7 +342,7 @@ impl<'a> Analyzer<'a> {
         };
         let mut params = Vec::with_capacity(ast.params.len());
         for param in &ast.params {
-            if body.scopes[0].contains_key(&param.name.name) {
+            if body.scopes[0].contains_key(param.name.name.as_str()) {
                 body.diags.push(Diagnostic::error(
                     param.name.span,
                     format!("parameter `{}` is declared twice", param.name.name),
@@ -421,20 +421,21 @@ struct Body<'s, 'a> {
     locals: Vec<typed::Local>,
     /// Names used without a declaration, each reported once and then bound to a local of
     /// unknown type.
-    undeclared: FxHashMap<String, LocalId>,
+    undeclared: FxHashMap<&'a str, LocalId>,
     poisoned: FxHashSet<LocalId>,
     /// Innermost last; the first holds the parameters, so the body may shadow them. Keyed
     /// with Fx, not SipHash: every declaration and every read of a name hashes it, and
     /// names come from the program being compiled, not from an adversary of a server.
-    scopes: Vec<FxHashMap<String, LocalId>>,
+    /// The names are borrowed from the AST (a copy of each allocated per declaration).
+    scopes: Vec<FxHashMap<&'a str, LocalId>>,
     loops: usize,
     /// The operand types of each `return`, for inferring `?` return types.
     returned: Vec<Vec<Type>>,
     diags: Vec<Diagnostic>,
 }
 
-impl Body<'_, '_> {
-    fn declare(&mut self, name: &ast::Ident, ty: Type) -> LocalId {
+impl<'a> Body<'_, 'a> {
+    fn declare(&mut self, name: &'a ast::Ident, ty: Type) -> LocalId {
         let id = LocalId(self.locals.len());
         self.locals.push(typed::Local {
             name: name.name.clone(),
@@ -442,16 +443,16 @@ impl Body<'_, '_> {
             span: name.span,
         });
         if let Some(scope) = self.scopes.last_mut() {
-            scope.insert(name.name.clone(), id);
+            scope.insert(name.name.as_str(), id);
         }
         id
     }
 
     /// Declares `name` in the current block, reporting a second declaration in the same block.
-    fn declare_checked(&mut self, name: &ast::Ident, ty: Type) -> LocalId {
+    fn declare_checked(&mut self, name: &'a ast::Ident, ty: Type) -> LocalId {
         let innermost = self.scopes.len() - 1;
         // The first scope holds only the parameters: a local may shadow a parameter.
-        if innermost > 0 && self.scopes[innermost].contains_key(&name.name) {
+        if innermost > 0 && self.scopes[innermost].contains_key(name.name.as_str()) {
             self.diags.push(Diagnostic::error(
                 name.span,
                 format!(
@@ -470,8 +471,8 @@ impl Body<'_, '_> {
             .find_map(|scope| scope.get(name).copied())
     }
 
-    fn poison(&mut self, name: &ast::Ident) -> LocalId {
-        if let Some(&id) = self.undeclared.get(&name.name) {
+    fn poison(&mut self, name: &'a ast::Ident) -> LocalId {
+        if let Some(&id) = self.undeclared.get(name.name.as_str()) {
             return id;
         }
         let id = LocalId(self.locals.len());
@@ -480,12 +481,12 @@ impl Body<'_, '_> {
             ty: Type::Wildcard,
             span: name.span,
         });
-        self.undeclared.insert(name.name.clone(), id);
+        self.undeclared.insert(name.name.as_str(), id);
         self.poisoned.insert(id);
         id
     }
 
-    fn block(&mut self, block: &ast::Block) -> Vec<typed::Stmt> {
+    fn block(&mut self, block: &'a ast::Block) -> Vec<typed::Stmt> {
         // Sized for the block up front (most statements declare one name): a function body
         // holds a hundred statements or more, and growing there by doubling copies them.
         let statements = block.stmts.len();
@@ -499,7 +500,7 @@ impl Body<'_, '_> {
         stmts
     }
 
-    fn stmt(&mut self, stmt: &ast::Stmt) -> Option<typed::Stmt> {
+    fn stmt(&mut self, stmt: &'a ast::Stmt) -> Option<typed::Stmt> {
         let kind = match &stmt.kind {
             ast::StmtKind::Var { names, ty } => {
                 let ids = names
@@ -571,7 +572,7 @@ impl Body<'_, '_> {
 
     /// An `if`/`while` condition: bool; an integer is accepted with a warning (nonzero is
     /// true, as HorsePower's interpreter reads it).
-    fn condition(&mut self, cond: &ast::Operand, keyword: &str) -> typed::Operand {
+    fn condition(&mut self, cond: &'a ast::Operand, keyword: &str) -> typed::Operand {
         let (operand, ty) = self.operand(cond);
         if ty == Type::Bool || ty == Type::Wildcard {
         } else if ty.is_integer() {
@@ -588,7 +589,11 @@ impl Body<'_, '_> {
         operand
     }
 
-    fn assign(&mut self, targets: &[ast::Target], expr: &ast::Expr) -> Option<typed::StmtKind> {
+    fn assign(
+        &mut self,
+        targets: &'a [ast::Target],
+        expr: &'a ast::Expr,
+    ) -> Option<typed::StmtKind> {
         let analyzed = self.expr(expr);
         let produced = analyzed.types();
         // Only error and warning messages name the expression: built when one is reported.
@@ -658,7 +663,7 @@ impl Body<'_, '_> {
     }
 
     /// One target of an assignment receiving a value of type `value` (None: unknown).
-    fn target(&mut self, target: &ast::Target, value: Option<Type>) -> (typed::Target, bool) {
+    fn target(&mut self, target: &'a ast::Target, value: Option<Type>) -> (typed::Target, bool) {
         match target {
             ast::Target::Discard { ty: Some(ty), .. } => {
                 self.diags.push(Diagnostic::error(
@@ -691,7 +696,7 @@ impl Body<'_, '_> {
                                 name.name
                             )
                         };
-                        if !self.undeclared.contains_key(&name.name) {
+                        if !self.undeclared.contains_key(name.name.as_str()) {
                             self.diags.push(Diagnostic::error(name.span, message));
                         }
                         self.poison(name)
@@ -733,7 +738,7 @@ impl Body<'_, '_> {
         }
     }
 
-    fn return_stmt(&mut self, span: Span, operands: &[ast::Operand]) -> typed::StmtKind {
+    fn return_stmt(&mut self, span: Span, operands: &'a [ast::Operand]) -> typed::StmtKind {
         let typed_operands: Vec<(typed::Operand, Type)> =
             operands.iter().map(|o| self.operand(o)).collect();
         let info = &self.analyzer.functions[self.function.0];
@@ -790,7 +795,7 @@ impl Body<'_, '_> {
     }
 
     /// A variable or literal, with its type (`?` when it is not declared).
-    fn operand(&mut self, operand: &ast::Operand) -> (typed::Operand, Type) {
+    fn operand(&mut self, operand: &'a ast::Operand) -> (typed::Operand, Type) {
         match operand {
             ast::Operand::Literal(literal) => (
                 typed::Operand::Literal(literal.clone()),
@@ -813,7 +818,7 @@ impl Body<'_, '_> {
                     let ty = self.analyzer.globals[id.0].ty.clone();
                     return (typed::Operand::Global(id, name.span), ty);
                 }
-                if !self.undeclared.contains_key(&name.name) {
+                if !self.undeclared.contains_key(name.name.as_str()) {
                     self.diags.push(Diagnostic::error(
                         name.span,
                         format!("`{}` is not declared before this use", name.name),
@@ -851,7 +856,7 @@ impl Body<'_, '_> {
         }
     }
 
-    fn expr(&mut self, expr: &ast::Expr) -> Analyzed {
+    fn expr(&mut self, expr: &'a ast::Expr) -> Analyzed {
         match &expr.kind {
             ast::ExprKind::Operand(operand) => {
                 let (operand, ty) = self.operand(operand);
@@ -915,7 +920,7 @@ impl Body<'_, '_> {
         }
     }
 
-    fn call(&mut self, call: &ast::Call, span: Span) -> Analyzed {
+    fn call(&mut self, call: &'a ast::Call, span: Span) -> Analyzed {
         let callee = match self.analyzer.resolve_function(self.module, &call.callee) {
             Ok(callee) => Some(callee),
             Err(diag) => {

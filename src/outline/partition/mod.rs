@@ -189,7 +189,7 @@ struct TopologicalWalk<'a> {
     /// The live group whose first unit each unit is.
     group_at: Vec<usize>,
     /// Each group's first unit (`usize::MAX` for a merged-away one).
-    first_of: Vec<usize>,
+    first_of: &'a [usize],
 }
 
 impl<'a> TopologicalWalk<'a> {
@@ -202,7 +202,7 @@ impl<'a> TopologicalWalk<'a> {
             indegree,
             ready: vec![0; units.div_ceil(64)],
             group_at: vec![usize::MAX; units],
-            first_of: partition.first_units.clone(),
+            first_of: &partition.first_units,
         };
         for g in 0..partition.groups.len() {
             let first = walk.first_of[g];
