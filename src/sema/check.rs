@@ -338,6 +338,7 @@ impl<'a> Analyzer<'a> {
             scopes: vec![FxHashMap::default()],
             loops: 0,
             returned: Vec::new(),
+            arg_types: Vec::new(),
             diags: Vec::new(),
         };
         let mut params = Vec::with_capacity(ast.params.len());
@@ -431,6 +432,8 @@ struct Body<'s, 'a> {
     loops: usize,
     /// The operand types of each `return`, for inferring `?` return types.
     returned: Vec<Vec<Type>>,
+    /// The argument types of the call being checked (kept to be reused by the next).
+    arg_types: Vec<ArgType>,
     diags: Vec<Diagnostic>,
 }
 
@@ -603,7 +606,10 @@ impl<'a> Body<'_, 'a> {
                 .as_ref()
                 .map_or_else(String::new, |e| body.describe_expr(e))
         };
-        let mut value_types: Vec<Option<Type>> = vec![None; targets.len()];
+        // Where the targets' value types come from: the expression's types, a spread
+        // `@group_aggregate`'s, or nowhere (unknown) when they do not match the targets.
+        let mut spread_types: Option<Vec<Type>> = None;
+        let mut produced_fit = false;
         if analyzed.known {
             if produced.is_empty() && targets.len() == 1 {
                 // HorsePower pass/t12 assigns the call of a function that declares no result.
@@ -620,7 +626,7 @@ impl<'a> Body<'_, 'a> {
                 // `first, r1, … = @group_aggregate(k, ops, x…)`: one target per cell of the
                 // result list (the outliner's fused group aggregation prints so).
                 if spread.len() == targets.len() {
-                    value_types = spread.into_iter().map(Some).collect();
+                    spread_types = Some(spread);
                 } else {
                     self.diags.push(Diagnostic::error(
                         expr.span,
@@ -645,12 +651,17 @@ impl<'a> Body<'_, 'a> {
                     ),
                 ));
             } else {
-                value_types = produced.iter().cloned().map(Some).collect();
+                produced_fit = true;
             }
         }
         let mut typed_targets = Vec::with_capacity(targets.len());
         let mut declares = Vec::with_capacity(targets.len());
-        for (target, value) in targets.iter().zip(value_types) {
+        for (index, target) in targets.iter().enumerate() {
+            let value = match &spread_types {
+                Some(spread) => spread.get(index).cloned(),
+                None if produced_fit => produced.get(index).cloned(),
+                None => None,
+            };
             let (typed_target, declared) = self.target(target, value);
             typed_targets.push(typed_target);
             declares.push(declared);
@@ -929,19 +940,18 @@ impl<'a> Body<'_, 'a> {
             }
         };
         let mut args = Vec::with_capacity(call.args.len());
-        let mut arg_types = Vec::with_capacity(call.args.len());
-        let mut arg_spans = Vec::with_capacity(call.args.len());
+        // The argument types only live for the rule's check: one list reused for every call.
+        let mut arg_types = std::mem::take(&mut self.arg_types);
+        arg_types.clear();
         let mut args_known = true;
         for arg in &call.args {
             match arg {
                 ast::Arg::Operand(operand) => {
                     let (typed_operand, ty) = self.operand(operand);
-                    arg_spans.push(operand.span());
                     args.push(typed::Arg::Operand(typed_operand));
                     arg_types.push(ArgType::Value(ty));
                 }
                 ast::Arg::Function(name) => {
-                    arg_spans.push(name.span);
                     match self.analyzer.resolve_function(self.module, name) {
                         Ok(function) => {
                             args.push(typed::Arg::Function(function, name.span));
@@ -957,6 +967,7 @@ impl<'a> Body<'_, 'a> {
             }
         }
         let Some(callee) = callee.filter(|_| args_known) else {
+            self.arg_types = arg_types;
             return Analyzed {
                 expr: None,
                 types_without_expr: vec![Type::Wildcard],
@@ -967,18 +978,19 @@ impl<'a> Body<'_, 'a> {
         let (types, known) = match result {
             Ok(types) => {
                 if let Callee::Function(id) = callee {
-                    self.warn_conversions(id, &arg_types, &arg_spans);
+                    self.warn_conversions(id, &arg_types, &call.args);
                 }
                 (types, true)
             }
             Err(RuleError { arg, message }) => {
                 let at = arg
-                    .and_then(|i| arg_spans.get(i).copied())
-                    .unwrap_or(call.span);
+                    .and_then(|i| call.args.get(i))
+                    .map_or(call.span, arg_span);
                 self.diags.push(Diagnostic::error(at, message));
                 (vec![Type::Wildcard], false)
             }
         };
+        self.arg_types = arg_types;
         Analyzed {
             expr: Some(typed::Expr {
                 kind: typed::ExprKind::Call { callee, args },
@@ -991,19 +1003,27 @@ impl<'a> Body<'_, 'a> {
     }
 
     /// Arguments of a user function accepted by conversion (an `i64` for an `i32` parameter).
-    fn warn_conversions(&mut self, id: FunctionId, args: &[ArgType], spans: &[Span]) {
+    fn warn_conversions(&mut self, id: FunctionId, args: &[ArgType], written: &[ast::Arg]) {
         let params = &self.analyzer.functions[id.0].params;
         let name = self.analyzer.qualified_name(id);
-        for ((param, arg), span) in params.iter().zip(args).zip(spans) {
+        for ((param, arg), span) in params.iter().zip(args).zip(written.iter().map(arg_span)) {
             if let ArgType::Value(ty) = arg {
                 if compatibility(param, ty) == Compat::Convertible {
                     self.diags.push(Diagnostic::warning(
-                        *span,
+                        span,
                         format!("`@{name}` takes {param}; this {ty} argument is converted"),
                     ));
                 }
             }
         }
+    }
+}
+
+/// Where an argument is written: its operand, or the function it names.
+fn arg_span(arg: &ast::Arg) -> Span {
+    match arg {
+        ast::Arg::Operand(operand) => operand.span(),
+        ast::Arg::Function(name) => name.span,
     }
 }
 
