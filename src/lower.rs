@@ -517,16 +517,21 @@ fn lower_callee(callee: typed::Callee) -> Callee {
 /// another kind is converted as closely as the type allows.
 pub fn literal_value(lit: &Literal) -> Value {
     let values = &lit.values;
-    let ints = || values.iter().map(int_of).collect::<Vec<i64>>();
-    let floats = || values.iter().map(float_of).collect::<Vec<f64>>();
+    // Each element converted straight into the vector of its type (not collected as i64 or
+    // f64 first and copied again).
+    fn ints<T>(values: &[LiteralValue], convert: impl Fn(i64) -> T) -> Arc<Vec<T>> {
+        Arc::new(values.iter().map(|v| convert(int_of(v))).collect())
+    }
     let vector = match &lit.ty.ty {
-        Type::Bool => Vector::Bool(Arc::new(ints().into_iter().map(|v| v != 0).collect())),
-        Type::Char => Vector::Char(Arc::new(ints().into_iter().map(|v| v as u8).collect())),
-        Type::I8 => Vector::I8(Arc::new(ints().into_iter().map(|v| v as i8).collect())),
-        Type::I16 => Vector::I16(Arc::new(ints().into_iter().map(|v| v as i16).collect())),
-        Type::I32 => Vector::I32(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
-        Type::F32 => Vector::F32(Arc::new(floats().into_iter().map(|v| v as f32).collect())),
-        Type::F64 => Vector::F64(Arc::new(floats())),
+        Type::Bool => Vector::Bool(ints(values, |v| v != 0)),
+        Type::Char => Vector::Char(ints(values, |v| v as u8)),
+        Type::I8 => Vector::I8(ints(values, |v| v as i8)),
+        Type::I16 => Vector::I16(ints(values, |v| v as i16)),
+        Type::I32 => Vector::I32(ints(values, |v| v as i32)),
+        Type::F32 => Vector::F32(Arc::new(
+            values.iter().map(|v| float_of(v) as f32).collect(),
+        )),
+        Type::F64 => Vector::F64(Arc::new(values.iter().map(float_of).collect())),
         Type::Complex => Vector::Complex(Arc::new(
             values
                 .iter()
@@ -541,14 +546,14 @@ pub fn literal_value(lit: &Literal) -> Value {
         )),
         Type::Sym => Vector::Sym(Strings::from_strs(&texts(values))),
         Type::Str => Vector::Str(Strings::from_strs(&texts(values))),
-        Type::Month => Vector::Month(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
-        Type::Date => Vector::Date(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
-        Type::Minute => Vector::Minute(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
-        Type::Second => Vector::Second(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
-        Type::Time => Vector::Time(Arc::new(ints().into_iter().map(|v| v as i32).collect())),
-        Type::Dt => Vector::Dt(Arc::new(ints())),
+        Type::Month => Vector::Month(ints(values, |v| v as i32)),
+        Type::Date => Vector::Date(ints(values, |v| v as i32)),
+        Type::Minute => Vector::Minute(ints(values, |v| v as i32)),
+        Type::Second => Vector::Second(ints(values, |v| v as i32)),
+        Type::Time => Vector::Time(ints(values, |v| v as i32)),
+        Type::Dt => Vector::Dt(ints(values, |v| v)),
         // i64, and any non-vector suffix the checker let through, as the widest integer.
-        _ => Vector::I64(Arc::new(ints())),
+        _ => Vector::I64(ints(values, |v| v)),
     };
     Value::Vector(vector)
 }
@@ -578,13 +583,16 @@ fn float_of(v: &LiteralValue) -> f64 {
     }
 }
 
-fn texts(values: &[LiteralValue]) -> Vec<String> {
+/// The literal's elements as text, borrowed where they are text already (a plan holds
+/// every literal of the program; a copy of each string cost a visible part of lowering).
+fn texts(values: &[LiteralValue]) -> Vec<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
     values
         .iter()
         .map(|v| match v {
-            LiteralValue::Text(s) => s.clone(),
-            LiteralValue::Char(c) => char::from(*c).to_string(),
-            other => int_of(other).to_string(),
+            LiteralValue::Text(s) => Cow::Borrowed(s.as_str()),
+            LiteralValue::Char(c) => Cow::Owned(char::from(*c).to_string()),
+            other => Cow::Owned(int_of(other).to_string()),
         })
         .collect()
 }

@@ -125,18 +125,20 @@ impl DependenceGraph {
             })
             .collect();
 
-        // Edges are collected per parent first, then each parent's are sorted and
-        // deduplicated, so that each (parent, child, kind, local) appears once and in a stable
-        // order (children come in order already, so each sort has little to do). A repeated
-        // key always comes with the same synchronization (it is computed from the key's
-        // statements and the child's reads of the local), so which copy is kept does not
-        // matter.
-        let mut by_parent: Vec<Vec<(StmtId, DependenceKind, LocalId, Synchronization)>> =
-            vec![Vec::new(); tree.len()];
-        let mut add = |parent: StmtId, edge| {
+        // Edges are collected in one list, then sorted by parent and deduplicated, so that
+        // each (parent, child, kind, local) appears once and in a stable order (one list,
+        // not one per parent: a Vec per statement was most of the allocations here). A
+        // repeated key always comes with the same synchronization (it is computed from the
+        // key's statements and the child's reads of the local), so which copy is kept does
+        // not matter.
+        let statements = tree.len();
+        // (A few per statement: most read one or two values.)
+        let mut edges: Vec<(StmtId, StmtId, DependenceKind, LocalId, Synchronization)> =
+            Vec::with_capacity(4 * statements);
+        let mut add = |parent: StmtId, (child, kind, local, sync)| {
             // A parent outside the function has no node: no edge.
-            if let Some(edges) = by_parent.get_mut(parent.0) {
-                edges.push(edge);
+            if parent.0 < statements {
+                edges.push((parent, child, kind, local, sync));
             }
         };
         // The argument positions at which the child reads each local, grouped by local.
@@ -196,25 +198,23 @@ impl DependenceGraph {
                 }
             }
         }
-        graph.reserve_edges(by_parent.iter().map(Vec::len).sum());
-        for (parent, mut edges) in by_parent.into_iter().enumerate() {
-            edges.sort_unstable_by_key(|&(child, kind, local, _)| (child, kind, local));
-            edges.dedup_by_key(|&mut (child, kind, local, _)| (child, kind, local));
-            for (child, kind, local, sync) in edges {
-                let (Some(&from), Some(&to)) = (nodes.get(parent), nodes.get(child.0)) else {
-                    continue;
-                };
-                graph.add_edge(
-                    from,
-                    to,
-                    DependenceEdge {
-                        kind,
-                        local,
-                        sync,
-                        loop_carried: StmtId(parent) >= child,
-                    },
-                );
-            }
+        edges.sort_unstable_by_key(|&(parent, child, kind, local, _)| (parent, child, kind, local));
+        edges.dedup_by_key(|&mut (parent, child, kind, local, _)| (parent, child, kind, local));
+        graph.reserve_edges(edges.len());
+        for (parent, child, kind, local, sync) in edges {
+            let (Some(&from), Some(&to)) = (nodes.get(parent.0), nodes.get(child.0)) else {
+                continue;
+            };
+            graph.add_edge(
+                from,
+                to,
+                DependenceEdge {
+                    kind,
+                    local,
+                    sync,
+                    loop_carried: parent >= child,
+                },
+            );
         }
         DependenceGraph {
             function: id,

@@ -29,7 +29,7 @@ use crate::sema::typed::{
     Arg, Callee, Expr, ExprKind, Function, Operand, Stmt, StmtKind, TypedProgram,
 };
 
-use super::statements::operand_type;
+use super::statements::operand_type_ref;
 
 /// Where a statement runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,10 +98,13 @@ pub struct Context<'p> {
     pub function: &'p Function,
 }
 
-impl Context<'_> {
-    fn type_of(&self, arg: &Arg) -> Option<Type> {
+impl<'p> Context<'p> {
+    fn type_of<'a>(&self, arg: &'a Arg) -> Option<&'a Type>
+    where
+        'p: 'a,
+    {
         match arg {
-            Arg::Operand(operand) => Some(operand_type(self.program, self.function, operand)),
+            Arg::Operand(operand) => Some(operand_type_ref(self.program, self.function, operand)),
             Arg::Function(..) => None,
         }
     }

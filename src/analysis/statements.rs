@@ -229,18 +229,21 @@ pub fn expr_call(expr: &Expr) -> Option<(Callee, &[Arg])> {
 
 /// The static type of an operand.
 pub fn operand_type(program: &TypedProgram, function: &Function, operand: &Operand) -> Type {
+    operand_type_ref(program, function, operand).clone()
+}
+
+/// [`operand_type`] borrowed: the device analysis types the arguments of every call, and
+/// a copy of a nested type allocates.
+pub fn operand_type_ref<'p>(
+    program: &'p TypedProgram,
+    function: &'p Function,
+    operand: &'p Operand,
+) -> &'p Type {
+    static WILDCARD: Type = Type::Wildcard;
     match operand {
-        Operand::Local(local, _) => function
-            .locals
-            .get(local.0)
-            .map(|l| l.ty.clone())
-            .unwrap_or(Type::Wildcard),
-        Operand::Global(global, _) => program
-            .globals
-            .get(global.0)
-            .map(|g| g.ty.clone())
-            .unwrap_or(Type::Wildcard),
-        Operand::Literal(literal) => literal.ty.ty.clone(),
+        Operand::Local(local, _) => function.locals.get(local.0).map_or(&WILDCARD, |l| &l.ty),
+        Operand::Global(global, _) => program.globals.get(global.0).map_or(&WILDCARD, |g| &g.ty),
+        Operand::Literal(literal) => &literal.ty.ty,
     }
 }
 

@@ -53,47 +53,89 @@ pub struct FusedResult {
 }
 
 /// Where each local is assigned and read, over the whole function, indexed by local.
+///
+/// Each kind of site is one flat list in statement order, grouped by local, with each
+/// local's range in it (a Vec per local cost two allocations per local of the function).
 pub(crate) struct Sites {
-    definitions: Vec<Vec<StmtId>>,
-    uses: Vec<Vec<StmtId>>,
+    definitions: LocalSites,
+    uses: LocalSites,
+}
+
+/// The statements of each local, flat: those of local `l` are
+/// `sites[starts[l]..starts[l + 1]]`, in statement order.
+struct LocalSites {
+    starts: Vec<usize>,
+    sites: Vec<StmtId>,
+}
+
+impl LocalSites {
+    /// From each local's count of sites, the ranges, with nothing placed yet (`starts[l]`
+    /// is where local `l`'s next site goes until [`LocalSites::place`] fills them).
+    fn with_counts(counts: &[usize]) -> LocalSites {
+        let mut starts = Vec::with_capacity(counts.len() + 1);
+        let mut total = 0;
+        for &count in counts {
+            starts.push(total);
+            total += count;
+        }
+        starts.push(total);
+        LocalSites {
+            starts,
+            sites: vec![StmtId(0); total],
+        }
+    }
+
+    /// Fills the ranges from `(local, statement)` pairs in statement order, the same pairs
+    /// the counts were taken from.
+    fn place(&mut self, sites: impl Iterator<Item = (LocalId, StmtId)>) {
+        let mut next: Vec<usize> = self.starts.clone();
+        for (local, stmt) in sites {
+            if let Some(at) = next.get_mut(local.0) {
+                self.sites[*at] = stmt;
+                *at += 1;
+            }
+        }
+    }
+
+    fn of(&self, local: LocalId) -> &[StmtId] {
+        match (self.starts.get(local.0), self.starts.get(local.0 + 1)) {
+            (Some(&start), Some(&end)) => &self.sites[start..end],
+            _ => &[],
+        }
+    }
 }
 
 impl Sites {
     pub(crate) fn of(cx: &Context<'_>) -> Sites {
+        // (Locals are dense: a local beyond the function's list would be a sema bug, and is
+        // given its own slot rather than a panic.)
+        fn count(counts: &mut Vec<usize>, local: LocalId) {
+            if local.0 >= counts.len() {
+                counts.resize(local.0 + 1, 0);
+            }
+            counts[local.0] += 1;
+        }
         let locals = cx.function.locals.len();
-        // Counted first, so that each local's lists are allocated once.
         let (mut defined, mut read) = (vec![0usize; locals], vec![0usize; locals]);
         for (_, entry) in cx.tree.iter() {
             for local in defined_locals(entry.stmt) {
-                if let Some(count) = defined.get_mut(local.0) {
-                    *count += 1;
-                }
+                count(&mut defined, local);
             }
-            for_each_use(entry.stmt, |u| {
-                if let Some(count) = read.get_mut(u.local.0) {
-                    *count += 1;
-                }
-            });
+            for_each_use(entry.stmt, |u| count(&mut read, u.local));
         }
-        let mut sites = Sites {
-            definitions: defined.into_iter().map(Vec::with_capacity).collect(),
-            uses: read.into_iter().map(Vec::with_capacity).collect(),
-        };
-        // (Locals are dense: a local beyond the function's list would be a sema bug, and is
-        // given its own slot rather than a panic.)
-        fn slot(list: &mut Vec<Vec<StmtId>>, local: LocalId) -> &mut Vec<StmtId> {
-            if local.0 >= list.len() {
-                list.resize(local.0 + 1, Vec::new());
-            }
-            &mut list[local.0]
-        }
+        let mut definitions = LocalSites::with_counts(&defined);
+        let mut uses = LocalSites::with_counts(&read);
+        definitions.place(
+            cx.tree
+                .iter()
+                .flat_map(|(id, entry)| defined_locals(entry.stmt).map(move |local| (local, id))),
+        );
+        let mut reads = Vec::with_capacity(uses.sites.len());
         for (id, entry) in cx.tree.iter() {
-            for local in defined_locals(entry.stmt) {
-                slot(&mut sites.definitions, local).push(id);
-            }
-            for_each_use(entry.stmt, |u| slot(&mut sites.uses, u.local).push(id));
+            for_each_use(entry.stmt, |u| reads.push((u.local, id)));
         }
-        sites
+        uses.place(reads.into_iter());
+        Sites { definitions, uses }
     }
 
     /// The one statement that assigns `local` (none for a parameter).
@@ -101,14 +143,14 @@ impl Sites {
         if cx.function.params.contains(&local) {
             return None;
         }
-        match self.definitions.get(local.0).map(Vec::as_slice) {
-            Some([only]) => Some(*only),
+        match self.definitions.of(local) {
+            [only] => Some(*only),
             _ => None,
         }
     }
 
     pub(crate) fn readers(&self, local: LocalId) -> &[StmtId] {
-        self.uses.get(local.0).map_or(&[], Vec::as_slice)
+        self.uses.of(local)
     }
 }
 
@@ -315,8 +357,9 @@ fn value_column(
 ) -> bool {
     let assigned_before = sites
         .definitions
-        .get(local.0)
-        .is_none_or(|defs| defs.iter().all(|&d| cx.subtree_end(d) <= anchor.0));
+        .of(local)
+        .iter()
+        .all(|&d| cx.subtree_end(d) <= anchor.0);
     let numeric = cx
         .function
         .locals

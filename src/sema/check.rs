@@ -338,11 +338,12 @@ impl<'a> Analyzer<'a> {
             scopes: vec![FxHashMap::default()],
             loops: 0,
             returned: Vec::new(),
+            arg_types: Vec::new(),
             diags: Vec::new(),
         };
         let mut params = Vec::with_capacity(ast.params.len());
         for param in &ast.params {
-            if body.scopes[0].contains_key(&param.name.name) {
+            if body.scopes[0].contains_key(param.name.name.as_str()) {
                 body.diags.push(Diagnostic::error(
                     param.name.span,
                     format!("parameter `{}` is declared twice", param.name.name),
@@ -398,8 +399,20 @@ impl<'a> Analyzer<'a> {
 /// whether those are known (false after an error, so that follow-up checks stay quiet).
 struct Analyzed {
     expr: Option<typed::Expr>,
-    types: Vec<Type>,
+    /// The types produced when there is no typed expression to hold them (one Vec per
+    /// expression instead of a second copy of its types).
+    types_without_expr: Vec<Type>,
     known: bool,
+}
+
+impl Analyzed {
+    /// The types the expression produces.
+    fn types(&self) -> &[Type] {
+        match &self.expr {
+            Some(expr) => &expr.types,
+            None => &self.types_without_expr,
+        }
+    }
 }
 
 struct Body<'s, 'a> {
@@ -409,20 +422,23 @@ struct Body<'s, 'a> {
     locals: Vec<typed::Local>,
     /// Names used without a declaration, each reported once and then bound to a local of
     /// unknown type.
-    undeclared: FxHashMap<String, LocalId>,
+    undeclared: FxHashMap<&'a str, LocalId>,
     poisoned: FxHashSet<LocalId>,
     /// Innermost last; the first holds the parameters, so the body may shadow them. Keyed
     /// with Fx, not SipHash: every declaration and every read of a name hashes it, and
     /// names come from the program being compiled, not from an adversary of a server.
-    scopes: Vec<FxHashMap<String, LocalId>>,
+    /// The names are borrowed from the AST (a copy of each allocated per declaration).
+    scopes: Vec<FxHashMap<&'a str, LocalId>>,
     loops: usize,
     /// The operand types of each `return`, for inferring `?` return types.
     returned: Vec<Vec<Type>>,
+    /// The argument types of the call being checked (kept to be reused by the next).
+    arg_types: Vec<ArgType>,
     diags: Vec<Diagnostic>,
 }
 
-impl Body<'_, '_> {
-    fn declare(&mut self, name: &ast::Ident, ty: Type) -> LocalId {
+impl<'a> Body<'_, 'a> {
+    fn declare(&mut self, name: &'a ast::Ident, ty: Type) -> LocalId {
         let id = LocalId(self.locals.len());
         self.locals.push(typed::Local {
             name: name.name.clone(),
@@ -430,16 +446,16 @@ impl Body<'_, '_> {
             span: name.span,
         });
         if let Some(scope) = self.scopes.last_mut() {
-            scope.insert(name.name.clone(), id);
+            scope.insert(name.name.as_str(), id);
         }
         id
     }
 
     /// Declares `name` in the current block, reporting a second declaration in the same block.
-    fn declare_checked(&mut self, name: &ast::Ident, ty: Type) -> LocalId {
+    fn declare_checked(&mut self, name: &'a ast::Ident, ty: Type) -> LocalId {
         let innermost = self.scopes.len() - 1;
         // The first scope holds only the parameters: a local may shadow a parameter.
-        if innermost > 0 && self.scopes[innermost].contains_key(&name.name) {
+        if innermost > 0 && self.scopes[innermost].contains_key(name.name.as_str()) {
             self.diags.push(Diagnostic::error(
                 name.span,
                 format!(
@@ -458,8 +474,8 @@ impl Body<'_, '_> {
             .find_map(|scope| scope.get(name).copied())
     }
 
-    fn poison(&mut self, name: &ast::Ident) -> LocalId {
-        if let Some(&id) = self.undeclared.get(&name.name) {
+    fn poison(&mut self, name: &'a ast::Ident) -> LocalId {
+        if let Some(&id) = self.undeclared.get(name.name.as_str()) {
             return id;
         }
         let id = LocalId(self.locals.len());
@@ -468,12 +484,12 @@ impl Body<'_, '_> {
             ty: Type::Wildcard,
             span: name.span,
         });
-        self.undeclared.insert(name.name.clone(), id);
+        self.undeclared.insert(name.name.as_str(), id);
         self.poisoned.insert(id);
         id
     }
 
-    fn block(&mut self, block: &ast::Block) -> Vec<typed::Stmt> {
+    fn block(&mut self, block: &'a ast::Block) -> Vec<typed::Stmt> {
         // Sized for the block up front (most statements declare one name): a function body
         // holds a hundred statements or more, and growing there by doubling copies them.
         let statements = block.stmts.len();
@@ -487,7 +503,7 @@ impl Body<'_, '_> {
         stmts
     }
 
-    fn stmt(&mut self, stmt: &ast::Stmt) -> Option<typed::Stmt> {
+    fn stmt(&mut self, stmt: &'a ast::Stmt) -> Option<typed::Stmt> {
         let kind = match &stmt.kind {
             ast::StmtKind::Var { names, ty } => {
                 let ids = names
@@ -559,7 +575,7 @@ impl Body<'_, '_> {
 
     /// An `if`/`while` condition: bool; an integer is accepted with a warning (nonzero is
     /// true, as HorsePower's interpreter reads it).
-    fn condition(&mut self, cond: &ast::Operand, keyword: &str) -> typed::Operand {
+    fn condition(&mut self, cond: &'a ast::Operand, keyword: &str) -> typed::Operand {
         let (operand, ty) = self.operand(cond);
         if ty == Type::Bool || ty == Type::Wildcard {
         } else if ty.is_integer() {
@@ -576,9 +592,13 @@ impl Body<'_, '_> {
         operand
     }
 
-    fn assign(&mut self, targets: &[ast::Target], expr: &ast::Expr) -> Option<typed::StmtKind> {
+    fn assign(
+        &mut self,
+        targets: &'a [ast::Target],
+        expr: &'a ast::Expr,
+    ) -> Option<typed::StmtKind> {
         let analyzed = self.expr(expr);
-        let produced = &analyzed.types;
+        let produced = analyzed.types();
         // Only error and warning messages name the expression: built when one is reported.
         let described = |body: &Self| {
             analyzed
@@ -586,7 +606,10 @@ impl Body<'_, '_> {
                 .as_ref()
                 .map_or_else(String::new, |e| body.describe_expr(e))
         };
-        let mut value_types: Vec<Option<Type>> = vec![None; targets.len()];
+        // Where the targets' value types come from: the expression's types, a spread
+        // `@group_aggregate`'s, or nowhere (unknown) when they do not match the targets.
+        let mut spread_types: Option<Vec<Type>> = None;
+        let mut produced_fit = false;
         if analyzed.known {
             if produced.is_empty() && targets.len() == 1 {
                 // HorsePower pass/t12 assigns the call of a function that declares no result.
@@ -603,7 +626,7 @@ impl Body<'_, '_> {
                 // `first, r1, … = @group_aggregate(k, ops, x…)`: one target per cell of the
                 // result list (the outliner's fused group aggregation prints so).
                 if spread.len() == targets.len() {
-                    value_types = spread.into_iter().map(Some).collect();
+                    spread_types = Some(spread);
                 } else {
                     self.diags.push(Diagnostic::error(
                         expr.span,
@@ -628,12 +651,17 @@ impl Body<'_, '_> {
                     ),
                 ));
             } else {
-                value_types = produced.iter().cloned().map(Some).collect();
+                produced_fit = true;
             }
         }
         let mut typed_targets = Vec::with_capacity(targets.len());
         let mut declares = Vec::with_capacity(targets.len());
-        for (target, value) in targets.iter().zip(value_types) {
+        for (index, target) in targets.iter().enumerate() {
+            let value = match &spread_types {
+                Some(spread) => spread.get(index).cloned(),
+                None if produced_fit => produced.get(index).cloned(),
+                None => None,
+            };
             let (typed_target, declared) = self.target(target, value);
             typed_targets.push(typed_target);
             declares.push(declared);
@@ -646,7 +674,7 @@ impl Body<'_, '_> {
     }
 
     /// One target of an assignment receiving a value of type `value` (None: unknown).
-    fn target(&mut self, target: &ast::Target, value: Option<Type>) -> (typed::Target, bool) {
+    fn target(&mut self, target: &'a ast::Target, value: Option<Type>) -> (typed::Target, bool) {
         match target {
             ast::Target::Discard { ty: Some(ty), .. } => {
                 self.diags.push(Diagnostic::error(
@@ -679,7 +707,7 @@ impl Body<'_, '_> {
                                 name.name
                             )
                         };
-                        if !self.undeclared.contains_key(&name.name) {
+                        if !self.undeclared.contains_key(name.name.as_str()) {
                             self.diags.push(Diagnostic::error(name.span, message));
                         }
                         self.poison(name)
@@ -721,7 +749,7 @@ impl Body<'_, '_> {
         }
     }
 
-    fn return_stmt(&mut self, span: Span, operands: &[ast::Operand]) -> typed::StmtKind {
+    fn return_stmt(&mut self, span: Span, operands: &'a [ast::Operand]) -> typed::StmtKind {
         let typed_operands: Vec<(typed::Operand, Type)> =
             operands.iter().map(|o| self.operand(o)).collect();
         let info = &self.analyzer.functions[self.function.0];
@@ -778,7 +806,7 @@ impl Body<'_, '_> {
     }
 
     /// A variable or literal, with its type (`?` when it is not declared).
-    fn operand(&mut self, operand: &ast::Operand) -> (typed::Operand, Type) {
+    fn operand(&mut self, operand: &'a ast::Operand) -> (typed::Operand, Type) {
         match operand {
             ast::Operand::Literal(literal) => (
                 typed::Operand::Literal(literal.clone()),
@@ -801,7 +829,7 @@ impl Body<'_, '_> {
                     let ty = self.analyzer.globals[id.0].ty.clone();
                     return (typed::Operand::Global(id, name.span), ty);
                 }
-                if !self.undeclared.contains_key(&name.name) {
+                if !self.undeclared.contains_key(name.name.as_str()) {
                     self.diags.push(Diagnostic::error(
                         name.span,
                         format!("`{}` is not declared before this use", name.name),
@@ -839,17 +867,17 @@ impl Body<'_, '_> {
         }
     }
 
-    fn expr(&mut self, expr: &ast::Expr) -> Analyzed {
+    fn expr(&mut self, expr: &'a ast::Expr) -> Analyzed {
         match &expr.kind {
             ast::ExprKind::Operand(operand) => {
                 let (operand, ty) = self.operand(operand);
                 Analyzed {
                     expr: Some(typed::Expr {
                         kind: typed::ExprKind::Operand(operand),
-                        types: vec![ty.clone()],
+                        types: vec![ty],
                         span: expr.span,
                     }),
-                    types: vec![ty],
+                    types_without_expr: Vec::new(),
                     known: true,
                 }
             }
@@ -857,7 +885,7 @@ impl Body<'_, '_> {
                 let inner = self.expr(inner);
                 let target = ty.ty.clone();
                 if inner.known {
-                    match inner.types.as_slice() {
+                    match inner.types() {
                         [value] => {
                             if compatibility(&target, value) != Compat::Exact {
                                 self.diags.push(Diagnostic::error(
@@ -881,16 +909,21 @@ impl Body<'_, '_> {
                         )),
                     }
                 }
+                let types_without_expr = if inner.expr.is_some() {
+                    Vec::new()
+                } else {
+                    vec![target.clone()]
+                };
                 Analyzed {
                     expr: inner.expr.map(|inner| typed::Expr {
                         kind: typed::ExprKind::CheckCast {
                             expr: Box::new(inner),
                             ty: target.clone(),
                         },
-                        types: vec![target.clone()],
+                        types: vec![target],
                         span: expr.span,
                     }),
-                    types: vec![target],
+                    types_without_expr,
                     known: true,
                 }
             }
@@ -898,7 +931,7 @@ impl Body<'_, '_> {
         }
     }
 
-    fn call(&mut self, call: &ast::Call, span: Span) -> Analyzed {
+    fn call(&mut self, call: &'a ast::Call, span: Span) -> Analyzed {
         let callee = match self.analyzer.resolve_function(self.module, &call.callee) {
             Ok(callee) => Some(callee),
             Err(diag) => {
@@ -907,19 +940,18 @@ impl Body<'_, '_> {
             }
         };
         let mut args = Vec::with_capacity(call.args.len());
-        let mut arg_types = Vec::with_capacity(call.args.len());
-        let mut arg_spans = Vec::with_capacity(call.args.len());
+        // The argument types only live for the rule's check: one list reused for every call.
+        let mut arg_types = std::mem::take(&mut self.arg_types);
+        arg_types.clear();
         let mut args_known = true;
         for arg in &call.args {
             match arg {
                 ast::Arg::Operand(operand) => {
                     let (typed_operand, ty) = self.operand(operand);
-                    arg_spans.push(operand.span());
                     args.push(typed::Arg::Operand(typed_operand));
                     arg_types.push(ArgType::Value(ty));
                 }
                 ast::Arg::Function(name) => {
-                    arg_spans.push(name.span);
                     match self.analyzer.resolve_function(self.module, name) {
                         Ok(function) => {
                             args.push(typed::Arg::Function(function, name.span));
@@ -935,9 +967,10 @@ impl Body<'_, '_> {
             }
         }
         let Some(callee) = callee.filter(|_| args_known) else {
+            self.arg_types = arg_types;
             return Analyzed {
                 expr: None,
-                types: vec![Type::Wildcard],
+                types_without_expr: vec![Type::Wildcard],
                 known: false,
             };
         };
@@ -945,43 +978,52 @@ impl Body<'_, '_> {
         let (types, known) = match result {
             Ok(types) => {
                 if let Callee::Function(id) = callee {
-                    self.warn_conversions(id, &arg_types, &arg_spans);
+                    self.warn_conversions(id, &arg_types, &call.args);
                 }
                 (types, true)
             }
             Err(RuleError { arg, message }) => {
                 let at = arg
-                    .and_then(|i| arg_spans.get(i).copied())
-                    .unwrap_or(call.span);
+                    .and_then(|i| call.args.get(i))
+                    .map_or(call.span, arg_span);
                 self.diags.push(Diagnostic::error(at, message));
                 (vec![Type::Wildcard], false)
             }
         };
+        self.arg_types = arg_types;
         Analyzed {
             expr: Some(typed::Expr {
                 kind: typed::ExprKind::Call { callee, args },
-                types: types.clone(),
+                types,
                 span,
             }),
-            types,
+            types_without_expr: Vec::new(),
             known,
         }
     }
 
     /// Arguments of a user function accepted by conversion (an `i64` for an `i32` parameter).
-    fn warn_conversions(&mut self, id: FunctionId, args: &[ArgType], spans: &[Span]) {
+    fn warn_conversions(&mut self, id: FunctionId, args: &[ArgType], written: &[ast::Arg]) {
         let params = &self.analyzer.functions[id.0].params;
         let name = self.analyzer.qualified_name(id);
-        for ((param, arg), span) in params.iter().zip(args).zip(spans) {
+        for ((param, arg), span) in params.iter().zip(args).zip(written.iter().map(arg_span)) {
             if let ArgType::Value(ty) = arg {
                 if compatibility(param, ty) == Compat::Convertible {
                     self.diags.push(Diagnostic::warning(
-                        *span,
+                        span,
                         format!("`@{name}` takes {param}; this {ty} argument is converted"),
                     ));
                 }
             }
         }
+    }
+}
+
+/// Where an argument is written: its operand, or the function it names.
+fn arg_span(arg: &ast::Arg) -> Span {
+    match arg {
+        ast::Arg::Operand(operand) => operand.span(),
+        ast::Arg::Function(name) => name.span,
     }
 }
 
@@ -1014,16 +1056,21 @@ fn refresh_expr_types(function: &mut typed::Function) {
     fn refresh(expr: &mut typed::Expr, locals: &[typed::Local]) {
         match &mut expr.kind {
             typed::ExprKind::Operand(typed::Operand::Local(id, _)) => {
+                // Most types stand as recorded: replaced only where they changed.
                 if let Some(local) = locals.get(id.0) {
-                    expr.types = vec![local.ty.clone()];
+                    if expr.types.as_slice() != std::slice::from_ref(&local.ty) {
+                        expr.types = vec![local.ty.clone()];
+                    }
                 }
             }
             typed::ExprKind::CheckCast { expr: inner, .. } => refresh(inner, locals),
             _ => {}
         }
     }
-    let locals = function.locals.clone();
-    stmts(&mut function.body, &locals);
+    // The body and the locals borrowed apart (a copy of every local's name and type cost
+    // as much as the walk).
+    let typed::Function { body, locals, .. } = function;
+    stmts(body, locals);
 }
 
 /// The result types of a `@group_aggregate` call whose reductions are a sym literal, spread

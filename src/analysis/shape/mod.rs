@@ -13,8 +13,6 @@
 
 mod rules;
 
-use std::collections::BTreeMap;
-
 use rustc_hash::FxHashMap;
 use std::fmt;
 
@@ -178,8 +176,64 @@ impl DynamicSizes {
     }
 }
 
-/// The shapes of the locals at one point.
-pub type ShapeFact = BTreeMap<LocalId, Shape>;
+/// The shapes of the locals one statement reads, before it runs, in local order.
+///
+/// A few entries each (the locals of one statement), kept in a sorted Vec: a tree map
+/// allocated a node per statement, sized for eleven entries, and searched by pointer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ShapeFact {
+    entries: Vec<(LocalId, Shape)>,
+}
+
+impl ShapeFact {
+    pub fn new() -> ShapeFact {
+        ShapeFact::default()
+    }
+
+    pub fn get(&self, local: &LocalId) -> Option<&Shape> {
+        self.entries
+            .iter()
+            .find(|(at, _)| at == local)
+            .map(|(_, shape)| shape)
+    }
+
+    /// Sets the shape of `local`, replacing the one it had.
+    pub fn insert(&mut self, local: LocalId, shape: Shape) {
+        match self.entries.binary_search_by_key(&local, |(at, _)| *at) {
+            Ok(at) => self.entries[at].1 = shape,
+            Err(at) => self.entries.insert(at, (local, shape)),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The recorded shapes in local order.
+    pub fn iter(&self) -> impl Iterator<Item = (&LocalId, &Shape)> {
+        self.entries.iter().map(|(local, shape)| (local, shape))
+    }
+}
+
+impl std::ops::Index<&LocalId> for ShapeFact {
+    type Output = Shape;
+
+    /// The shape of `local`; panics when none is recorded (as a map's index does).
+    fn index(&self, local: &LocalId) -> &Shape {
+        match self.get(local) {
+            Some(shape) => shape,
+            None => panic!("no shape recorded for local {}", local.0),
+        }
+    }
+}
 
 /// The shapes of the locals at one point while the analysis runs: dense, indexed by
 /// [`LocalId`], so that binding a statement's targets is a store rather than a tree

@@ -128,14 +128,12 @@ impl Generator<'_> {
 
     /// A param word, once per name; returns `params.<name>`.
     pub(super) fn param(&mut self, name: String, value: ParamValue) -> String {
+        let text = cat!("params.", name);
         if !self.param_names.contains_key(&name) {
             self.param_names.insert(name.clone(), ());
-            self.params.push(ParamField {
-                name: name.clone(),
-                value,
-            });
+            self.params.push(ParamField { name, value });
         }
-        cat!("params.", name)
+        text
     }
 
     pub(super) fn length_param(&mut self, local: LocalId, part: ValuePart) -> String {

@@ -48,11 +48,17 @@ impl<'p> Context<'p> {
 
     /// The geometry of a simple statement that can be fused into a generated kernel.
     pub fn gpu_geometry(&self, stmt: StmtId) -> Option<Geometry> {
+        self.gpu_geometry_ref(stmt).cloned()
+    }
+
+    /// [`Context::gpu_geometry`] borrowed: the legality checks of every merge tried ask for
+    /// the geometry of each member statement, and a copy of a compressed size allocates.
+    pub fn gpu_geometry_ref(&self, stmt: StmtId) -> Option<&'p Geometry> {
         if self.analysis.dependence.device(stmt) != Some(Device::Gpu) {
             return None;
         }
         match self.analysis.geometry.get(stmt)? {
-            geometry @ (Geometry::Vector(_) | Geometry::List { .. }) => Some(geometry.clone()),
+            geometry @ (Geometry::Vector(_) | Geometry::List { .. }) => Some(geometry),
             Geometry::Library | Geometry::Cpu => None,
         }
     }
@@ -208,8 +214,8 @@ impl<'p> Context<'p> {
         }
         members.statements().all(|id| {
             let scalar = self
-                .gpu_geometry(id)
-                .is_some_and(|own| crate::outline::compatibility::is_scalar(&own));
+                .gpu_geometry_ref(id)
+                .is_some_and(crate::outline::compatibility::is_scalar);
             !(scalar && self.may_refuse(id))
         })
     }
@@ -230,8 +236,8 @@ impl<'p> Context<'p> {
         }
         members.statements().all(|id| {
             let scalar = self
-                .gpu_geometry(id)
-                .is_some_and(|own| crate::outline::compatibility::is_scalar(&own));
+                .gpu_geometry_ref(id)
+                .is_some_and(crate::outline::compatibility::is_scalar);
             !scalar
                 || self
                     .tree
@@ -480,7 +486,7 @@ impl<'p> Context<'p> {
     pub(super) fn temporal_operand(&self, args: &[crate::sema::typed::Arg]) -> bool {
         args.iter().any(|arg| match arg {
             crate::sema::typed::Arg::Operand(operand) => {
-                crate::analysis::statements::operand_type(self.program, self.function, operand)
+                crate::analysis::statements::operand_type_ref(self.program, self.function, operand)
                     .is_temporal()
             }
             crate::sema::typed::Arg::Function(..) => false,
@@ -675,10 +681,10 @@ impl<'p> Context<'p> {
 
     pub(super) fn masked_reads_are_inside(&self, members: &Members, kernel: &Geometry) -> bool {
         for id in members.statements() {
-            let Some(own) = self.gpu_geometry(id) else {
+            let Some(own) = self.gpu_geometry_ref(id) else {
                 continue;
             };
-            if !runs_masked(&own, kernel) {
+            if !runs_masked(own, kernel) {
                 continue;
             }
             let Some(stmt) = self.tree.stmt(id) else {

@@ -189,7 +189,7 @@ struct TopologicalWalk<'a> {
     /// The live group whose first unit each unit is.
     group_at: Vec<usize>,
     /// Each group's first unit (`usize::MAX` for a merged-away one).
-    first_of: Vec<usize>,
+    first_of: &'a [usize],
 }
 
 impl<'a> TopologicalWalk<'a> {
@@ -202,7 +202,7 @@ impl<'a> TopologicalWalk<'a> {
             indegree,
             ready: vec![0; units.div_ceil(64)],
             group_at: vec![usize::MAX; units],
-            first_of: partition.first_units.clone(),
+            first_of: &partition.first_units,
         };
         for g in 0..partition.groups.len() {
             let first = walk.first_of[g];
@@ -256,6 +256,15 @@ struct GroupGraph {
     /// Each group's successors, in ascending order (ties in step 3 go to the first).
     successors: Vec<GroupSet>,
     predecessors: Vec<GroupSet>,
+    /// The marks and stack of [`GroupGraph::indirect_path`], kept between its calls: the
+    /// merge steps search once or twice per pair they try, and each search allocated both.
+    search: RefCell<PathSearch>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct PathSearch {
+    seen: Vec<bool>,
+    stack: Vec<usize>,
 }
 
 /// A set of groups, as a sorted Vec: the sets are small and scanned far more often than
@@ -317,6 +326,7 @@ impl GroupGraph {
             links: links.iter().copied().collect(),
             successors,
             predecessors,
+            search: RefCell::default(),
         }
     }
 
@@ -355,12 +365,14 @@ impl GroupGraph {
 
     /// True when a path from `from` to `to` passes through some third group.
     fn indirect_path(&self, from: usize, to: usize) -> bool {
-        let mut seen = vec![false; self.successors.len()];
-        let mut stack: Vec<usize> = self
-            .successors
-            .get(from)
-            .map(|s| s.iter().copied().filter(|&g| g != to).collect())
-            .unwrap_or_default();
+        let mut search = self.search.borrow_mut();
+        let PathSearch { seen, stack } = &mut *search;
+        seen.clear();
+        seen.resize(self.successors.len(), false);
+        stack.clear();
+        if let Some(next) = self.successors.get(from) {
+            stack.extend(next.iter().copied().filter(|&g| g != to));
+        }
         while let Some(group) = stack.pop() {
             if group == to {
                 return true;
