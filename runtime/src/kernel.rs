@@ -349,6 +349,18 @@ pub enum Length {
 }
 
 impl Length {
+    /// Whether this length is, or is made from, a compaction's count
+    /// ([`Length::Compacted`]), which the engine reads back after the passes before it.
+    pub fn has_compacted(&self) -> bool {
+        match self {
+            Length::Compacted(_) => true,
+            Length::Sum(a, b) | Length::Broadcast(a, b) | Length::Max(a, b) | Length::Min(a, b) => {
+                a.has_compacted() || b.has_compacted()
+            }
+            Length::Constant(_) | Length::Of { .. } | Length::ValueOf(_) => false,
+        }
+    }
+
     /// This length with every occurrence of `from` (a whole sub-expression) replaced by `to`.
     pub fn substitute(&self, from: &Length, to: &Length) -> Length {
         if self == from {

@@ -907,10 +907,22 @@ const TIMED_PASSES: u32 = 64;
 
 impl<'a> Run<'a> {
     fn commands(&mut self) -> &mut Commands<'a> {
-        let (device, name) = (self.device, &self.kernel.name);
+        let (device, kernel) = (self.device, self.kernel);
         // Timestamps around every compute pass: the kernel's passes and its scans share them.
-        self.commands
-            .get_or_insert_with(|| Commands::timed(device, name, TIMED_PASSES))
+        self.commands.get_or_insert_with(|| {
+            let mut commands = Commands::timed(device, &kernel.name, TIMED_PASSES);
+            // Its counts are read back right after its passes (see `read_counts`): that
+            // submission follows at once.
+            if kernel.outputs.iter().any(|o| match &o.layout {
+                OutputLayout::Vector { length, .. } => length.has_compacted(),
+                OutputLayout::List { values, .. } => values.has_compacted(),
+                OutputLayout::ListOfScalars { cells } => cells.has_compacted(),
+                OutputLayout::Flag { .. } => false,
+            }) {
+                commands.submit_at_first_large_dispatch();
+            }
+            commands
+        })
     }
 
     fn flush(&mut self) -> Result<()> {
