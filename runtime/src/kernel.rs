@@ -349,15 +349,17 @@ pub enum Length {
 }
 
 impl Length {
-    /// Whether this length is, or is made from, a compaction's count
-    /// ([`Length::Compacted`]), which the engine reads back after the passes before it.
-    pub fn has_compacted(&self) -> bool {
+    /// The compactions whose counts make this length ([`Length::Compacted`], which the
+    /// engine reads back after the passes before it), added to `out` once each.
+    pub fn compactions(&self, out: &mut Vec<ScratchId>) {
         match self {
-            Length::Compacted(_) => true,
+            Length::Compacted(id) if !out.contains(id) => out.push(*id),
             Length::Sum(a, b) | Length::Broadcast(a, b) | Length::Max(a, b) | Length::Min(a, b) => {
-                a.has_compacted() || b.has_compacted()
+                a.compactions(out);
+                b.compactions(out);
             }
-            Length::Constant(_) | Length::Of { .. } | Length::ValueOf(_) => false,
+            Length::Compacted(_) | Length::Constant(_) | Length::Of { .. } | Length::ValueOf(_) => {
+            }
         }
     }
 
@@ -616,6 +618,18 @@ pub enum OutputLayout {
     /// true), whose other word is a compaction's count ([`Length::Compacted`]); the engine
     /// reads both words back at once (a grouped kernel's decline flag and group count).
     Flag { scratch: ScratchId, word: usize },
+}
+
+impl OutputLayout {
+    /// The elements the kernel writes (None for a flag, which is a scratch buffer's word).
+    pub fn length(&self) -> Option<&Length> {
+        match self {
+            OutputLayout::Vector { length, .. } => Some(length),
+            OutputLayout::List { values, .. } => Some(values),
+            OutputLayout::ListOfScalars { cells } => Some(cells),
+            OutputLayout::Flag { .. } => None,
+        }
+    }
 }
 
 /// Whose dictionary the codes of a sym/str output index.

@@ -340,12 +340,7 @@ pub(crate) fn launch(
 
     // The compactions' counts that size the outputs, read back together: one wait for the
     // launch instead of one per compacted output (TPC-H q7's first kernel compacts four).
-    run.read_counts(kernel.outputs.iter().filter_map(|o| match &o.layout {
-        OutputLayout::Vector { length, .. } => Some(length),
-        OutputLayout::List { values, .. } => Some(values),
-        OutputLayout::ListOfScalars { cells } => Some(cells),
-        OutputLayout::Flag { .. } => None,
-    }))?;
+    run.read_counts(kernel.outputs.iter().filter_map(|o| o.layout.length()))?;
 
     // Outputs as values: vectors stay on the device, lists are read back.
     let mut produced = Vec::with_capacity(kernel.outputs.len());
@@ -913,12 +908,11 @@ impl<'a> Run<'a> {
             let mut commands = Commands::timed(device, &kernel.name, TIMED_PASSES);
             // Its counts are read back right after its passes (see `read_counts`): that
             // submission follows at once.
-            if kernel.outputs.iter().any(|o| match &o.layout {
-                OutputLayout::Vector { length, .. } => length.has_compacted(),
-                OutputLayout::List { values, .. } => values.has_compacted(),
-                OutputLayout::ListOfScalars { cells } => cells.has_compacted(),
-                OutputLayout::Flag { .. } => false,
-            }) {
+            let mut counted = Vec::new();
+            for length in kernel.outputs.iter().filter_map(|o| o.layout.length()) {
+                length.compactions(&mut counted);
+            }
+            if !counted.is_empty() {
                 commands.submit_at_first_large_dispatch();
             }
             commands
@@ -1078,22 +1072,9 @@ impl<'a> Run<'a> {
     /// are not known yet (a small scratch buffer whole, as [`Run::small_scratch`] does, else
     /// its last word), so that resolving the lengths reads nothing more.
     fn read_counts<'l>(&mut self, lengths: impl Iterator<Item = &'l Length>) -> Result<()> {
-        fn compacted(length: &Length, out: &mut Vec<ScratchId>) {
-            match length {
-                Length::Compacted(id) if !out.contains(id) => out.push(*id),
-                Length::Sum(a, b)
-                | Length::Broadcast(a, b)
-                | Length::Max(a, b)
-                | Length::Min(a, b) => {
-                    compacted(a, out);
-                    compacted(b, out);
-                }
-                _ => {}
-            }
-        }
         let mut ids = Vec::new();
         for length in lengths {
-            compacted(length, &mut ids);
+            length.compactions(&mut ids);
         }
         ids.retain(|id| !self.compacted.contains_key(id));
         if ids.is_empty() {
