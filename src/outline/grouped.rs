@@ -24,7 +24,7 @@
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::{Geometry, StmtId};
-use crate::sema::typed::{LocalId, Operand, StmtKind};
+use crate::sema::typed::{Arg, Callee, ExprKind, LocalId, Operand, StmtKind, Target};
 use horsec_runtime::builtin::Builtin;
 use horsec_runtime::types::Type;
 
@@ -92,9 +92,139 @@ pub(crate) fn fuse(
                 continue;
             }
         }
+        if let OutlinedStmt::Launch(candidate) = &step {
+            if let Some(OutlinedStmt::Grouped { kernel, fallback }) = out.last_mut() {
+                if absorb_epilogue(cx, &sites, into.kernels, *kernel, *candidate) {
+                    fallback.push(step);
+                    continue;
+                }
+            }
+        }
         out.push(step);
     }
     out
+}
+
+/// Moves the statements of `candidate`, the launch right after grouped kernel `grouped`,
+/// into that kernel as its epilogue (see [`GroupedAggregation::epilogue`]) when they are
+/// element-wise work over its groups: every input of `candidate` is an output of the grouped
+/// kernel, and every statement is a copy, an element-wise call on numbers (of those values
+/// and one-element literals) or `@index(key, first)`. The grouped kernel then writes the
+/// epilogue's outputs, and its own only where something besides the epilogue reads them.
+fn absorb_epilogue(
+    cx: &Context<'_>,
+    sites: &Sites,
+    kernels: &mut [Kernel],
+    grouped: KernelId,
+    candidate: KernelId,
+) -> bool {
+    let (Some(source), Some(epilogue)) = (kernels.get(grouped.0), kernels.get(candidate.0)) else {
+        return false;
+    };
+    let Some(aggregation) = &source.grouped else {
+        return false;
+    };
+    if epilogue.grouped.is_some()
+        || !matches!(epilogue.geometry, Geometry::Vector(_))
+        || epilogue.inputs.is_empty()
+        || !epilogue.inputs.iter().all(|i| source.outputs.contains(i))
+        || !epilogue
+            .statements
+            .iter()
+            .all(|&id| per_group(cx, id, aggregation))
+    {
+        return false;
+    }
+    // The grouped kernel's values that something besides the epilogue reads (the grouped
+    // kernel's own statements and its aggregation read its columns, which it never writes).
+    let own: HashSet<StmtId> = epilogue
+        .statements
+        .iter()
+        .chain(&source.statements)
+        .chain(&aggregation.statements)
+        .copied()
+        .collect();
+    let mut outputs: Vec<LocalId> = source
+        .outputs
+        .iter()
+        .copied()
+        .filter(|&o| sites.readers(o).iter().any(|r| !own.contains(r)))
+        .collect();
+    outputs.extend(epilogue.outputs.iter().copied());
+    let statements = epilogue.statements.clone();
+    let Some(Kernel {
+        outputs: kernel_outputs,
+        grouped: Some(aggregation),
+        ..
+    }) = kernels.get_mut(grouped.0)
+    else {
+        return false;
+    };
+    aggregation.epilogue = statements;
+    *kernel_outputs = outputs;
+    true
+}
+
+/// Whether statement `id` computes one value per group from the grouped values: a copy of
+/// a local or of a one-element number, an element-wise call on such operands, or
+/// `@index(key, first)`, its value a number, bool or char.
+fn per_group(cx: &Context<'_>, id: StmtId, aggregation: &GroupedAggregation) -> bool {
+    let Some(StmtKind::Assign { targets, expr, .. }) = cx.tree.stmt(id).map(|s| &s.kind) else {
+        return false;
+    };
+    let [Target::Local(target)] = targets.as_slice() else {
+        return false;
+    };
+    let plain = |ty: &Type| {
+        matches!(
+            ty,
+            Type::Bool
+                | Type::Char
+                | Type::I8
+                | Type::I16
+                | Type::I32
+                | Type::I64
+                | Type::F32
+                | Type::F64
+        )
+    };
+    if !cx
+        .function
+        .locals
+        .get(target.0)
+        .is_some_and(|l| plain(&l.ty))
+        || !expr.types.iter().all(plain)
+    {
+        return false;
+    }
+    let operand = |op: &Operand| match op {
+        Operand::Local(..) => true,
+        Operand::Literal(literal) => literal.values.len() == 1 && plain(&literal.ty.ty),
+        Operand::Global(..) => false,
+    };
+    match &expr.kind {
+        ExprKind::Operand(op) => operand(op),
+        ExprKind::Call {
+            callee: Callee::Builtin(Builtin::Index),
+            args,
+        } => match args.as_slice() {
+            [key, first] => {
+                local_arg(first).is_some_and(|f| aggregation.first == Some(f))
+                    && local_arg(key).is_some_and(|k| aggregation.key_outputs.contains(&k))
+            }
+            _ => false,
+        },
+        ExprKind::Call {
+            callee: Callee::Builtin(builtin),
+            args,
+        } => {
+            builtin.is_elementwise()
+                && args
+                    .iter()
+                    .all(|arg| matches!(arg, Arg::Operand(op) if operand(op)))
+        }
+        _ => false,
+    }
 }
 
 /// A match: the kernel whose statements the grouped kernel takes, how many steps before
@@ -213,6 +343,7 @@ fn match_tail(
                 statements.sort();
                 statements
             },
+            epilogue: Vec::new(),
             declined,
         },
     })

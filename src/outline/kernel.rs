@@ -65,6 +65,13 @@ pub struct GroupedAggregation {
     /// The statements the aggregation stands for (the key's list, the `@group` and the
     /// reductions over its lists), ascending: a printed kernel runs them after its own.
     pub statements: Vec<StmtId>,
+    /// The statements of an element-wise kernel over the groups that followed the
+    /// aggregation (q1's averages, `@div` of a sum by a count, and its `@index(key, first)`
+    /// key lookups), run per group after it in the same launch, ascending. The results of
+    /// a grouped kernel are a handful of rows read back with the group count: as a launch
+    /// of its own, that kernel cost the query a second wait on the device. Its launch is
+    /// the fallback's last step.
+    pub epilogue: Vec<StmtId>,
     /// The one-element bool the kernel sets when it declined. Not a local of the function:
     /// the lowering gives it a plan slot of its own past the function's locals, numbered
     /// by this id.

@@ -116,8 +116,8 @@ fn print_kernel(out: &mut String, program: &TypedProgram, function: &Function, k
     );
     let tree = StatementTree::new(function);
     let mut declared: HashSet<LocalId> = kernel.inputs.iter().copied().collect();
-    // A grouped kernel prints its aggregation as the statements it stands for: the same
-    // values, run as HorseIR.
+    // A grouped kernel prints its aggregation as the statements it stands for, then its
+    // epilogue: the same values, run as HorseIR.
     let aggregation = kernel.grouped.iter().flat_map(|g| g.statements.iter());
     let stmts: Vec<Stmt> = kernel
         .statements
@@ -148,6 +148,16 @@ fn print_kernel(out: &mut String, program: &TypedProgram, function: &Function, k
             keys.join(", "),
             aggregates.join(", ")
         );
+        if !grouped.epilogue.is_empty() {
+            out.push_str("        // then per group, in the same launch:\n");
+            let stmts: Vec<Stmt> = grouped
+                .epilogue
+                .iter()
+                .filter_map(|&id| tree.stmt(id))
+                .map(|stmt| with_declarations(stmt, &mut declared))
+                .collect();
+            out.push_str(&print_statements(program, function, &stmts, 2));
+        }
     }
     if kernel.outputs.is_empty() {
         out.push_str("        return;\n");

@@ -340,11 +340,46 @@ pub(crate) fn launch(
 
     // The compactions' counts that size the outputs, read back together: one wait for the
     // launch instead of one per compacted output (TPC-H q7's first kernel compacts four).
-    run.read_counts(kernel.outputs.iter().filter_map(|o| o.layout.length()))?;
+    // Small outputs those counts size come in the same read (`location::read_with_count`).
+    let mut with_count = Vec::new();
+    for (k, output) in kernel.outputs.iter().enumerate() {
+        let OutputLayout::Vector {
+            length,
+            capacity: Length::Constant(capacity),
+        } = &output.layout
+        else {
+            continue;
+        };
+        let mut counted = Vec::new();
+        length.compactions(&mut counted);
+        let Some(element) = crate::kernel::GpuElement::of_type(&output.ty) else {
+            continue;
+        };
+        if counted.is_empty() || !location::read_with_count(*capacity, element) {
+            continue;
+        }
+        if let Some(buffer) = outputs.get(&(output.slot, ValuePart::Elements)) {
+            let bytes = (capacity * element.size()).min(buffer.byte_len());
+            with_count.push((k, buffer.clone(), bytes));
+        }
+    }
+    let ranges: Vec<_> = with_count
+        .iter()
+        .map(|(_, buffer, bytes)| (buffer.raw(), 0, *bytes))
+        .collect();
+    let read_with_counts = run.read_counts(
+        kernel.outputs.iter().filter_map(|o| o.layout.length()),
+        &ranges,
+    )?;
+    let mut read_with_counts: HashMap<usize, Vec<u8>> = with_count
+        .iter()
+        .map(|(k, ..)| *k)
+        .zip(read_with_counts)
+        .collect();
 
     // Outputs as values: vectors stay on the device, lists are read back.
     let mut produced = Vec::with_capacity(kernel.outputs.len());
-    for output in &kernel.outputs {
+    for (k, output) in kernel.outputs.iter().enumerate() {
         let dict: Option<Arc<StrDict>> = match &output.dictionary {
             None => None,
             Some(DictionarySource::Input(slot)) => dictionary_of(input(&values, *slot, kernel)?),
@@ -379,12 +414,11 @@ pub(crate) fn launch(
                         kernel.name, output.ty
                     )));
                 }
-                Value::Device(DeviceVector::new(
-                    output.ty.clone(),
-                    n,
-                    dict,
-                    buffer.clone(),
-                ))
+                let vector = DeviceVector::new(output.ty.clone(), n, dict, buffer.clone());
+                if let Some(bytes) = read_with_counts.remove(&k) {
+                    location::keep_host_copy(&vector, &bytes)?;
+                }
+                Value::Device(vector)
             }
             OutputLayout::List {
                 offsets_of,
@@ -1060,7 +1094,7 @@ impl<'a> Run<'a> {
                 })?
             }
             Length::Compacted(id) => {
-                self.read_counts(std::iter::once(length))?;
+                self.read_counts(std::iter::once(length), &[])?;
                 self.compacted.get(id).copied().ok_or_else(|| {
                     RuntimeError::new(format!("{}: compaction {} has no count", kernel.name, id.0))
                 })?
@@ -1071,14 +1105,20 @@ impl<'a> Run<'a> {
     /// Reads back, in one wait, the counts of the compactions that `lengths` name and that
     /// are not known yet (a small scratch buffer whole, as [`Run::small_scratch`] does, else
     /// its last word), so that resolving the lengths reads nothing more.
-    fn read_counts<'l>(&mut self, lengths: impl Iterator<Item = &'l Length>) -> Result<()> {
+    /// `with` are further ranges read in the same wait (their bytes are returned, in order)
+    /// when a count is read; none are read when every count is known already.
+    fn read_counts<'l>(
+        &mut self,
+        lengths: impl Iterator<Item = &'l Length>,
+        with: &[(&wgpu::Buffer, u64, u64)],
+    ) -> Result<Vec<Vec<u8>>> {
         let mut ids = Vec::new();
         for length in lengths {
             length.compactions(&mut ids);
         }
         ids.retain(|id| !self.compacted.contains_key(id));
         if ids.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         self.flush()?;
         let kernel = self.kernel;
@@ -1095,10 +1135,12 @@ impl<'a> Run<'a> {
                 (buffer.raw(), 4 * last as u64, 4)
             });
         }
-        let read = self
+        ranges.extend_from_slice(with);
+        let mut read = self
             .device
             .download_ranges(&ranges)
             .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
+        let extra = read.split_off(ids.len());
         for (id, bytes) in ids.into_iter().zip(read) {
             let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
             let n = u64::from(words.last().copied().unwrap_or(0));
@@ -1107,7 +1149,7 @@ impl<'a> Run<'a> {
             }
             self.compacted.insert(id, n);
         }
-        Ok(())
+        Ok(extra)
     }
 
     /// The words of a small scratch buffer, read back (once) after the work so far.

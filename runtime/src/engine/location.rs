@@ -342,17 +342,46 @@ pub(crate) fn prefetch(device: &Device, values: &[&Value]) -> Result<Moved> {
         time: start.elapsed(),
     };
     for (d, bytes) in vectors.iter().zip(bytes) {
-        let element = GpuElement::of_type(&d.ty)
-            .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
-        let data = if element.size() == 8 {
-            Downloaded::Wide(bytemuck::pod_collect_to_vec(&bytes))
-        } else {
-            Downloaded::Words(bytemuck::pod_collect_to_vec(&bytes))
-        };
-        d.set_host(vector_from_download(&d.ty, data, d.dict.clone())?);
+        keep_host_copy(d, &bytes)?;
         moved.bytes += d.byte_len();
     }
     Ok(moved)
+}
+
+/// Most bytes of one kernel output that [`read_with_count`] reads back with its count.
+const READ_WITH_COUNT_BYTES: u64 = 256;
+
+/// Whether a kernel output of at most `capacity` elements of `element`, whose length is a
+/// count that the engine reads back right after the kernel, is read back in that same read.
+/// A grouped kernel's results are a handful of rows, and a query's result or a host step
+/// reads them next: read later, they cost a wait on the device of their own (some 50 us on
+/// an H100, as much as TPC-H q1's other host work). Larger outputs stay on the device until
+/// something asks for them.
+pub(crate) fn read_with_count(capacity: u64, element: GpuElement) -> bool {
+    capacity.saturating_mul(element.size()) <= READ_WITH_COUNT_BYTES
+}
+
+/// Keeps `bytes`, the first elements of `d`'s buffer read back, as its host copy (at most
+/// `d.len` of them are kept).
+pub(crate) fn keep_host_copy(d: &DeviceVector, bytes: &[u8]) -> Result<()> {
+    let element = GpuElement::of_type(&d.ty)
+        .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
+    let size = d.len * element.size() as usize;
+    let bytes = bytes.get(..size).ok_or_else(|| {
+        RuntimeError::new(format!(
+            "a read-back of {} bytes for {} elements of {}",
+            bytes.len(),
+            d.len,
+            d.ty
+        ))
+    })?;
+    let data = if element.size() == 8 {
+        Downloaded::Wide(bytemuck::pod_collect_to_vec(bytes))
+    } else {
+        Downloaded::Words(bytemuck::pod_collect_to_vec(bytes))
+    };
+    d.set_host(vector_from_download(&d.ty, data, d.dict.clone())?);
+    Ok(())
 }
 
 fn host_vector(device: &Device, d: &DeviceVector) -> Result<(Vector, Moved)> {

@@ -39,6 +39,13 @@ const MAX_DOMAIN: u64 = 1 << 20;
 /// The bitmap scratch's binding, declared `array<atomic<u32>>`.
 pub(super) const GROUP_PRESENCE: &str = "group_presence";
 
+/// The epilogue of a grouped kernel, at group `i`: its statements' lines, then each output
+/// (local, type, value as stored).
+struct Epilogue {
+    statements: Vec<String>,
+    outputs: Vec<(LocalId, Type, String)>,
+}
+
 /// A key column as the slot computation sees it.
 struct KeyWord {
     /// The column's value as a `u32` below `range`.
@@ -280,24 +287,24 @@ impl Generator<'_> {
             });
             Ok(buffer)
         };
-        let mut finish_lines = Vec::new();
+        // Each group's values, as the finish pass writes them: its number, its keys, its
+        // results.
+        let mut per_group: Vec<(LocalId, Type, String)> = Vec::new();
         if let Some(first) = grouped.first {
-            let buffer = output(&mut self, first, Type::I64)?;
-            finish_lines.push(format!("{buffer}[g] = i64(g);"));
+            per_group.push((first, Type::I64, "i64(g)".to_string()));
         }
         for &key in &grouped.key_outputs {
             let k = grouped.keys.iter().position(|&c| c == key).ok_or_else(|| {
                 CodegenError::malformed(&self.kernel.name, "a key output is no key")
             })?;
             let word = &words[k];
-            let buffer = output(&mut self, key, word.ty.clone())?;
             let decoded = format!("((slot / {}u) % {}u)", strides[k], word.range);
             let value = match word.ty {
                 Type::I8 => format!("i32({decoded}) - 128i"),
                 Type::I16 => format!("i32({decoded}) - 32768i"),
                 _ => decoded,
             };
-            finish_lines.push(format!("{buffer}[g] = {value};"));
+            per_group.push((key, word.ty.clone(), value));
         }
         for result in &grouped.results {
             let value_ty = match &result.value {
@@ -305,7 +312,6 @@ impl Generator<'_> {
                 _ => None,
             };
             let ty = result.reduction.result_type(value_ty.as_ref());
-            let buffer = output(&mut self, result.target, ty.clone())?;
             let total = |(float, s): (bool, usize)| {
                 if float {
                     format!("totals_f[{s}u * GROUPED_GROUPS + g]")
@@ -331,7 +337,24 @@ impl Generator<'_> {
                     ))
                 }
             };
-            finish_lines.push(format!("{buffer}[g] = {value};"));
+            per_group.push((result.target, ty, value));
+        }
+        // Written where something besides the epilogue reads them.
+        let mut finish_lines = Vec::new();
+        for (local, ty, value) in &per_group {
+            if self.kernel.outputs.contains(local) {
+                let buffer = output(&mut self, *local, ty.clone())?;
+                finish_lines.push(format!("{buffer}[g] = {value};"));
+            }
+        }
+        if !grouped.epilogue.is_empty() {
+            let lines = self.grouped_epilogue(&grouped, &per_group, &group_length)?;
+            for (local, ty, line) in lines.outputs {
+                let buffer = output(&mut self, local, ty)?;
+                finish_lines.push(format!("{buffer}[i] = {line};"));
+            }
+            finish_lines.splice(0..0, lines.statements);
+            finish_lines.insert(0, "let i = g;".to_string());
         }
         // The decline flag: word 0 of the count buffer, read back with the count.
         outputs.push(KernelOutput {
@@ -823,6 +846,98 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
             },
         ];
         self.finish(text, passes, outputs)
+    }
+
+    /// The epilogue's statements at group `i` (see [`GroupedAggregation::epilogue`]), over
+    /// the group's values `per_group` (local, type, value as stored), and the values of its
+    /// outputs as stored.
+    fn grouped_epilogue(
+        &mut self,
+        grouped: &crate::outline::kernel::GroupedAggregation,
+        per_group: &[(LocalId, Type, String)],
+        group_length: &Length,
+    ) -> Result<Epilogue, CodegenError> {
+        // The row function's values and variables are not in scope here.
+        self.computed.clear();
+        let row_lines = std::mem::take(&mut self.element_lines);
+        for (local, ty, value) in per_group {
+            let mut val = Val::scalar(wgsl::load(value, ty), ty.clone());
+            val.level = Level::Element;
+            self.values.insert(*local, val);
+            self.lengths.insert(*local, group_length.clone());
+        }
+        let checks = self.launch_checks.len();
+        for &id in &grouped.epilogue {
+            self.current = id;
+            // `@index(key, first)` is the group's key.
+            if let Some((target, key)) = self.key_of_group(id, grouped) {
+                let val = self.values.get(&key).cloned().ok_or_else(|| {
+                    CodegenError::malformed(&self.kernel.name, "a key output has no value")
+                })?;
+                self.values.insert(target, val);
+                self.lengths.insert(target, group_length.clone());
+                continue;
+            }
+            self.statement(id)?;
+        }
+        if self.launch_checks.len() != checks {
+            return Err(self.error(None, "an epilogue that needs checks at launch"));
+        }
+        let mut outputs = Vec::new();
+        let epilogue_outputs: Vec<LocalId> = self
+            .kernel
+            .outputs
+            .iter()
+            .copied()
+            .filter(|o| !per_group.iter().any(|(local, ..)| local == o))
+            .collect();
+        for local in epilogue_outputs {
+            let ty = self.output_type(local);
+            let val = match self.values.get(&local) {
+                Some(val) if val.active.is_empty() && !val.list && val.level != Level::Cell => {
+                    val.clone()
+                }
+                _ => {
+                    return Err(self.error(
+                        None,
+                        format!(
+                            "epilogue output {} is not one value per group",
+                            self.name(local)
+                        ),
+                    ))
+                }
+            };
+            outputs.push((local, ty, wgsl::store(&val.expr, &val.ty)));
+        }
+        let statements = std::mem::replace(&mut self.element_lines, row_lines);
+        Ok(Epilogue {
+            statements,
+            outputs,
+        })
+    }
+
+    /// `(target, key)` when statement `id` is `target = @index(key, first)` of the grouped
+    /// aggregation.
+    fn key_of_group(
+        &self,
+        id: StmtId,
+        grouped: &crate::outline::kernel::GroupedAggregation,
+    ) -> Option<(LocalId, LocalId)> {
+        let StmtKind::Assign { targets, expr, .. } = &self.tree.stmt(id)?.kind else {
+            return None;
+        };
+        let [Target::Local(target)] = targets.as_slice() else {
+            return None;
+        };
+        let (
+            Callee::Builtin(Builtin::Index),
+            [Arg::Operand(Operand::Local(key, _)), Arg::Operand(Operand::Local(first, _))],
+        ) = expr_call(expr)?
+        else {
+            return None;
+        };
+        (grouped.first == Some(*first) && grouped.key_outputs.contains(key))
+            .then_some((*target, *key))
     }
 
     /// A key or value column of the grouped aggregation: one value per row of the kernel.
