@@ -277,13 +277,29 @@ pub enum ScratchPurpose {
     /// The indexes an index check found out of range, at their element positions
     /// ([`IndexSource::Device`]); only those positions are written.
     BadIndexes,
-    /// A grouped kernel's key slots: the bitmap of the slots its kept rows occupy (bound as
-    /// `array<atomic<u32>>`), or, per bitmap word, the rank of its first set slot and its
-    /// bits, then each group's slot.
+    /// A grouped kernel's key slots: per accumulating workgroup, the slots it met (slot + 1
+    /// per entry, 0 for none), then per workgroup whether it met more than it holds. Each
+    /// workgroup writes its own, and only the dispatched workgroups' are read.
     GroupSlots,
     /// A grouped kernel's decline flag (word 0, not 0 when it declined) and group count
-    /// (word 1, 0 when it declined): the count is read as a [`Length::Compacted`].
+    /// (word 1, 0 when it declined), both written by its last pass: the count is read as a
+    /// [`Length::Compacted`].
     GroupCount,
+    /// A grouped kernel's sums: per accumulating workgroup, those of the slots it met, and
+    /// per group their totals. Each is written before anything reads it.
+    GroupSums,
+}
+
+impl ScratchPurpose {
+    /// Whether the kernel relies on the buffer starting at zero (status words, flags,
+    /// counters); the others it writes before it reads them, and their clear would only
+    /// cost a command to record and a fill on the device every launch.
+    pub fn zeroed(&self) -> bool {
+        !matches!(
+            self,
+            ScratchPurpose::GroupSlots | ScratchPurpose::GroupCount | ScratchPurpose::GroupSums
+        )
+    }
 }
 
 /// What a storage binding holds.

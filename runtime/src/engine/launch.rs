@@ -152,19 +152,19 @@ pub(crate) fn launch(
         cell_strategy: None,
     };
 
-    // Scratch buffers (zeroed: the status word and flags rely on it), cleared in the launch's
-    // own commands.
+    // Scratch buffers, zeroed where the kernel relies on it (status words, flags), cleared in
+    // the launch's own commands.
     for (i, scratch) in kernel.scratch.iter().enumerate() {
         let n = run.resolve(&scratch.elements)?;
         // At least 8 bytes: a binding of 8-byte elements needs one even when empty.
         let words = (n as usize * (scratch.element.size() as usize / 4)).max(2);
-        let buffer = device
-            .zeroed_in::<u32>(
-                run.commands(),
-                &|| format!("{} scratch {i}", kernel.name),
-                words,
-            )
-            .map_err(gpu_error)?;
+        let label = || format!("{} scratch {i}", kernel.name);
+        let buffer = if scratch.purpose.zeroed() {
+            device.zeroed_in::<u32>(run.commands(), &label, words)
+        } else {
+            device.scratch_named::<u32>(&label, words)
+        }
+        .map_err(gpu_error)?;
         run.scratch.insert(ScratchId(i), buffer);
     }
 

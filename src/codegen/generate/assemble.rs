@@ -503,14 +503,12 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let element = if binding.name.starts_with("status")
-                || binding.name == super::cells::LONG_CELLS
-                || binding.name == super::grouped::GROUP_PRESENCE
-            {
-                "atomic<u32>"
-            } else {
-                binding.element.wgsl()
-            };
+            let element =
+                if binding.name.starts_with("status") || binding.name == super::cells::LONG_CELLS {
+                    "atomic<u32>"
+                } else {
+                    binding.element.wgsl()
+                };
             text += "@group(";
             push_decimal(&mut text, u64::from(binding.group));
             text += ") @binding(";

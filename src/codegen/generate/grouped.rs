@@ -8,12 +8,16 @@
 //!    its own (`grouped_local_rank`, at most `GROUPED_GROUPS`), adds each kept row into its
 //!    entry's accumulators in registers, and writes per entry the workgroup's sums and the
 //!    slot they belong to (a workgroup meeting more slots than it has entries says so).
-//! 2. `rank_pass` (one workgroup) ranks the slots the workgroups met in key order. With more
-//!    groups than the kernel holds it declines: the flag is set, the group count is 0, and
-//!    the later passes do nothing (the engine runs the unfused statements instead).
-//! 3. `combine_pass` adds each group's sums over the workgroups, in workgroup order, one
-//!    workgroup per accumulator, so every sum's order is fixed by the data alone.
-//! 4. `finish_pass` writes per group: its number (for `@keys`), its key, its results.
+//! 2. `settle_pass` (one workgroup) gathers the distinct slots the workgroups met and ranks
+//!    them in key order. With more groups than the kernel holds it declines: the flag is
+//!    set, the group count is 0, and it writes nothing (the engine runs the unfused
+//!    statements instead). Then it adds each group's sums over the workgroups, in workgroup
+//!    order, so every sum's order is fixed by the data alone, and writes per group: its
+//!    number (for `@keys`), its key, its results, and its epilogue's values.
+//!
+//! The second pass was three (ranks, one workgroup per accumulator, results): on an H100
+//! they took 34 us of GPU time for TPC-H q1, a fifth of the kernel, nearly all of it the
+//! cost of a dispatch waiting on the one before.
 
 use super::*;
 use horsec_runtime::args::group::Reduction;
@@ -34,10 +38,8 @@ const MAX_GROUPED_WORKGROUPS: u32 = 256;
 /// kernel's GPU time went 0.18 → 0.16 ms with 2 (4 was no faster, and slower with 48
 /// accumulators: registers).
 const ROWS_IN_FLIGHT: u32 = 2;
-/// Most slots of a key domain (its bitmap is a 128 KiB buffer).
-const MAX_DOMAIN: u64 = 1 << 20;
-/// The bitmap scratch's binding, declared `array<atomic<u32>>`.
-pub(super) const GROUP_PRESENCE: &str = "group_presence";
+/// Most slots of a key domain: a slot and its tag (slot + 1, 0 meaning none) are u32s.
+const MAX_DOMAIN: u64 = u32::MAX as u64;
 
 /// The epilogue of a grouped kernel, at group `i`: its statements' lines, then each output
 /// (local, type, value as stored).
@@ -143,7 +145,6 @@ impl Generator<'_> {
             .map(|(w, s)| format!("({}) * {s}u", w.word))
             .collect::<Vec<_>>()
             .join(" + ");
-        let domain_words = domain.div_ceil(32);
 
         // Value columns, each once, in order of first use; slot 0 of the integers is the
         // count.
@@ -197,23 +198,6 @@ impl Generator<'_> {
 
         // Scratch.
         self.use_type("i64");
-        let (_, presence) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::U32,
-                elements: Length::Constant(domain_words),
-                purpose: ScratchPurpose::GroupSlots,
-            },
-            GROUP_PRESENCE.to_string(),
-        );
-        // Each group's slot, in key order.
-        let (_, ranks) = self.scratch_binding(
-            Scratch {
-                element: GpuElement::U32,
-                elements: Length::Constant(groups as u64),
-                purpose: ScratchPurpose::GroupSlots,
-            },
-            "group_slots".to_string(),
-        );
         // The slots each accumulating workgroup met (slot + 1 per entry, 0 unused), then
         // per workgroup whether it met more than it holds.
         let max_workgroups = u64::from(MAX_GROUPED_WORKGROUPS);
@@ -243,7 +227,7 @@ impl Generator<'_> {
                 Scratch {
                     element,
                     elements: Length::Constant(elements.max(1)),
-                    purpose: ScratchPurpose::Partials,
+                    purpose: ScratchPurpose::GroupSums,
                 },
                 name.to_string(),
             )
@@ -372,15 +356,13 @@ impl Generator<'_> {
         let tags = u64::from(MAX_GROUPED_WORKGROUPS) * groups as u64;
         let mut text = format!(
             "const GROUPED_GROUPS: u32 = {groups}u;
-const GROUPED_DOMAIN_WORDS: u32 = {domain_words}u;
 const GROUPED_TAGS: u32 = {tags}u;
-const GROUPED_WORKGROUPS: u32 = {MAX_GROUPED_WORKGROUPS}u;
 const GROUPED_INT_ENTRIES: u32 = {int_entries}u;
 const GROUPED_FLOAT_ENTRIES: u32 = {float_entries}u;
 
-var<workgroup> grouped_counts: array<u32, WORKGROUP_SIZE>;
-var<workgroup> grouped_total: u32;
 var<workgroup> grouped_live: u32;
+var<workgroup> grouped_seen: array<atomic<u32>, GROUPED_GROUPS>;
+var<workgroup> grouped_slots: array<u32, GROUPED_GROUPS>;
 var<workgroup> grouped_declined: atomic<u32>;
 var<workgroup> grouped_local: array<atomic<u32>, GROUPED_GROUPS>;
 var<workgroup> grouped_overflow: atomic<u32>;
@@ -676,151 +658,170 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
             }
         }
         text += "}\n\n";
-        // 2. Ranks: the slots the workgroups met, in key order; the group count, or a
-        // decline.
-        text += &entry_header("rank_pass");
+        // 2. The groups: the distinct slots the workgroups met, ranked in key order (or a
+        // decline); each group's sums over the workgroups; its results.
+        if MAX_GROUPED_WORKGROUPS > KERNEL_WORKGROUP_SIZE {
+            return Err(CodegenError::malformed(
+                &self.kernel.name,
+                "more accumulating workgroups than invocations to combine their partials",
+            ));
+        }
+        text += "// Adds a slot's tag (slot + 1) to the distinct ones met, in the first free entry
+// (which entry does not matter: ranks come from the tags); more than GROUPED_GROUPS decline.
+fn grouped_seen_insert(tag: u32) {
+    var k = 0u;
+    loop {
+        if k == GROUPED_GROUPS {
+            atomicStore(&grouped_declined, 1u);
+            return;
+        }
+        let held = atomicLoad(&grouped_seen[k]);
+        if held == tag {
+            return;
+        }
+        if held == 0u {
+            let claim = atomicCompareExchangeWeak(&grouped_seen[k], 0u, tag);
+            if claim.exchanged || claim.old_value == tag {
+                return;
+            }
+            if claim.old_value == 0u {
+                // A spurious failure: the entry is still free.
+                continue;
+            }
+        }
+        k = k + 1u;
+    }
+}
+
+";
+        text += &entry_header("settle_pass");
         let _ = write!(
             text,
             "    let local = local_id.x;
-    for (var e = local; e < GROUPED_TAGS; e = e + WORKGROUP_SIZE) {{
+    // The dispatched workgroups' tags (the others' are not written).
+    for (var e = local; e < {partials_param} * GROUPED_GROUPS; e = e + WORKGROUP_SIZE) {{
         let tag = group_tags[e];
         if tag != 0u {{
-            let slot = tag - 1u;
-            atomicOr(&{presence}[slot >> 5u], 1u << (slot & 31u));
+            grouped_seen_insert(tag);
         }}
     }}
-    for (var w = local; w < GROUPED_WORKGROUPS; w = w + WORKGROUP_SIZE) {{
+    for (var w = local; w < {partials_param}; w = w + WORKGROUP_SIZE) {{
         if group_tags[GROUPED_TAGS + w] != 0u {{
-            atomicOr(&grouped_declined, 1u);
+            atomicStore(&grouped_declined, 1u);
         }}
     }}
-    storageBarrier();
     workgroupBarrier();
-    let per = (GROUPED_DOMAIN_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
-    let begin = min(local * per, GROUPED_DOMAIN_WORDS);
-    let end = min(begin + per, GROUPED_DOMAIN_WORDS);
-    var occupied = 0u;
-    for (var w = begin; w < end; w = w + 1u) {{
-        occupied = occupied + countOneBits(atomicLoad(&{presence}[w]));
-    }}
-    grouped_counts[local] = occupied;
-    workgroupBarrier();
-    if local == 0u {{
-        var running = 0u;
-        for (var t = 0u; t < WORKGROUP_SIZE; t = t + 1u) {{
-            let c = grouped_counts[t];
-            grouped_counts[t] = running;
-            running = running + c;
-        }}
-        grouped_total = running;
-    }}
-    workgroupBarrier();
-    var rank = grouped_counts[local];
-    for (var w = begin; w < end; w = w + 1u) {{
-        var rest = atomicLoad(&{presence}[w]);
-        loop {{
-            if rest == 0u {{
-                break;
-            }}
-            if rank < GROUPED_GROUPS {{
-                {ranks}[rank] = w * 32u + firstTrailingBit(rest);
-            }}
-            rank = rank + 1u;
-            rest = rest & (rest - 1u);
-        }}
-    }}
-    if local == 0u {{
-        let declined = grouped_total > GROUPED_GROUPS || atomicLoad(&grouped_declined) != 0u;
-        {count}[0] = select(0u, 1u, declined);
-        {count}[1] = select(grouped_total, 0u, declined);
-    }}
-}}
-
-"
-        );
-        // 3. Each group's accumulators: its entry in each workgroup's partials (none where
-        // the workgroup did not meet it), added in workgroup order.
-        text += &entry_header("combine_pass");
-        let combine = |ty: &str,
-                       zero: &str,
-                       entry: &str,
-                       partials: &str,
-                       totals: &str,
-                       entries: &str,
-                       shared: &str| {
-            format!(
-                "        let s = {entry} / GROUPED_GROUPS;
-        let g = {entry} % GROUPED_GROUPS;
-        if g < live {{
-            let tag = {ranks}[g] + 1u;
-            var acc: {ty} = {zero};
-            for (var p = local_id.x; p < {partials_param}; p = p + WORKGROUP_SIZE) {{
-                for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-                    if group_tags[p * GROUPED_GROUPS + k] == tag {{
-                        acc = acc + {partials}[p * {entries} + s * GROUPED_GROUPS + k];
-                    }}
+    // A group's rank: the tags met below its own.
+    if local < GROUPED_GROUPS {{
+        let tag = atomicLoad(&grouped_seen[local]);
+        if tag != 0u {{
+            var rank = 0u;
+            for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+                let other = atomicLoad(&grouped_seen[k]);
+                if other != 0u && other < tag {{
+                    rank = rank + 1u;
                 }}
             }}
-            {shared}[local_id.x] = acc;
-            grouped_sum_{ty}(local_id.x, 1u);
-            if local_id.x == 0u {{
-                {totals}[{entry}] = {shared}[0];
+            grouped_slots[rank] = tag - 1u;
+        }}
+    }}
+    if local == 0u {{
+        var total = 0u;
+        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+            if atomicLoad(&grouped_seen[k]) != 0u {{
+                total = total + 1u;
             }}
         }}
-"
-            )
-        };
-        let float_combine = match &float_buffers {
-            Some((partials_f, totals_f)) => format!(
-                "        let f = e - GROUPED_INT_ENTRIES;\n{}",
-                combine(
-                    "f64",
-                    "0.0lf",
-                    "f",
-                    partials_f,
-                    totals_f,
-                    "GROUPED_FLOAT_ENTRIES",
-                    "grouped_f"
-                )
-            ),
-            None => String::new(),
-        };
-        let int_combine = combine(
-            "i64",
-            "0li",
-            "e",
-            &partials_i,
-            &totals_i,
-            "GROUPED_INT_ENTRIES",
-            "grouped_i",
-        );
-        let _ = write!(
-            text,
-            "    let e = workgroup_id.x;
-    if local_id.x == 0u {{
-        grouped_live = {count}[1];
+        let declined = atomicLoad(&grouped_declined) != 0u;
+        {count}[0] = select(0u, 1u, declined);
+        {count}[1] = select(total, 0u, declined);
+        grouped_live = select(total, 0u, declined);
     }}
     let live = workgroupUniformLoad(&grouped_live);
-    if e < GROUPED_INT_ENTRIES {{
-{int_combine}    }} else {{
-{float_combine}    }}
-}}
-
+    // Invocation p holds accumulating workgroup p's partials: the entry it gave each group
+    // (GROUPED_GROUPS where it met none).
+    var entry_of: array<u32, GROUPED_GROUPS>;
+    for (var g = 0u; g < GROUPED_GROUPS; g = g + 1u) {{
+        entry_of[g] = GROUPED_GROUPS;
+    }}
+    if local < {partials_param} {{
+        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+            let tag = group_tags[local * GROUPED_GROUPS + k];
+            for (var g = 0u; g < live; g = g + 1u) {{
+                if grouped_slots[g] + 1u == tag {{
+                    entry_of[g] = k;
+                }}
+            }}
+        }}
+    }}
 "
         );
-        // 5. Per group: its number, key and results.
-        text += &entry_header("finish_pass");
+        // Each group's sums, a batch of accumulators at a time, each a fixed-order tree
+        // over the workgroups (in workgroup order). Accumulators are numbered group-major
+        // (`e = g * slots + s`), as the accumulating pass orders them: a batch whose first
+        // group did not occur is skipped whole.
+        let mut combine_kinds = vec![(
+            "i64",
+            "0li",
+            "grouped_i",
+            partials_i.as_str(),
+            totals_i.as_str(),
+            "GROUPED_INT_ENTRIES",
+            int_slots,
+        )];
+        if let Some((partials_f, totals_f)) = &float_buffers {
+            combine_kinds.push((
+                "f64",
+                "0.0lf",
+                "grouped_f",
+                partials_f.as_str(),
+                totals_f.as_str(),
+                "GROUPED_FLOAT_ENTRIES",
+                float_slots,
+            ));
+        }
+        for (ty, zero, shared, partials, totals, entries, slots) in combine_kinds {
+            let _ = write!(
+                text,
+                "    for (var first = 0u; first < {entries}; first = first + {BATCH}u) {{
+        let batch = min({BATCH}u, {entries} - first);
+        if first / {slots}u < live {{
+            for (var b = 0u; b < batch; b = b + 1u) {{
+                let g = (first + b) / {slots}u;
+                let s = (first + b) % {slots}u;
+                var acc: {ty} = {zero};
+                let k = entry_of[g];
+                if k < GROUPED_GROUPS {{
+                    acc = acc + {partials}[local * {entries} + s * GROUPED_GROUPS + k];
+                }}
+                {shared}[b * WORKGROUP_SIZE + local] = acc;
+            }}
+            grouped_sum_{ty}(local, batch);
+            if local == 0u {{
+                for (var b = 0u; b < batch; b = b + 1u) {{
+                    let g = (first + b) / {slots}u;
+                    let s = (first + b) % {slots}u;
+                    {totals}[s * GROUPED_GROUPS + g] = {shared}[b * WORKGROUP_SIZE];
+                }}
+            }}
+        }}
+    }}
+"
+            );
+        }
+        // Per group: its number, key and results (the sums written by invocation 0 above).
         let _ = write!(
             text,
-            "    for (var g = local_id.x; g < {count}[1]; g = g + WORKGROUP_SIZE) {{
-        let slot = {ranks}[g];
+            "    storageBarrier();
+    workgroupBarrier();
+    for (var g = local; g < live; g = g + WORKGROUP_SIZE) {{
+        let slot = grouped_slots[g];
         let count = totals_i[g];
 {}    }}
 }}
 ",
             indent(&finish_lines, 2)
         );
-        let entries = (int_entries + float_entries) as u64;
         let passes = vec![
             Pass::Entry {
                 entry_point: "main_pass".to_string(),
@@ -830,18 +831,7 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
                 },
             },
             Pass::Entry {
-                entry_point: "rank_pass".to_string(),
-                dispatch: Dispatch::Single,
-            },
-            Pass::Entry {
-                entry_point: "combine_pass".to_string(),
-                dispatch: Dispatch::Elements {
-                    length: Length::Constant(entries * u64::from(KERNEL_WORKGROUP_SIZE)),
-                    max_workgroups: MAX_DISPATCH_WORKGROUPS,
-                },
-            },
-            Pass::Entry {
-                entry_point: "finish_pass".to_string(),
+                entry_point: "settle_pass".to_string(),
                 dispatch: Dispatch::Single,
             },
         ];
