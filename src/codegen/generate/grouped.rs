@@ -15,9 +15,11 @@
 //!    order, so every sum's order is fixed by the data alone, and writes per group: its
 //!    number (for `@keys`), its key, its results, and its epilogue's values.
 //!
-//! The second pass was three (ranks, one workgroup per accumulator, results): on an H100
-//! they took 34 us of GPU time for TPC-H q1, a fifth of the kernel, nearly all of it the
-//! cost of a dispatch waiting on the one before.
+//! The second pass was three (ranks, one workgroup per accumulator, results). On an H100
+//! the one pass takes a little more GPU time for TPC-H q1 at SF 1 (38.5 us against 33.5:
+//! one workgroup adds the sums a batch at a time), but the host records two dispatches
+//! instead of four and clears no scratch (every word is written before it is read), and
+//! q1's warm run came out 0.02 ms faster.
 
 use super::*;
 use horsec_runtime::args::group::Reduction;
@@ -698,16 +700,20 @@ fn grouped_seen_insert(tag: u32) {
         let _ = write!(
             text,
             "    let local = local_id.x;
-    // The dispatched workgroups' tags (the others' are not written).
-    for (var e = local; e < {partials_param} * GROUPED_GROUPS; e = e + WORKGROUP_SIZE) {{
-        let tag = group_tags[e];
-        if tag != 0u {{
-            grouped_seen_insert(tag);
+    // Invocation p holds accumulating workgroup p's tags, read at once (a dispatched
+    // workgroup writes all of its own; the others' are not written).
+    var own: array<u32, GROUPED_GROUPS>;
+    if local < {partials_param} {{
+        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+            own[k] = group_tags[local * GROUPED_GROUPS + k];
+        }}
+        if group_tags[GROUPED_TAGS + local] != 0u {{
+            atomicStore(&grouped_declined, 1u);
         }}
     }}
-    for (var w = local; w < {partials_param}; w = w + WORKGROUP_SIZE) {{
-        if group_tags[GROUPED_TAGS + w] != 0u {{
-            atomicStore(&grouped_declined, 1u);
+    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+        if own[k] != 0u {{
+            grouped_seen_insert(own[k]);
         }}
     }}
     workgroupBarrier();
@@ -738,19 +744,16 @@ fn grouped_seen_insert(tag: u32) {
         grouped_live = select(total, 0u, declined);
     }}
     let live = workgroupUniformLoad(&grouped_live);
-    // Invocation p holds accumulating workgroup p's partials: the entry it gave each group
-    // (GROUPED_GROUPS where it met none).
+    // The entry workgroup p gave each group (GROUPED_GROUPS where it met none): where its
+    // partials of that group are.
     var entry_of: array<u32, GROUPED_GROUPS>;
     for (var g = 0u; g < GROUPED_GROUPS; g = g + 1u) {{
         entry_of[g] = GROUPED_GROUPS;
     }}
-    if local < {partials_param} {{
-        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-            let tag = group_tags[local * GROUPED_GROUPS + k];
-            for (var g = 0u; g < live; g = g + 1u) {{
-                if grouped_slots[g] + 1u == tag {{
-                    entry_of[g] = k;
-                }}
+    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+        for (var g = 0u; g < live; g = g + 1u) {{
+            if own[k] != 0u && grouped_slots[g] + 1u == own[k] {{
+                entry_of[g] = k;
             }}
         }}
     }}
