@@ -260,7 +260,9 @@ pub struct Scratch {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ScratchPurpose {
     /// One partial result per workgroup of a reduction's first pass
-    /// ([`MAX_REDUCTION_WORKGROUPS`] elements).
+    /// ([`MAX_REDUCTION_WORKGROUPS`] elements), or per piece of a split cell: each workgroup
+    /// writes its own, and the pass folding them reads only those of the workgroups (pieces)
+    /// that ran.
     Partials,
     /// One `u32` flag (0/1) per thread: is the element kept by the compaction.
     Flags,
@@ -297,7 +299,10 @@ impl ScratchPurpose {
     pub fn zeroed(&self) -> bool {
         !matches!(
             self,
-            ScratchPurpose::GroupSlots | ScratchPurpose::GroupCount | ScratchPurpose::GroupSums
+            ScratchPurpose::Partials
+                | ScratchPurpose::GroupSlots
+                | ScratchPurpose::GroupCount
+                | ScratchPurpose::GroupSums
         )
     }
 }
