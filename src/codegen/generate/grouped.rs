@@ -16,10 +16,10 @@
 //!    number (for `@keys`), its key, its results, and its epilogue's values.
 //!
 //! The second pass was three (ranks, one workgroup per accumulator, results). On an H100
-//! the one pass takes a little more GPU time for TPC-H q1 at SF 1 (38.5 us against 33.5:
-//! one workgroup adds the sums a batch at a time), but the host records two dispatches
-//! instead of four and clears no scratch (every word is written before it is read), and
-//! q1's warm run came out 0.02 ms faster.
+//! the one pass takes about as much GPU time for TPC-H q1 at SF 1 (32 us against 33.5),
+//! and the host records two dispatches instead of four and clears no scratch (every word
+//! is written before it is read). Of those 32 us, some 6 are the dispatch itself and 20
+//! the sums over the workgroups (measured by cutting the pass short).
 
 use super::*;
 use horsec_runtime::args::group::Reduction;
@@ -696,6 +696,7 @@ fn grouped_seen_insert(tag: u32) {
 }
 
 ";
+        let mut tail = String::new();
         text += &entry_header("settle_pass");
         let _ = write!(
             text,
@@ -759,59 +760,127 @@ fn grouped_seen_insert(tag: u32) {
     }}
 "
         );
-        // Each group's sums, a batch of accumulators at a time, each a fixed-order tree
-        // over the workgroups (in workgroup order). Accumulators are numbered group-major
-        // (`e = g * slots + s`), as the accumulating pass orders them: a batch whose first
-        // group did not occur is skipped whole.
-        let mut combine_kinds = vec![(
-            "i64",
-            "0li",
-            "grouped_i",
-            partials_i.as_str(),
-            totals_i.as_str(),
-            "GROUPED_INT_ENTRIES",
-            int_slots,
-        )];
-        if let Some((partials_f, totals_f)) = &float_buffers {
-            combine_kinds.push((
-                "f64",
-                "0.0lf",
-                "grouped_f",
-                partials_f.as_str(),
-                totals_f.as_str(),
-                "GROUPED_FLOAT_ENTRIES",
-                float_slots,
-            ));
-        }
-        for (ty, zero, shared, partials, totals, entries, slots) in combine_kinds {
-            let _ = write!(
-                text,
-                "    for (var first = 0u; first < {entries}; first = first + {BATCH}u) {{
-        let batch = min({BATCH}u, {entries} - first);
-        if first / {slots}u < live {{
-            for (var b = 0u; b < batch; b = b + 1u) {{
-                let g = (first + b) / {slots}u;
-                let s = (first + b) % {slots}u;
-                var acc: {ty} = {zero};
-                let k = entry_of[g];
-                if k < GROUPED_GROUPS {{
-                    acc = acc + {partials}[local * {entries} + s * GROUPED_GROUPS + k];
-                }}
-                {shared}[b * WORKGROUP_SIZE + local] = acc;
-            }}
-            grouped_sum_{ty}(local, batch);
-            if local == 0u {{
-                for (var b = 0u; b < batch; b = b + 1u) {{
-                    let g = (first + b) / {slots}u;
-                    let s = (first + b) % {slots}u;
-                    {totals}[s * GROUPED_GROUPS + g] = {shared}[b * WORKGROUP_SIZE];
-                }}
+        // Each group's sums over the workgroups. Invocations work in runs of GROUPED_RUN
+        // workgroups: each adds its run's partials of one accumulator in workgroup order,
+        // then the runs' sums are added by a fixed tree (GROUPED_RUNS per accumulator), for
+        // GROUPED_LANES accumulators at once. Accumulators are numbered group-major
+        // (`a = g * slots + s`), as the accumulating pass numbers them. (A tree over all
+        // the workgroups for four accumulators at a time took 27 of the pass's 39 us for q1
+        // at SF 1 on an H100.)
+        let entry_words = groups.div_ceil(4);
+        let float_decl = if float_buffers.is_some() {
+            "        var acc_f: f64 = 0.0lf;\n"
+        } else {
+            ""
+        };
+        // The loads are unconditional (indexes kept in bounds, the values not taken
+        // masked out) so that a run's loads are in flight together: loaded under a
+        // condition, each waited for the one before.
+        let mut adds = format!(
+            "        var acc_i: i64 = 0li;
+{float_decl}        if a < live_i {{
+            let g = a / {int_slots}u;
+            let s = a % {int_slots}u;
+            for (var i = 0u; i < GROUPED_RUN; i = i + 1u) {{
+                let p = run * GROUPED_RUN + i;
+                let k = grouped_entry(p, g);
+                let value = {partials_i}[p * GROUPED_INT_ENTRIES + s * GROUPED_GROUPS + min(k, GROUPED_GROUPS - 1u)];
+                acc_i = acc_i + select(0li, value, p < {partials_param} && k < GROUPED_GROUPS);
             }}
         }}
-    }}
+"
+        );
+        let mut tree = String::from(
+            "                grouped_i[local] = grouped_i[local] + grouped_i[local + half];\n",
+        );
+        let mut store = format!(
+            "            if a < live_i {{
+                {totals_i}[(a % {int_slots}u) * GROUPED_GROUPS + a / {int_slots}u] = grouped_i[local];
+            }}
+"
+        );
+        let mut live_floats = "0u".to_string();
+        if let Some((partials_f, totals_f)) = &float_buffers {
+            let _ = write!(
+                adds,
+                "        if a < live_f {{
+            let g = a / {float_slots}u;
+            let s = a % {float_slots}u;
+            for (var i = 0u; i < GROUPED_RUN; i = i + 1u) {{
+                let p = run * GROUPED_RUN + i;
+                let k = grouped_entry(p, g);
+                let value = {partials_f}[p * GROUPED_FLOAT_ENTRIES + s * GROUPED_GROUPS + min(k, GROUPED_GROUPS - 1u)];
+                acc_f = acc_f + select(0.0lf, value, p < {partials_param} && k < GROUPED_GROUPS);
+            }}
+        }}
 "
             );
+            tree +=
+                "                grouped_f[local] = grouped_f[local] + grouped_f[local + half];\n";
+            let _ = write!(
+                store,
+                "            if a < live_f {{
+                {totals_f}[(a % {float_slots}u) * GROUPED_GROUPS + a / {float_slots}u] = grouped_f[local];
+            }}
+"
+            );
+            live_floats = format!("live * {float_slots}u");
         }
+        adds += "        grouped_i[local] = acc_i;\n";
+        if float_buffers.is_some() {
+            adds += "        grouped_f[local] = acc_f;\n";
+        }
+        let _ = write!(
+            text,
+            "    // Each accumulating workgroup's entry of each group, a byte each.
+    if local < {partials_param} {{
+        for (var w = 0u; w < {entry_words}u; w = w + 1u) {{
+            var word = 0u;
+            for (var j = 0u; j < 4u; j = j + 1u) {{
+                let g = w * 4u + j;
+                var entry = 255u;
+                if g < GROUPED_GROUPS {{
+                    entry = entry_of[g];
+                }}
+                word = word | (entry << (8u * j));
+            }}
+            grouped_entries[local * {entry_words}u + w] = word;
+        }}
+    }}
+    workgroupBarrier();
+    let lane = local / GROUPED_RUNS;
+    let run = local % GROUPED_RUNS;
+    let live_i = live * {int_slots}u;
+    let live_f = {live_floats};
+    let batches = (max(live_i, live_f) + GROUPED_LANES - 1u) / GROUPED_LANES;
+    for (var batch = 0u; batch < batches; batch = batch + 1u) {{
+        let a = batch * GROUPED_LANES + lane;
+{adds}        for (var half = GROUPED_RUNS / 2u; half > 0u; half = half / 2u) {{
+            workgroupBarrier();
+            if run < half {{
+{tree}            }}
+        }}
+        if run == 0u {{
+{store}        }}
+        workgroupBarrier();
+    }}
+"
+        );
+        // The entry helper and the table it reads (module scope).
+        let _ = write!(
+            tail,
+            "const GROUPED_RUN: u32 = 16u;
+const GROUPED_RUNS: u32 = {MAX_GROUPED_WORKGROUPS}u / GROUPED_RUN;
+const GROUPED_LANES: u32 = WORKGROUP_SIZE / GROUPED_RUNS;
+var<workgroup> grouped_entries: array<u32, {}>;
+
+// The entry accumulating workgroup p gave group g (GROUPED_GROUPS or more: none).
+fn grouped_entry(p: u32, g: u32) -> u32 {{
+    return (grouped_entries[p * {entry_words}u + g / 4u] >> (8u * (g % 4u))) & 255u;
+}}
+",
+            u64::from(MAX_GROUPED_WORKGROUPS) * entry_words as u64
+        );
         // Per group: its number, key and results (the sums written by invocation 0 above).
         let _ = write!(
             text,
@@ -825,6 +894,8 @@ fn grouped_seen_insert(tag: u32) {
 ",
             indent(&finish_lines, 2)
         );
+        text += "\n";
+        text += &tail;
         let passes = vec![
             Pass::Entry {
                 entry_point: "main_pass".to_string(),
