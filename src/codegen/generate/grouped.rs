@@ -776,19 +776,36 @@ fn grouped_seen_insert(tag: u32) {
         // The loads are unconditional (indexes kept in bounds, the values not taken
         // masked out) so that a run's loads are in flight together: loaded under a
         // condition, each waited for the one before.
-        let mut adds = format!(
-            "        var acc_i: i64 = 0li;
-{float_decl}        if a < live_i {{
-            let g = a / {int_slots}u;
-            let s = a % {int_slots}u;
+        let run_sum = |acc: &str,
+                       zero: &str,
+                       partials: &str,
+                       entries: &str,
+                       slots: usize,
+                       live: &str| {
+            format!(
+                "        if a < {live} {{
+            let g = a / {slots}u;
+            let s = a % {slots}u;
             for (var i = 0u; i < GROUPED_RUN; i = i + 1u) {{
                 let p = run * GROUPED_RUN + i;
                 let k = grouped_entry(p, g);
-                let value = {partials_i}[p * GROUPED_INT_ENTRIES + s * GROUPED_GROUPS + min(k, GROUPED_GROUPS - 1u)];
-                acc_i = acc_i + select(0li, value, p < {partials_param} && k < GROUPED_GROUPS);
+                let value = {partials}[p * {entries} + s * GROUPED_GROUPS + min(k, GROUPED_GROUPS - 1u)];
+                {acc} = {acc} + select({zero}, value, p < {partials_param} && k < GROUPED_GROUPS);
             }}
         }}
 "
+            )
+        };
+        let mut adds = format!(
+            "        var acc_i: i64 = 0li;\n{float_decl}{}",
+            run_sum(
+                "acc_i",
+                "0li",
+                &partials_i,
+                "GROUPED_INT_ENTRIES",
+                int_slots,
+                "live_i"
+            )
         );
         let mut tree = String::from(
             "                grouped_i[local] = grouped_i[local] + grouped_i[local + half];\n",
@@ -801,19 +818,13 @@ fn grouped_seen_insert(tag: u32) {
         );
         let mut live_floats = "0u".to_string();
         if let Some((partials_f, totals_f)) = &float_buffers {
-            let _ = write!(
-                adds,
-                "        if a < live_f {{
-            let g = a / {float_slots}u;
-            let s = a % {float_slots}u;
-            for (var i = 0u; i < GROUPED_RUN; i = i + 1u) {{
-                let p = run * GROUPED_RUN + i;
-                let k = grouped_entry(p, g);
-                let value = {partials_f}[p * GROUPED_FLOAT_ENTRIES + s * GROUPED_GROUPS + min(k, GROUPED_GROUPS - 1u)];
-                acc_f = acc_f + select(0.0lf, value, p < {partials_param} && k < GROUPED_GROUPS);
-            }}
-        }}
-"
+            adds += &run_sum(
+                "acc_f",
+                "0.0lf",
+                partials_f,
+                "GROUPED_FLOAT_ENTRIES",
+                float_slots,
+                "live_f",
             );
             tree +=
                 "                grouped_f[local] = grouped_f[local] + grouped_f[local + half];\n";
