@@ -350,12 +350,15 @@ pub(crate) fn launch(
         else {
             continue;
         };
-        let mut counted = Vec::new();
-        length.compactions(&mut counted);
         let Some(element) = crate::kernel::GpuElement::of_type(&output.ty) else {
             continue;
         };
-        if counted.is_empty() || !location::read_with_count(*capacity, element) {
+        if !location::read_with_count(*capacity, element) {
+            continue;
+        }
+        let mut counted = Vec::new();
+        length.compactions(&mut counted);
+        if counted.is_empty() {
             continue;
         }
         if let Some(buffer) = outputs.get(&(output.slot, ValuePart::Elements)) {
