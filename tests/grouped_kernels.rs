@@ -227,3 +227,76 @@ fn keys_filters_and_epilogues_in_combination_answer_as_the_cpu() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The last accumulating workgroup to finish settles the groups, whichever it is and
+/// however many there are: one (25 nations), a few (1,500 orders at SF 0.001: 6), and most
+/// of the 256 (60,175 line items at SF 0.01: 236). Each answers as the CPU does, with the
+/// grouped kernel alone.
+#[test]
+fn the_last_workgroup_to_finish_settles_the_groups_at_any_workgroup_count() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("horsec-settle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    for (table, column, sf) in [
+        ("nation", "n_nationkey", 0.01),
+        ("orders", "o_orderkey", 0.001),
+        ("lineitem", "l_linenumber", 0.01),
+    ] {
+        let program = format!(
+            "module m {{
+  import Builtin.*;
+  def main() : table {{
+    t:table = @load_table(`{table}:sym);
+    k:i32 = check_cast(@column_value(t, `{column}:sym), i32);
+    m3:i32 = @mod(k, 3:i32);
+    key:i16 = @minus(m3, 1:i32);
+    kept:bool = @gt(k, 2:i32);
+    ck:? = @compress(kept, k);
+    ckey:? = @compress(kept, key);
+    part:? = @div(ck, 7:i32);
+    g:? = @group(ckey);
+    first:? = @keys(g);
+    rows:? = @values(g);
+    cells_k:? = @each_right(@index, ck, rows);
+    each_k:? = @each(@sum, cells_k);
+    sum_k:? = @raze(each_k);
+    cells_p:? = @each_right(@index, part, rows);
+    each_p:? = @each(@sum, cells_p);
+    sum_p:? = @raze(each_p);
+    each_n:? = @each(@len, rows);
+    n:? = @raze(each_n);
+    out_key:? = @index(ckey, first);
+    names:? = (`key, `sum_k, `sum_p, `n):sym;
+    cols:? = @list(out_key, sum_k, sum_p, n);
+    out:table = @table(names, cols);
+    return out;
+  }}
+}}
+"
+        );
+        let path = dir.join(format!("{table}.hir"));
+        std::fs::write(&path, &program).expect("a program file");
+        let db = tpch(sf);
+        let cpu = common::run_tsv(&path, &db)
+            .unwrap_or_else(|e| panic!("{table} on the CPU: {e}\n{program}"));
+        let (gpu, profile) = run_gpu_profiled(&path, &db, device)
+            .unwrap_or_else(|e| panic!("{table} on the GPU: {e}\n{program}"));
+        if let Err(diff) = common::compare_answers(&gpu, &cpu, &[]) {
+            panic!("{table}: the backends answer differently: {diff}\n{program}");
+        }
+        assert_eq!(cpu.lines().count(), 4, "{table}: three groups\n{cpu}");
+        let kernels: Vec<String> = profile
+            .steps()
+            .filter(|(p, ..)| *p == Placement::GpuKernel)
+            .map(|(_, step, _)| step.to_string())
+            .collect();
+        assert_eq!(kernels.len(), 1, "{table}: {kernels:?}\n{program}");
+        assert!(
+            profile.cpu_compute_steps().is_empty(),
+            "{table}: steps ran on the CPU\n{program}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

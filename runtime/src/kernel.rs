@@ -290,6 +290,9 @@ pub enum ScratchPurpose {
     /// A grouped kernel's sums: per accumulating workgroup, those of the slots it met, and
     /// per group their totals. Each is written before anything reads it.
     GroupSums,
+    /// A grouped kernel's count of accumulating workgroups done (one zero-initialised
+    /// `atomic<u32>`): the last one to count itself settles the groups.
+    GroupsDone,
 }
 
 impl ScratchPurpose {

@@ -503,12 +503,16 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let element =
-                if binding.name.starts_with("status") || binding.name == super::cells::LONG_CELLS {
-                    "atomic<u32>"
-                } else {
-                    binding.element.wgsl()
-                };
+            let counter = matches!(binding.buffer, BufferRef::Scratch(id)
+                if self.scratch.get(id.0).is_some_and(|s| s.purpose == ScratchPurpose::GroupsDone));
+            let element = if counter
+                || binding.name.starts_with("status")
+                || binding.name == super::cells::LONG_CELLS
+            {
+                "atomic<u32>"
+            } else {
+                binding.element.wgsl()
+            };
             text += "@group(";
             push_decimal(&mut text, u64::from(binding.group));
             text += ") @binding(";

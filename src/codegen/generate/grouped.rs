@@ -3,23 +3,29 @@
 //! writing them.
 //!
 //! Every key column is a bool, char, i8 or i16, so a row's key is a *slot* in the product
-//! of their ranges (first column most significant: slots ascend in key order). Passes:
-//! 1. `main_pass` reads the rows once. Each workgroup gives the slots it meets entries of
-//!    its own (`grouped_local_rank`, at most `GROUPED_GROUPS`), adds each kept row into its
-//!    entry's accumulators in registers, and writes per entry the workgroup's sums and the
-//!    slot they belong to (a workgroup meeting more slots than it has entries says so).
-//! 2. `settle_pass` (one workgroup) gathers the distinct slots the workgroups met and ranks
-//!    them in key order. With more groups than the kernel holds it declines: the flag is
-//!    set, the group count is 0, and it writes nothing (the engine runs the unfused
-//!    statements instead). Then it adds each group's sums over the workgroups, in workgroup
-//!    order, so every sum's order is fixed by the data alone, and writes per group: its
-//!    number (for `@keys`), its key, its results, and its epilogue's values.
+//! of their ranges (first column most significant: slots ascend in key order). One pass,
+//! `main_pass`, reads the rows once:
+//! 1. Each workgroup gives the slots it meets entries of its own (`grouped_local_rank`, at
+//!    most `GROUPED_GROUPS`), adds each kept row into its entry's accumulators in
+//!    registers, and writes per entry the workgroup's sums and the slot they belong to (a
+//!    workgroup meeting more slots than it has entries says so). Then it counts itself
+//!    done (`group_done`).
+//! 2. The last workgroup to count itself done settles the groups (`grouped_settle`): it
+//!    gathers the distinct slots the workgroups met and ranks them in key order. With more
+//!    groups than the kernel holds it declines: the flag is set, the group count is 0, and
+//!    it writes nothing (the engine runs the unfused statements instead). Then it adds
+//!    each group's sums over the workgroups, in workgroup order, so every sum's order is
+//!    fixed by the data alone, and writes per group: its number (for `@keys`), its key,
+//!    its results, and its epilogue's values. No workgroup waits for another, so the pass
+//!    needs no forward-progress guarantee.
 //!
-//! The second pass was three (ranks, one workgroup per accumulator, results). On an H100
-//! the one pass takes about as much GPU time for TPC-H q1 at SF 1 (32 us against 33.5),
-//! and the host records two dispatches instead of four and clears no scratch (every word
-//! is written before it is read). Of those 32 us, some 6 are the dispatch itself and 20
-//! the sums over the workgroups (measured by cutting the pass short).
+//! The settle was a pass of its own (one workgroup), and before that three (ranks, one
+//! workgroup per accumulator, results). On an H100, for TPC-H q1 at SF 1, that pass took
+//! 32 us of GPU time after the 117 us of the accumulating one (148 us in all, both in one
+//! submission or not), and the host recorded its dispatch. Folded into the accumulating
+//! pass the kernel took 146 us; with each run's loads written out one by one (see
+//! `run_sum`) 136.5 us, and with the workgroups' entries found in loops of constant bounds
+//! 133.5 us: the settle now adds some 17 us after the last workgroup's rows.
 
 use super::*;
 use horsec_runtime::args::group::Reduction;
@@ -40,6 +46,9 @@ const MAX_GROUPED_WORKGROUPS: u32 = 256;
 /// kernel's GPU time went 0.18 → 0.16 ms with 2 (4 was no faster, and slower with 48
 /// accumulators: registers).
 const ROWS_IN_FLIGHT: u32 = 2;
+/// Accumulating workgroups whose partials of one accumulator one invocation of the settle
+/// adds, in order, before the runs' sums are added by a tree.
+const GROUPED_RUN: u32 = 16;
 /// Most slots of a key domain: a slot and its tag (slot + 1, 0 meaning none) are u32s.
 const MAX_DOMAIN: u64 = u32::MAX as u64;
 
@@ -221,6 +230,15 @@ impl Generator<'_> {
             },
             "group_count".to_string(),
         );
+        // The accumulating workgroups done: the last to finish settles the groups.
+        self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::GroupsDone,
+            },
+            "group_done".to_string(),
+        );
         let max_partials = u64::from(MAX_GROUPED_WORKGROUPS);
         let int_entries = int_slots * groups;
         let float_entries = float_slots * groups;
@@ -368,6 +386,7 @@ var<workgroup> grouped_slots: array<u32, GROUPED_GROUPS>;
 var<workgroup> grouped_declined: atomic<u32>;
 var<workgroup> grouped_local: array<atomic<u32>, GROUPED_GROUPS>;
 var<workgroup> grouped_overflow: atomic<u32>;
+var<workgroup> grouped_ticket: u32;
 
 "
         );
@@ -659,7 +678,22 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
                 text += "        }\n    }\n";
             }
         }
-        text += "}\n\n";
+        text += "    // The last workgroup to finish settles the groups. Each writes its tags and
+    // partials before it counts itself done (the barrier orders them before the count, at
+    // device scope); the last reads them all after its count (the barrier orders its reads
+    // after it). No workgroup waits for another.
+    storageBarrier();
+    if local_id.x == 0u {
+        grouped_ticket = atomicAdd(&group_done[0], 1u);
+    }
+    let ticket = workgroupUniformLoad(&grouped_ticket);
+    if ticket + 1u == num_workgroups.x {
+        storageBarrier();
+        grouped_settle(local_id.x);
+    }
+}
+
+";
         // 2. The groups: the distinct slots the workgroups met, ranked in key order (or a
         // decline); each group's sums over the workgroups; its results.
         if MAX_GROUPED_WORKGROUPS > KERNEL_WORKGROUP_SIZE {
@@ -697,11 +731,12 @@ fn grouped_seen_insert(tag: u32) {
 
 ";
         let mut tail = String::new();
-        text += &entry_header("settle_pass");
+        text += "// The groups, by one workgroup (invocation `local`) once every accumulating one is done.
+fn grouped_settle(local: u32) {
+";
         let _ = write!(
             text,
-            "    let local = local_id.x;
-    // Invocation p holds accumulating workgroup p's tags, read at once (a dispatched
+            "    // Invocation p holds accumulating workgroup p's tags, read at once (a dispatched
     // workgroup writes all of its own; the others' are not written).
     var own: array<u32, GROUPED_GROUPS>;
     if local < {partials_param} {{
@@ -745,19 +780,6 @@ fn grouped_seen_insert(tag: u32) {
         grouped_live = select(total, 0u, declined);
     }}
     let live = workgroupUniformLoad(&grouped_live);
-    // The entry workgroup p gave each group (GROUPED_GROUPS where it met none): where its
-    // partials of that group are.
-    var entry_of: array<u32, GROUPED_GROUPS>;
-    for (var g = 0u; g < GROUPED_GROUPS; g = g + 1u) {{
-        entry_of[g] = GROUPED_GROUPS;
-    }}
-    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-        for (var g = 0u; g < live; g = g + 1u) {{
-            if own[k] != 0u && grouped_slots[g] + 1u == own[k] {{
-                entry_of[g] = k;
-            }}
-        }}
-    }}
 "
         );
         // Each group's sums over the workgroups. Invocations work in runs of GROUPED_RUN
@@ -774,27 +796,39 @@ fn grouped_seen_insert(tag: u32) {
             ""
         };
         // The loads are unconditional (indexes kept in bounds, the values not taken
-        // masked out) so that a run's loads are in flight together: loaded under a
-        // condition, each waited for the one before.
+        // masked out) and written out one by one before the first add, so that a run's
+        // loads are in flight together: loaded under a condition, each waited for the one
+        // before (34 us for the separate settle pass against 32), and in a loop the sums
+        // and the results took 19 us of q1's kernel at SF 1 on an H100, against 10 written
+        // out.
         let run_sum = |acc: &str,
                        zero: &str,
                        partials: &str,
                        entries: &str,
                        slots: usize,
                        live: &str| {
-            format!(
+            let mut text = format!(
                 "        if a < {live} {{
             let g = a / {slots}u;
             let s = a % {slots}u;
-            for (var i = 0u; i < GROUPED_RUN; i = i + 1u) {{
-                let p = run * GROUPED_RUN + i;
-                let k = grouped_entry(p, g);
-                let value = {partials}[p * {entries} + s * GROUPED_GROUPS + min(k, GROUPED_GROUPS - 1u)];
-                {acc} = {acc} + select({zero}, value, p < {partials_param} && k < GROUPED_GROUPS);
-            }}
-        }}
+            let first = run * GROUPED_RUN;
 "
-            )
+            );
+            for i in 0..GROUPED_RUN {
+                let _ = writeln!(
+                    text,
+                    "            let k{i} = grouped_entry(first + {i}u, g);
+            let v{i} = {partials}[(first + {i}u) * {entries} + s * GROUPED_GROUPS + min(k{i}, GROUPED_GROUPS - 1u)];"
+                );
+            }
+            for i in 0..GROUPED_RUN {
+                let _ = writeln!(
+                    text,
+                    "            {acc} = {acc} + select({zero}, v{i}, first + {i}u < {partials_param} && k{i} < GROUPED_GROUPS);"
+                );
+            }
+            text += "        }\n";
+            text
         };
         let mut adds = format!(
             "        var acc_i: i64 = 0li;\n{float_decl}{}",
@@ -843,15 +877,24 @@ fn grouped_seen_insert(tag: u32) {
         }
         let _ = write!(
             text,
-            "    // Each accumulating workgroup's entry of each group, a byte each.
+            "    // Each accumulating workgroup's entry of each group (255 where it met none), a byte
+    // each: where its partials of that group are. Loops of constant bounds only, so that
+    // the compiler unrolls them and `own` stays in registers (indexed by a loop variable
+    // of a bound known only at run time, it was local memory: 3 us of q1's 136.5 at SF 1
+    // on an H100).
     if local < {partials_param} {{
         for (var w = 0u; w < {entry_words}u; w = w + 1u) {{
             var word = 0u;
             for (var j = 0u; j < 4u; j = j + 1u) {{
                 let g = w * 4u + j;
                 var entry = 255u;
-                if g < GROUPED_GROUPS {{
-                    entry = entry_of[g];
+                if g < live {{
+                    let tag = grouped_slots[g] + 1u;
+                    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+                        if own[k] == tag {{
+                            entry = k;
+                        }}
+                    }}
                 }}
                 word = word | (entry << (8u * j));
             }}
@@ -880,7 +923,7 @@ fn grouped_seen_insert(tag: u32) {
         // The entry helper and the table it reads (module scope).
         let _ = write!(
             tail,
-            "const GROUPED_RUN: u32 = 16u;
+            "const GROUPED_RUN: u32 = {GROUPED_RUN}u;
 const GROUPED_RUNS: u32 = {MAX_GROUPED_WORKGROUPS}u / GROUPED_RUN;
 const GROUPED_LANES: u32 = WORKGROUP_SIZE / GROUPED_RUNS;
 var<workgroup> grouped_entries: array<u32, {}>;
@@ -907,19 +950,13 @@ fn grouped_entry(p: u32, g: u32) -> u32 {{
         );
         text += "\n";
         text += &tail;
-        let passes = vec![
-            Pass::Entry {
-                entry_point: "main_pass".to_string(),
-                dispatch: Dispatch::Elements {
-                    length,
-                    max_workgroups: MAX_GROUPED_WORKGROUPS,
-                },
+        let passes = vec![Pass::Entry {
+            entry_point: "main_pass".to_string(),
+            dispatch: Dispatch::Elements {
+                length,
+                max_workgroups: MAX_GROUPED_WORKGROUPS,
             },
-            Pass::Entry {
-                entry_point: "settle_pass".to_string(),
-                dispatch: Dispatch::Single,
-            },
-        ];
+        }];
         self.finish(text, passes, outputs)
     }
 
