@@ -424,6 +424,7 @@ impl<'s> Gen<'s> {
             (21, 2), // index_a
             (22, 2), // index_of
             (23, 4), // floating function
+            (24, 6), // grouped aggregation (a grouped kernel's shape)
         ];
         let kind = weighted(&mut self.rng, kinds);
         match kind {
@@ -457,7 +458,8 @@ impl<'s> Gen<'s> {
             20 => self.misc(),
             21 => self.index_assign(),
             22 => self.index_of(),
-            _ => self.float_function(),
+            23 => self.float_function(),
+            _ => self.grouped_aggregation(),
         }
     }
 

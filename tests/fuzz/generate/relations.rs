@@ -82,6 +82,126 @@ impl Gen<'_> {
         );
     }
 
+    /// The shape the outliner turns into one grouped kernel (`outline::grouped`): a key
+    /// of a small domain (a bool, i8 or i16 computed from an i32 column, and at times a
+    /// char column beside it), the rows kept by a mask (all, most or none), grouped, with
+    /// `@sum`, `@len` and at times `@avg` per group and each group's key read back.
+    /// [`Gen::group`] rarely builds it (its keys are any column, its values loaded ones):
+    /// random programs formed a grouped kernel about once in 4,000.
+    pub(super) fn grouped_aggregation(&mut self) {
+        let Some(x) = self.rows_var(|v| v.ty == Type::I32 && !v.reordered) else {
+            return;
+        };
+        let class = self.class_of(x);
+        let numeric = |t: &Type| matches!(t, Type::I32 | Type::I64 | Type::F64);
+        let Some(y) = self.rows_var(|v| v.shape == Shape::Rows(class) && numeric(&v.ty)) else {
+            return;
+        };
+        let second = self.rows_var(|v| v.shape == Shape::Rows(class) && v.ty == Type::Char);
+        let second = second.filter(|_| self.rng.chance(0.3));
+        let y_ty = self.p.vars[y].ty.clone();
+        let each = |reducer: B, cells: &Type| match result_type(
+            B::Each,
+            &[
+                ArgType::Function(FunctionType::Builtin(reducer)),
+                value(cells),
+            ],
+        ) {
+            Some(Type::List(t)) => Some(*t),
+            _ => None,
+        };
+        let cells_ty = Type::List(Box::new(y_ty.clone()));
+        let (Some(sum_ty), Some(avg_ty)) = (each(B::Sum, &cells_ty), each(B::Avg, &cells_ty))
+        else {
+            return;
+        };
+        let modulus = *self.rng.pick(&[2, 3, 5, 7]);
+        let key_ty = self.rng.pick(&[Type::Bool, Type::I8, Type::I16]).clone();
+        let keep = *self.rng.pick(&[
+            "@geq({m}, -100:i32)",
+            "@neq({m}, 1:i32)",
+            "@lt({m}, -100:i32)",
+        ]);
+        let max = self.max_len(Shape::Rows(class));
+        let groups = self.new_class(max);
+        let g = self.new_var("g", Type::Wildcard, Shape::Scalar);
+        let g = self.name(g);
+        let key = self.new_var("gk", key_ty.clone(), Shape::Rows(groups));
+        let first = self.new_var("gf", Type::I64, Shape::Rows(groups));
+        let sum = self.new_var("ga", sum_ty.clone(), Shape::Rows(groups));
+        let n = self.new_var("ga", Type::I64, Shape::Rows(groups));
+        let (xn, yn) = (self.name(x), self.name(y));
+        let m = format!("{g}_m");
+        let mut lines = vec![format!("{m}:i32 = @mod({xn}, {modulus}:i32);")];
+        lines.push(match key_ty {
+            Type::Bool => format!("{g}_key:bool = @eq({m}, 0:i32);"),
+            _ => format!("{g}_key:{key_ty} = @minus({m}, 1:i32);"),
+        });
+        lines.push(format!("{g}_keep:bool = {};", keep.replace("{m}", &m)));
+        lines.push(format!("{g}_ck:{key_ty} = @compress({g}_keep, {g}_key);"));
+        lines.push(format!("{g}_cy:{y_ty} = @compress({g}_keep, {yn});"));
+        let mut uses = vec![x, y];
+        let mut defs = vec![key, first, sum, n];
+        let mut second_out = None;
+        match second {
+            Some(c) => {
+                lines.push(format!(
+                    "{g}_cc:char = @compress({g}_keep, {});",
+                    self.name(c)
+                ));
+                lines.push(format!("{g}_k:? = @list({g}_ck, {g}_cc);"));
+                lines.push(format!("{g}:? = @group({g}_k);"));
+                uses.push(c);
+                let out = self.new_var("gk", Type::Char, Shape::Rows(groups));
+                defs.push(out);
+                second_out = Some(out);
+            }
+            None => lines.push(format!("{g}:? = @group({g}_ck);")),
+        }
+        let (key, first, sum, n) = (
+            self.name(key),
+            self.name(first),
+            self.name(sum),
+            self.name(n),
+        );
+        lines.push(format!("{first}:i64 = @keys({g});"));
+        lines.push(format!("{g}_rows:? = @values({g});"));
+        lines.push(format!("{key}:{key_ty} = @index({g}_ck, {first});"));
+        if let Some(out) = second_out {
+            lines.push(format!(
+                "{}:char = @index({g}_cc, {first});",
+                self.name(out)
+            ));
+        }
+        lines.push(format!(
+            "{g}_cells:? = @each_right(@index, {g}_cy, {g}_rows);"
+        ));
+        lines.push(format!("{g}_sums:? = @each(@sum, {g}_cells);"));
+        lines.push(format!("{sum}:{sum_ty} = @raze({g}_sums);"));
+        lines.push(format!("{g}_lens:? = @each(@len, {g}_rows);"));
+        lines.push(format!("{n}:i64 = @raze({g}_lens);"));
+        let sums_floats = sums_floats(B::Sum, &y_ty);
+        self.p.vars[defs[2]].reordered |= sums_floats;
+        if self.rng.chance(0.5) {
+            let avg = self.new_var("ga", avg_ty.clone(), Shape::Rows(groups));
+            let name = self.name(avg);
+            lines.push(format!("{g}_avgs:? = @each(@avg, {g}_cells);"));
+            lines.push(format!("{name}:{avg_ty} = @raze({g}_avgs);"));
+            self.p.vars[avg].reordered |= sums_floats;
+            defs.push(avg);
+        }
+        let pooled = defs.clone();
+        self.push(
+            Stmt {
+                lines,
+                defs,
+                uses,
+                calls: Vec::new(),
+            },
+            &pooled,
+        );
+    }
+
     pub(super) fn join(&mut self) {
         let Some(a) = self.rows_var(|v| v.ty.is_basic() && !v.reordered) else {
             return;
