@@ -205,23 +205,7 @@ fn keys_filters_and_epilogues_in_combination_answer_as_the_cpu() {
                 );
                 let path = dir.join(format!("{name}.hir"));
                 std::fs::write(&path, &program).expect("a program file");
-                let cpu = common::run_tsv(&path, &db)
-                    .unwrap_or_else(|e| panic!("{name} on the CPU: {e}\n{program}"));
-                let (gpu, profile) = run_gpu_profiled(&path, &db, device)
-                    .unwrap_or_else(|e| panic!("{name} on the GPU: {e}\n{program}"));
-                if let Err(diff) = common::compare_answers(&gpu, &cpu, &[]) {
-                    panic!("{name}: the backends answer differently: {diff}\n{program}");
-                }
-                let kernels: Vec<String> = profile
-                    .steps()
-                    .filter(|(p, ..)| *p == Placement::GpuKernel)
-                    .map(|(_, step, _)| step.to_string())
-                    .collect();
-                assert_eq!(kernels.len(), 1, "{name}: {kernels:?}\n{program}");
-                assert!(
-                    profile.cpu_compute_steps().is_empty(),
-                    "{name}: steps ran on the CPU\n{program}"
-                );
+                in_one_grouped_kernel_as_the_cpu(&name, &path, &program, &db, device);
             }
         }
     }
@@ -278,25 +262,38 @@ fn the_last_workgroup_to_finish_settles_the_groups_at_any_workgroup_count() {
         );
         let path = dir.join(format!("{table}.hir"));
         std::fs::write(&path, &program).expect("a program file");
-        let db = tpch(sf);
-        let cpu = common::run_tsv(&path, &db)
-            .unwrap_or_else(|e| panic!("{table} on the CPU: {e}\n{program}"));
-        let (gpu, profile) = run_gpu_profiled(&path, &db, device)
-            .unwrap_or_else(|e| panic!("{table} on the GPU: {e}\n{program}"));
-        if let Err(diff) = common::compare_answers(&gpu, &cpu, &[]) {
-            panic!("{table}: the backends answer differently: {diff}\n{program}");
-        }
+        let cpu = in_one_grouped_kernel_as_the_cpu(table, &path, &program, &tpch(sf), device);
         assert_eq!(cpu.lines().count(), 4, "{table}: three groups\n{cpu}");
-        let kernels: Vec<String> = profile
-            .steps()
-            .filter(|(p, ..)| *p == Placement::GpuKernel)
-            .map(|(_, step, _)| step.to_string())
-            .collect();
-        assert_eq!(kernels.len(), 1, "{table}: {kernels:?}\n{program}");
-        assert!(
-            profile.cpu_compute_steps().is_empty(),
-            "{table}: steps ran on the CPU\n{program}"
-        );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the generated `program` (written at `path`) on both backends: the GPU answers as the
+/// CPU does, with one kernel (the grouped kernel alone) and no step on the CPU. Returns the
+/// CPU's answer.
+fn in_one_grouped_kernel_as_the_cpu(
+    name: &str,
+    path: &std::path::Path,
+    program: &str,
+    db: &horsec_runtime::data::Database,
+    device: &horsec_runtime::gpu::Device,
+) -> String {
+    let cpu =
+        common::run_tsv(path, db).unwrap_or_else(|e| panic!("{name} on the CPU: {e}\n{program}"));
+    let (gpu, profile) = run_gpu_profiled(path, db, device)
+        .unwrap_or_else(|e| panic!("{name} on the GPU: {e}\n{program}"));
+    if let Err(diff) = common::compare_answers(&gpu, &cpu, &[]) {
+        panic!("{name}: the backends answer differently: {diff}\n{program}");
+    }
+    let kernels: Vec<String> = profile
+        .steps()
+        .filter(|(p, ..)| *p == Placement::GpuKernel)
+        .map(|(_, step, _)| step.to_string())
+        .collect();
+    assert_eq!(kernels.len(), 1, "{name}: {kernels:?}\n{program}");
+    assert!(
+        profile.cpu_compute_steps().is_empty(),
+        "{name}: steps ran on the CPU\n{program}"
+    );
+    cpu
 }
