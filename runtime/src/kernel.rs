@@ -284,8 +284,8 @@ pub enum ScratchPurpose {
     /// workgroup writes its own, and only the dispatched workgroups' are read.
     GroupSlots,
     /// A grouped kernel's decline flag (word 0, not 0 when it declined) and group count
-    /// (word 1, 0 when it declined), both written by its last pass: the count is read as a
-    /// [`Length::Compacted`].
+    /// (word 1, 0 when it declined), both written by the workgroup that settles the groups
+    /// (see [`ScratchPurpose::GroupsDone`]): the count is read as a [`Length::Compacted`].
     GroupCount,
     /// A grouped kernel's sums: per accumulating workgroup, those of the slots it met, and
     /// per group their totals. Each is written before anything reads it.
