@@ -296,6 +296,15 @@ pub enum ScratchPurpose {
 }
 
 impl ScratchPurpose {
+    /// Whether the kernel binds the buffer as `array<atomic<u32>>`: words its invocations
+    /// update together (status bits, the long-cell list's count, the workgroups done).
+    pub fn atomic(&self) -> bool {
+        matches!(
+            self,
+            ScratchPurpose::Status | ScratchPurpose::LongCells | ScratchPurpose::GroupsDone
+        )
+    }
+
     /// Whether the kernel relies on the buffer starting at zero (status words, flags,
     /// counters); the others it writes before it reads them, and their clear would only
     /// cost a command to record and a fill on the device every launch.

@@ -503,12 +503,9 @@ impl Generator<'_> {
                 Access::Read => "read",
                 Access::ReadWrite => "read_write",
             };
-            let counter = matches!(binding.buffer, BufferRef::Scratch(id)
-                if self.scratch.get(id.0).is_some_and(|s| s.purpose == ScratchPurpose::GroupsDone));
-            let element = if counter
-                || binding.name.starts_with("status")
-                || binding.name == super::cells::LONG_CELLS
-            {
+            let atomic = matches!(binding.buffer, BufferRef::Scratch(id)
+                if self.scratch.get(id.0).is_some_and(|s| s.purpose.atomic()));
+            let element = if atomic {
                 "atomic<u32>"
             } else {
                 binding.element.wgsl()
