@@ -22,19 +22,9 @@ impl Gen<'_> {
             .pick(&[B::Sum, B::Sum, B::Avg, B::Min, B::Max, B::Len]);
         let x_ty = self.p.vars[x].ty.clone();
         let cells_ty = Type::List(Box::new(x_ty.clone()));
-        let Some(agg_list) = result_type(
-            B::Each,
-            &[
-                ArgType::Function(FunctionType::Builtin(reducer)),
-                value(&cells_ty),
-            ],
-        ) else {
+        let Some(agg_ty) = each_result(reducer, &cells_ty) else {
             return;
         };
-        let Type::List(agg_ty) = agg_list else {
-            return;
-        };
-        let agg_ty = *agg_ty;
         let max = self.max_len(Shape::Rows(class));
         let groups = self.new_class(max);
         let g = self.new_var("g", Type::Wildcard, Shape::Scalar);
@@ -100,19 +90,11 @@ impl Gen<'_> {
         let second = self.rows_var(|v| v.shape == Shape::Rows(class) && v.ty == Type::Char);
         let second = second.filter(|_| self.rng.chance(0.3));
         let y_ty = self.p.vars[y].ty.clone();
-        let each = |reducer: B, cells: &Type| match result_type(
-            B::Each,
-            &[
-                ArgType::Function(FunctionType::Builtin(reducer)),
-                value(cells),
-            ],
-        ) {
-            Some(Type::List(t)) => Some(*t),
-            _ => None,
-        };
         let cells_ty = Type::List(Box::new(y_ty.clone()));
-        let (Some(sum_ty), Some(avg_ty)) = (each(B::Sum, &cells_ty), each(B::Avg, &cells_ty))
-        else {
+        let (Some(sum_ty), Some(avg_ty)) = (
+            each_result(B::Sum, &cells_ty),
+            each_result(B::Avg, &cells_ty),
+        ) else {
             return;
         };
         let modulus = *self.rng.pick(&[2, 3, 5, 7]);
@@ -302,5 +284,19 @@ impl Gen<'_> {
             },
             &[rows],
         );
+    }
+}
+
+/// The type of one result of `@each(@reducer, cells)` (`@each` gives a list of them).
+fn each_result(reducer: B, cells: &Type) -> Option<Type> {
+    match result_type(
+        B::Each,
+        &[
+            ArgType::Function(FunctionType::Builtin(reducer)),
+            value(cells),
+        ],
+    ) {
+        Some(Type::List(t)) => Some(*t),
+        _ => None,
     }
 }
