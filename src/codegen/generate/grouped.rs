@@ -49,6 +49,9 @@ const ROWS_IN_FLIGHT: u32 = 2;
 /// Accumulating workgroups whose partials of one accumulator one invocation of the settle
 /// adds, in order, before the runs' sums are added by a tree.
 const GROUPED_RUN: u32 = 16;
+/// Values of one accumulator (one per invocation) that one invocation adds in order, at the
+/// end of each accumulating workgroup (see `grouped_sum_*`).
+const SUM_RUN: u32 = 16;
 /// Most slots of a key domain: a slot and its tag (slot + 1, 0 meaning none) are u32s.
 const MAX_DOMAIN: u64 = u32::MAX as u64;
 
@@ -376,6 +379,8 @@ impl Generator<'_> {
         let tags = u64::from(MAX_GROUPED_WORKGROUPS) * groups as u64;
         let mut text = format!(
             "const GROUPED_GROUPS: u32 = {groups}u;
+const GROUPED_SUM_RUN: u32 = {SUM_RUN}u;
+const GROUPED_SUM_RUNS: u32 = WORKGROUP_SIZE / GROUPED_SUM_RUN;
 const GROUPED_TAGS: u32 = {tags}u;
 const GROUPED_INT_ENTRIES: u32 = {int_entries}u;
 const GROUPED_FLOAT_ENTRIES: u32 = {float_entries}u;
@@ -390,8 +395,13 @@ var<workgroup> grouped_ticket: u32;
 
 "
         );
-        // Workgroup sums of up to BATCH accumulators at once (each its own fixed-order
-        // tree): a sum per accumulator would cost a barrier per level each.
+        // Workgroup sums of up to BATCH accumulators at once, each in a fixed order: run r
+        // holds invocations r, r + SUM_RUNS, ... (so that a warp's reads fall in distinct
+        // banks), added in that order, then the runs in order. Two barriers a batch; a tree
+        // halving the invocations took one per level, nine a batch. On an H100, TPC-H q1's
+        // kernel at SF 1 took 133.5 us with the trees (120 us with no workgroup sums at
+        // all), the same with runs of consecutive invocations (16-way bank conflicts), and
+        // 129-131 us with these.
         let mut kinds_used = vec!["i64"];
         if float_slots > 0 {
             kinds_used.push("f64");
@@ -404,23 +414,35 @@ var<workgroup> grouped_ticket: u32;
             };
             let _ = write!(
                 text,
-                "var<workgroup> {shared}: array<{ty}, {}>;
+                "var<workgroup> {shared}: array<{ty}, {values}>;
+var<workgroup> {shared}_runs: array<{ty}, {runs}>;
 
-fn grouped_sum_{ty}(local: u32, k: u32) {{
+// Invocation b < k gets the workgroup's sum of accumulator b (whose value of invocation t
+// is at {shared}[b * WORKGROUP_SIZE + t]); the others get 0.
+fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
     workgroupBarrier();
-    for (var half = WORKGROUP_SIZE / 2u; half > 0u; half = half / 2u) {{
-        if local < half {{
-            for (var b = 0u; b < k; b = b + 1u) {{
-                let at = b * WORKGROUP_SIZE + local;
-                {shared}[at] = {shared}[at] + {shared}[at + half];
-            }}
+    if local < k * GROUPED_SUM_RUNS {{
+        let at = (local / GROUPED_SUM_RUNS) * WORKGROUP_SIZE + local % GROUPED_SUM_RUNS;
+        var run = {shared}[at];
+        for (var j = 1u; j < GROUPED_SUM_RUN; j = j + 1u) {{
+            run = run + {shared}[at + j * GROUPED_SUM_RUNS];
         }}
-        workgroupBarrier();
+        {shared}_runs[local] = run;
     }}
+    workgroupBarrier();
+    var sum = {ty}(0);
+    if local < k {{
+        sum = {shared}_runs[local * GROUPED_SUM_RUNS];
+        for (var j = 1u; j < GROUPED_SUM_RUNS; j = j + 1u) {{
+            sum = sum + {shared}_runs[local * GROUPED_SUM_RUNS + j];
+        }}
+    }}
+    return sum;
 }}
 
 ",
-                BATCH * KERNEL_WORKGROUP_SIZE as usize
+                values = BATCH * KERNEL_WORKGROUP_SIZE as usize,
+                runs = BATCH * (KERNEL_WORKGROUP_SIZE / SUM_RUN) as usize,
             );
         }
         // The row function: the kernel's statements at row `i`, whether the row is kept,
@@ -657,24 +679,26 @@ fn grouped_sum_{ty}(local: u32, k: u32) {{
                 }
                 let _ = writeln!(
                     text,
-                    "        grouped_sum_{ty}(local_id.x, {}u);",
+                    "        let sum = grouped_sum_{ty}(local_id.x, {}u);",
                     batch.len()
                 );
-                text += "        if local_id.x == 0u {\n";
+                // Invocation b holds accumulator b's sum.
+                text += "        switch local_id.x {\n";
                 for (b, (_, _, entry)) in batch.iter().enumerate() {
+                    text += "            case ";
+                    push_decimal(&mut text, b as u64);
                     push!(
                         &mut text,
-                        "            ",
+                        "u: { ",
                         buffer,
                         "[workgroup_id.x * ",
                         entries,
                         " + "
                     );
                     push_decimal(&mut text, *entry as u64);
-                    push!(&mut text, "u] = ", shared, "[");
-                    push_decimal(&mut text, b as u64);
-                    text += "u * WORKGROUP_SIZE];\n";
+                    text += "u] = sum; }\n";
                 }
+                text += "            default: {}\n";
                 text += "        }\n    }\n";
             }
         }
@@ -783,9 +807,12 @@ fn grouped_settle(local: u32) {
 "
         );
         // Each group's sums over the workgroups. Invocations work in runs of GROUPED_RUN
-        // workgroups: each adds its run's partials of one accumulator in workgroup order,
-        // then the runs' sums are added by a fixed tree (GROUPED_RUNS per accumulator), for
-        // GROUPED_LANES accumulators at once. Accumulators are numbered group-major
+        // workgroups, run r holding workgroups r, r + GROUPED_RUNS, ... (a warp's reads of
+        // `grouped_entries` then fall in distinct banks; consecutive workgroups per run read
+        // one bank, though on an H100 q1's kernel took the same time either way): each adds
+        // its run's partials of one accumulator in that order, then the runs' sums are
+        // added by a fixed tree (GROUPED_RUNS per accumulator), for GROUPED_LANES
+        // accumulators at once. Accumulators are numbered group-major
         // (`a = g * slots + s`), as the accumulating pass numbers them. (A tree over all
         // the workgroups for four accumulators at a time took 27 of the pass's 39 us for q1
         // at SF 1 on an H100.)
@@ -811,20 +838,20 @@ fn grouped_settle(local: u32) {
                 "        if a < {live} {{
             let g = a / {slots}u;
             let s = a % {slots}u;
-            let first = run * GROUPED_RUN;
 "
             );
             for i in 0..GROUPED_RUN {
                 let _ = writeln!(
                     text,
-                    "            let k{i} = grouped_entry(first + {i}u, g);
-            let v{i} = {partials}[(first + {i}u) * {entries} + s * GROUPED_GROUPS + min(k{i}, GROUPED_GROUPS - 1u)];"
+                    "            let p{i} = {i}u * GROUPED_RUNS + run;
+            let k{i} = grouped_entry(p{i}, g);
+            let v{i} = {partials}[p{i} * {entries} + s * GROUPED_GROUPS + min(k{i}, GROUPED_GROUPS - 1u)];"
                 );
             }
             for i in 0..GROUPED_RUN {
                 let _ = writeln!(
                     text,
-                    "            {acc} = {acc} + select({zero}, v{i}, first + {i}u < {partials_param} && k{i} < GROUPED_GROUPS);"
+                    "            {acc} = {acc} + select({zero}, v{i}, p{i} < {partials_param} && k{i} < GROUPED_GROUPS);"
                 );
             }
             text += "        }\n";
@@ -898,7 +925,7 @@ fn grouped_settle(local: u32) {
                 }}
                 word = word | (entry << (8u * j));
             }}
-            grouped_entries[local * {entry_words}u + w] = word;
+            grouped_entries[w * GROUPED_RUNS * GROUPED_RUN + local] = word;
         }}
     }}
     workgroupBarrier();
@@ -930,7 +957,7 @@ var<workgroup> grouped_entries: array<u32, {}>;
 
 // The entry accumulating workgroup p gave group g (GROUPED_GROUPS or more: none).
 fn grouped_entry(p: u32, g: u32) -> u32 {{
-    return (grouped_entries[p * {entry_words}u + g / 4u] >> (8u * (g % 4u))) & 255u;
+    return (grouped_entries[(g / 4u) * GROUPED_RUNS * GROUPED_RUN + p] >> (8u * (g % 4u))) & 255u;
 }}
 ",
             u64::from(MAX_GROUPED_WORKGROUPS) * entry_words as u64
