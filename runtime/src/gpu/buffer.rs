@@ -5,8 +5,10 @@ use std::marker::PhantomData;
 
 use std::sync::Arc;
 
+use super::deferred::StatusRead;
 use super::device::Device;
 use super::error::{GpuError, Result};
+use super::gather::ReadRange;
 use super::pool::{class_bytes, BufferPool};
 
 /// Largest element count a kernel indexes: indexes are WGSL `u32`, and grid-stride loops add
@@ -558,19 +560,39 @@ impl Device {
             });
             // At the end of the held work (see `Device::hold`), in one submission.
             let recorded = self.submit_recorded("download", |encoder| {
+                let status = self.take_status_read(bytes)?;
+                let mut reads = Vec::with_capacity(ranges.len() + 1);
                 let mut at = 0;
-                for &(source, offset, count) in ranges {
-                    if count > 0 {
-                        encoder.copy_buffer_to_buffer(source, offset, &staging, at, count);
-                    }
-                    at += count.next_multiple_of(4);
+                for &(buffer, offset, bytes) in ranges {
+                    reads.push(ReadRange {
+                        buffer,
+                        offset,
+                        bytes,
+                        at,
+                    });
+                    at += bytes.next_multiple_of(4);
                 }
-                self.status_copy(encoder, &staging, bytes)
+                if let Some(StatusRead {
+                    source: Some((buffer, bytes)),
+                    offset,
+                    ..
+                }) = &status
+                {
+                    reads.push(ReadRange {
+                        buffer,
+                        offset: 0,
+                        bytes: *bytes,
+                        at: *offset,
+                    });
+                }
+                let table = self.record_read_ranges(encoder, &reads, &staging)?;
+                Ok((status.map(|s| (s.offset, s.masks)), table))
             });
             (staging, recorded)
         })?;
-        let (staging, (status, submission)) = (recorded.0, recorded.1?);
-        let status = status?;
+        let (staging, (recorded, submission)) = (recorded.0, recorded.1?);
+        // The gather's table (if any) was bound until the submission above.
+        let (status, _table) = recorded?;
         let (sender, receiver) = std::sync::mpsc::channel();
         staging
             .slice(..total)

@@ -81,6 +81,16 @@ pub(crate) struct StatusLog {
     failed: bool,
 }
 
+/// The status words a read-back brings after its data (see `Device::take_status_read`).
+pub(crate) struct StatusRead {
+    /// The buffer holding them and their bytes (None while none is on the device).
+    pub source: Option<(wgpu::Buffer, u64)>,
+    /// Their offset in the staging buffer.
+    pub offset: u64,
+    /// Their masks, to check them against once read.
+    pub masks: Vec<u32>,
+}
+
 /// Which steps a timestamp pair belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimedWork {
@@ -314,25 +324,19 @@ impl Device {
         let _ = self.timestamp_log.remove();
     }
 
-    /// For a read-back of `bytes` into `staging` recorded in `encoder`: records a copy of
-    /// this thread's logged status words after the data, and returns (their offset in the
-    /// staging buffer, their masks). The staging buffer must hold `status_copy_bytes` more.
-    pub(crate) fn status_copy(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        staging: &wgpu::Buffer,
-        bytes: u64,
-    ) -> Result<Option<(u64, Vec<u32>)>> {
+    /// For a read-back of `bytes`: takes this thread's logged status words, to be read
+    /// after the data. The staging buffer must hold `status_copy_bytes` more.
+    pub(crate) fn take_status_read(&self, bytes: u64) -> Result<Option<StatusRead>> {
         self.status_log.with(|log| {
             if log.masks.is_empty() {
                 return None;
             }
-            let offset = bytes.next_multiple_of(4);
             let words = log.masks.len() as u64;
-            if let Some(buffer) = &log.buffer {
-                encoder.copy_buffer_to_buffer(buffer, 0, staging, offset, words * 4);
-            }
-            Some((offset, std::mem::take(&mut log.masks)))
+            Some(StatusRead {
+                source: log.buffer.clone().map(|buffer| (buffer, words * 4)),
+                offset: bytes.next_multiple_of(4),
+                masks: std::mem::take(&mut log.masks),
+            })
         })
     }
 

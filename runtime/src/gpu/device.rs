@@ -46,6 +46,8 @@ pub struct Device {
     /// The staging buffer of the last download, reused by the next one that fits: creating
     /// a mappable buffer of hundreds of megabytes per read-back costs more than the copy.
     pub(crate) staging: Mutex<Option<wgpu::Buffer>>,
+    /// The device buffer of the last gathered read-back (see `gather`), reused likewise.
+    pub(crate) gathered: Mutex<Option<wgpu::Buffer>>,
     /// String dictionaries already on the device (packed bytes and offsets), keyed by the
     /// dictionary's address; each entry holds the dictionary, so the address stays its own.
     pub(crate) dictionaries: Mutex<Vec<CachedDictionary>>,
@@ -221,6 +223,7 @@ impl Device {
                         workgroup_cap: AtomicU32::new(0),
                         items_per_thread: AtomicU32::new(items_per_thread),
                         staging: Mutex::new(None),
+                        gathered: Mutex::new(None),
                         dictionaries: Mutex::new(Vec::new()),
                         sub_strings: Mutex::new(Vec::new()),
                         uploaded: AtomicU64::new(0),

@@ -15,6 +15,7 @@ pub mod deferred;
 pub mod dense_group;
 mod device;
 mod error;
+mod gather;
 pub mod group_aggregate;
 pub mod hash;
 pub mod join;

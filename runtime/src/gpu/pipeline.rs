@@ -55,6 +55,30 @@ struct CachedBindGroup {
 const CACHED_BIND_GROUPS: usize = 8;
 
 impl Pipeline {
+    /// The compiled pipeline.
+    pub(crate) fn compute(&self) -> &wgpu::ComputePipeline {
+        &self.pipeline
+    }
+
+    /// A bind group binding `args` whole, in binding order: the one of an earlier call over
+    /// the same buffers, or a new one, kept once it validated.
+    pub(crate) fn bind_group(&self, device: &Device, args: &[Arg<'_>]) -> Result<wgpu::BindGroup> {
+        if let Some(group) = self.cached_bind_group(args) {
+            return Ok(group);
+        }
+        let make_error = |label, message| GpuError::Command { label, message };
+        let group = device.capture_errors(&self.label, make_error, || {
+            let entries = whole_buffer_entries(args);
+            device.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&self.label),
+                layout: &self.layout,
+                entries: &entries,
+            })
+        })?;
+        self.cache_bind_group(args, &group);
+        Ok(group)
+    }
+
     /// The cached bind group of exactly `args`, moved to the front.
     fn cached_bind_group(&self, args: &[Arg<'_>]) -> Option<wgpu::BindGroup> {
         let mut cached = self.bind_groups.lock().ok()?;
@@ -504,7 +528,6 @@ impl<'d> Commands<'d> {
         self.work_bytes += args.iter().map(|b| b.size()).sum::<u64>();
         let timer = self.device.costs.encodes.timer();
         let clamped = workgroups.min(u64::from(self.device.max_workgroups_per_dispatch())) as u32;
-        let make_error = |label, message| GpuError::Command { label, message };
         let timestamps = &mut self.timestamps;
         let label = &self.label;
         // Only the bind group's creation is checked here: the pass and its commands report
@@ -513,26 +536,7 @@ impl<'d> Commands<'d> {
         // until the next submission), which the submission checks. A warm run's dispatch,
         // whose bind group is cached, pushes and pops no error scope (some microseconds of
         // host time each).
-        let bind_group = match pipeline.cached_bind_group(args) {
-            Some(group) => group,
-            None => {
-                let group = self
-                    .device
-                    .capture_errors(&pipeline.label, make_error, || {
-                        let entries = whole_buffer_entries(args);
-                        self.device
-                            .device
-                            .create_bind_group(&wgpu::BindGroupDescriptor {
-                                label: Some(&pipeline.label),
-                                layout: &pipeline.layout,
-                                entries: &entries,
-                            })
-                    })?;
-                // Only a group that validated is kept.
-                pipeline.cache_bind_group(args, &group);
-                group
-            }
-        };
+        let bind_group = pipeline.bind_group(self.device, args)?;
         let begin = |encoder: &mut wgpu::CommandEncoder| {
             let timestamp_writes = match timestamps {
                 Some(t) if t.used < t.capacity => {

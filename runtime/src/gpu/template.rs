@@ -16,6 +16,7 @@ pub const RADIX_SORT_WGSL: &str = include_str!("../../../shaders/radix_sort.wgsl
 
 /// `shaders/or_reduce.wgsl`: bitwise OR of all elements.
 pub const OR_REDUCE_WGSL: &str = include_str!("../../../shaders/or_reduce.wgsl");
+pub const GATHER_WGSL: &str = include_str!("../../../shaders/gather.wgsl");
 
 /// `shaders/partition_point.wgsl`: the binary search the library kernels share.
 pub const PARTITION_POINT_WGSL: &str = include_str!("../../../shaders/partition_point.wgsl");

@@ -1,0 +1,275 @@
+//! Read-backs of several small ranges through one gather pass (`shaders/gather.wgsl`).
+//!
+//! A read-back copies each range it reads into the staging buffer, and wgpu records every
+//! copy command with a pipeline barrier of its own (the source leaves its storage state, and
+//! each write to the staging buffer waits for the one before). Gathered, the ranges are
+//! read by one pass, whose bindings get their barriers together, and the staging buffer gets
+//! one copy. On an H100 at SF 1, alternating the two within one process (400 warm runs):
+//! TPC-H q1 (eleven ranges) 215-225 us a run against 217-227 with copies, q3 12-17 us less
+//! (about 5.1 ms), q10 0-25 us less, q6 and q18 the same.
+
+use super::buffer::Uniform;
+use super::device::Device;
+use super::error::Result;
+use super::pipeline::{Arg, BindingKind, KernelSpec, Pipeline};
+use super::template::{rendered, workgroup_size_text, GATHER_WGSL};
+use std::sync::Arc;
+
+/// Fewest ranges a read-back gathers: for one or two, the copies cost less than a pass.
+const MIN_GATHERED: usize = 3;
+/// Most ranges one gather pass binds; a read-back of more copies them one by one.
+pub(crate) const MAX_GATHERED: usize = 16;
+/// Most bytes a read-back gathers: a larger one takes its time moving bytes, whatever
+/// the barriers cost.
+const MAX_GATHERED_BYTES: u64 = 1 << 20;
+/// Workgroups of a gather pass at most (its invocations loop over the words).
+const MAX_GATHER_WORKGROUPS: u64 = 64;
+
+/// A range of a read-back: `bytes` bytes of `buffer` from `offset`, going to `at` in the
+/// staging buffer (all multiples of 4).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadRange<'b> {
+    pub buffer: &'b wgpu::Buffer,
+    pub offset: u64,
+    pub bytes: u64,
+    pub at: u64,
+}
+
+impl Device {
+    /// Records the copy of `ranges` into `staging` (each at its `at`) in `encoder`: through
+    /// one gather pass where they are several, small and bindable, else a copy per range.
+    /// A gather gives the uniform its pass binds, to be kept until the commands are
+    /// submitted (the uniform cache may let go of it meanwhile).
+    pub(crate) fn record_read_ranges(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        ranges: &[ReadRange<'_>],
+        staging: &wgpu::Buffer,
+    ) -> Result<Option<Uniform>> {
+        let ranges: Vec<ReadRange<'_>> = ranges.iter().copied().filter(|r| r.bytes > 0).collect();
+        if self.gathers(&ranges) {
+            return self.record_gather(encoder, &ranges, staging);
+        }
+        for r in &ranges {
+            encoder.copy_buffer_to_buffer(r.buffer, r.offset, staging, r.at, r.bytes);
+        }
+        Ok(None)
+    }
+
+    /// Whether one gather pass reads `ranges`: enough of them, few and small enough, each
+    /// source a storage buffer that fits a binding, at word offsets.
+    fn gathers(&self, ranges: &[ReadRange<'_>]) -> bool {
+        let limits = self.device.limits();
+        let end = ranges.iter().map(|r| r.at + r.bytes).max().unwrap_or(0);
+        (MIN_GATHERED..=MAX_GATHERED).contains(&ranges.len())
+            && end <= MAX_GATHERED_BYTES
+            && ranges.len() < limits.max_storage_buffers_per_shader_stage as usize
+            && ranges.iter().all(|r| {
+                r.buffer.usage().contains(wgpu::BufferUsages::STORAGE)
+                    && r.buffer.size() <= limits.max_storage_buffer_binding_size
+                    && r.buffer.size() / 4 <= u64::from(u32::MAX)
+                    && r.offset % 4 == 0
+                    && r.bytes % 4 == 0
+                    && r.at % 4 == 0
+            })
+    }
+
+    fn record_gather(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        ranges: &[ReadRange<'_>],
+        staging: &wgpu::Buffer,
+    ) -> Result<Option<Uniform>> {
+        let end = ranges.iter().map(|r| r.at + r.bytes).max().unwrap_or(0);
+        let pipeline = gather_pipeline(self, ranges.len())?;
+        // Word offsets fit u32: every source fits a binding (at most 4 GiB).
+        let table: Vec<u32> = ranges
+            .iter()
+            .flat_map(|r| {
+                [
+                    (r.offset / 4) as u32,
+                    (r.bytes / 4) as u32,
+                    (r.at / 4) as u32,
+                    0,
+                ]
+            })
+            .collect();
+        // A warm run reads the same ranges: the table's uniform is the run before's.
+        let table = self.uniform_bytes("gather ranges", bytemuck::cast_slice(&table))?;
+        let gathered = self.gather_buffer(end);
+        let mut args: Vec<Arg<'_>> = vec![&table, &gathered];
+        args.extend(ranges.iter().map(|r| r.buffer));
+        let group = pipeline.bind_group(self, &args)?;
+        let words = end / 4;
+        let workgroups = words
+            .div_ceil(u64::from(super::template::WORKGROUP_SIZE))
+            .clamp(1, MAX_GATHER_WORKGROUPS) as u32;
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("gather"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(pipeline.compute());
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(workgroups, 1, 1);
+        }
+        encoder.copy_buffer_to_buffer(&gathered, 0, staging, 0, end);
+        self.keep_gather_buffer(gathered);
+        Ok(Some(table))
+    }
+
+    /// A device buffer of at least `bytes` to gather into: the last one when it is large
+    /// enough (taken out of its slot, so that a read-back on another thread makes its own).
+    fn gather_buffer(&self, bytes: u64) -> wgpu::Buffer {
+        let reused = self
+            .gathered
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take())
+            .filter(|b| b.size() >= bytes);
+        reused.unwrap_or_else(|| {
+            self.costs.buffers.time(|| {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("gathered read-back"),
+                    size: bytes.next_power_of_two().max(4096),
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                })
+            })
+        })
+    }
+
+    /// Puts a gather buffer back for the next read-back (the larger of two is kept). Its
+    /// commands are recorded: a later read-back's pass comes after them on the queue.
+    fn keep_gather_buffer(&self, buffer: wgpu::Buffer) {
+        if let Ok(mut slot) = self.gathered.lock() {
+            if slot.as_ref().is_none_or(|b| b.size() < buffer.size()) {
+                *slot = Some(buffer);
+            }
+        }
+    }
+}
+
+/// The gather pipeline for `n` ranges.
+fn gather_pipeline(device: &Device, n: usize) -> Result<Arc<Pipeline>> {
+    let mut bindings = vec![BindingKind::Uniform, BindingKind::StorageReadWrite];
+    bindings.extend(std::iter::repeat_n(BindingKind::StorageRead, n));
+    device.pipeline(&KernelSpec {
+        label: "gather",
+        source: gather_source(n)?,
+        entry_point: "gather",
+        bindings: &bindings,
+    })
+}
+
+/// The gather module for `n` ranges, rendered once per count (a read-back looks it up).
+fn gather_source(n: usize) -> Result<&'static str> {
+    static SOURCES: [std::sync::OnceLock<&'static str>; MAX_GATHERED + 1] =
+        [const { std::sync::OnceLock::new() }; MAX_GATHERED + 1];
+    if let Some(source) = SOURCES.get(n).and_then(|s| s.get()) {
+        return Ok(source);
+    }
+    let mut sources = String::new();
+    let mut copies = String::new();
+    for k in 0..n {
+        sources += &format!(
+            "@group(0) @binding({}) var<storage, read> source{k}: array<u32>;\n",
+            k + 2
+        );
+        copies += &format!(
+            "    for (var i = global_id.x; i < ranges[{k}].words; i = i + stride) {{
+        gathered[ranges[{k}].at + i] = source{k}[ranges[{k}].source + i];
+    }}
+"
+        );
+    }
+    let source = rendered(
+        "gather.wgsl",
+        GATHER_WGSL,
+        &[
+            ("WORKGROUP_SIZE", &workgroup_size_text()),
+            ("RANGES", &n.to_string()),
+            ("SOURCES", &sources),
+            ("COPIES", &copies),
+        ],
+    )?;
+    if let Some(slot) = SOURCES.get(n) {
+        let _ = slot.set(source);
+    }
+    Ok(source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::require_gpu_or_skip;
+    use naga::valid::{Capabilities, ValidationFlags, Validator};
+
+    #[test]
+    fn the_gather_module_validates_for_every_range_count() {
+        for n in 1..=MAX_GATHERED {
+            let source = gather_source(n).expect("rendered");
+            let module = naga::front::wgsl::parse_str(source)
+                .unwrap_or_else(|e| panic!("{n} ranges:\n{}", e.emit_to_string(source)));
+            Validator::new(ValidationFlags::all(), Capabilities::all())
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{n} ranges:\n{}", e.emit_to_string(source)));
+        }
+    }
+
+    /// Ranges `(buffer index, first word, words)` of `buffers`, read back in one read.
+    fn read_back(
+        device: &Device,
+        buffers: &[Vec<u32>],
+        ranges: &[(usize, u64, u64)],
+    ) -> Vec<Vec<u32>> {
+        let uploaded: Vec<_> = buffers
+            .iter()
+            .map(|words| device.upload("gather test", words).expect("upload"))
+            .collect();
+        let raw: Vec<(&wgpu::Buffer, u64, u64)> = ranges
+            .iter()
+            .map(|&(b, first, words)| (uploaded[b].raw(), first * 4, words * 4))
+            .collect();
+        device
+            .download_ranges(&raw)
+            .expect("read back")
+            .iter()
+            .map(|bytes| bytemuck::pod_collect_to_vec(bytes))
+            .collect()
+    }
+
+    #[test]
+    fn a_read_back_of_many_ranges_brings_each_range_whole_and_in_place() {
+        let Some(device) = require_gpu_or_skip() else {
+            return;
+        };
+        let buffers: Vec<Vec<u32>> = (0..5u32)
+            .map(|b| (0..1000 + 37 * b).map(|i| b * 1_000_000 + i).collect())
+            .collect();
+        // Several ranges of one buffer, empty ones, one range past the most one pass binds,
+        // ranges of one word and of thousands.
+        let mut ranges = vec![
+            (0, 0, 1000),
+            (1, 5, 0),
+            (1, 999, 1),
+            (2, 17, 3),
+            (0, 500, 2),
+        ];
+        for k in 0..MAX_GATHERED {
+            ranges.push((k % 5, (k * 13) as u64, (k + 1) as u64));
+        }
+        for count in [1, 2, 3, 4, MAX_GATHERED, MAX_GATHERED + 1, ranges.len()] {
+            let ranges = &ranges[..count.min(ranges.len())];
+            let read = read_back(&device, &buffers, ranges);
+            for (&(b, first, words), got) in ranges.iter().zip(&read) {
+                let want = &buffers[b][first as usize..(first + words) as usize];
+                assert_eq!(
+                    got.as_slice(),
+                    want,
+                    "{count} ranges: buffer {b} from word {first}"
+                );
+            }
+        }
+    }
+}
