@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::deferred::StatusRead;
 use super::device::Device;
@@ -538,25 +538,14 @@ impl Device {
         }
         let total = bytes + status_bytes;
         let make_error = |label, message| GpuError::Command { label, message };
-        // Reuse the last staging buffer when it is large enough (taken out of the slot, so a
-        // concurrent download on another thread makes its own).
-        let reused = self
-            .staging
-            .lock()
-            .ok()
-            .and_then(|mut slot| slot.take())
-            .filter(|b| b.size() >= total);
+        let reused = self.staging.take(total);
         let recorded = self.capture_errors("download", make_error, || {
             let staging = reused.unwrap_or_else(|| {
-                self.costs.buffers.time(|| {
-                    self.device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some("download staging"),
-                        // Rounded up so that slightly larger read-backs reuse it too.
-                        size: total.next_power_of_two().max(4096),
-                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    })
-                })
+                self.read_back_buffer(
+                    "download staging",
+                    total,
+                    wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                )
             });
             // At the end of the held work (see `Device::hold`), in one submission.
             let recorded = self.submit_recorded("download", |encoder| {
@@ -622,12 +611,7 @@ impl Device {
             (values, words)
         };
         staging.unmap();
-        if let Ok(mut slot) = self.staging.lock() {
-            // Keep the larger of the two.
-            if slot.as_ref().is_none_or(|b| b.size() < staging.size()) {
-                *slot = Some(staging);
-            }
-        }
+        self.staging.keep(staging);
         if let (Some((_, masks)), Some(words)) = (&status, &words) {
             self.status_read(words, masks)?;
         } else if self.status_failed() {
@@ -636,5 +620,51 @@ impl Device {
             ));
         }
         Ok(values)
+    }
+}
+
+/// The buffer of the last read-back of its kind (staging, gathered), for the next one that
+/// fits: creating a buffer of hundreds of megabytes per read-back costs more than the copy.
+#[derive(Debug, Default)]
+pub(crate) struct ReusedBuffer(Mutex<Option<wgpu::Buffer>>);
+
+impl ReusedBuffer {
+    /// The kept buffer if it holds `bytes`, taken out (so that a read-back on another thread
+    /// meanwhile makes its own).
+    pub(crate) fn take(&self, bytes: u64) -> Option<wgpu::Buffer> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take())
+            .filter(|b| b.size() >= bytes)
+    }
+
+    /// Keeps `buffer` for the next read-back, or the one kept if that is larger.
+    pub(crate) fn keep(&self, buffer: wgpu::Buffer) {
+        if let Ok(mut slot) = self.0.lock() {
+            if slot.as_ref().is_none_or(|b| b.size() < buffer.size()) {
+                *slot = Some(buffer);
+            }
+        }
+    }
+}
+
+impl Device {
+    /// A new buffer of at least `bytes` for a read-back, rounded up so that slightly larger
+    /// read-backs reuse it too (see [`ReusedBuffer`]).
+    pub(crate) fn read_back_buffer(
+        &self,
+        label: &str,
+        bytes: u64,
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        self.costs.buffers.time(|| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.next_power_of_two().max(4096),
+                usage,
+                mapped_at_creation: false,
+            })
+        })
     }
 }

@@ -43,11 +43,10 @@ pub struct Device {
     workgroup_cap: AtomicU32,
     /// Elements per invocation in the tiled kernels.
     items_per_thread: AtomicU32,
-    /// The staging buffer of the last download, reused by the next one that fits: creating
-    /// a mappable buffer of hundreds of megabytes per read-back costs more than the copy.
-    pub(crate) staging: Mutex<Option<wgpu::Buffer>>,
-    /// The device buffer of the last gathered read-back (see `gather`), reused likewise.
-    pub(crate) gathered: Mutex<Option<wgpu::Buffer>>,
+    /// The staging buffer of the last download, for the next one that fits.
+    pub(crate) staging: super::buffer::ReusedBuffer,
+    /// The device buffer of the last gathered read-back (see `gather`), likewise.
+    pub(crate) gathered: super::buffer::ReusedBuffer,
     /// String dictionaries already on the device (packed bytes and offsets), keyed by the
     /// dictionary's address; each entry holds the dictionary, so the address stays its own.
     pub(crate) dictionaries: Mutex<Vec<CachedDictionary>>,
@@ -222,8 +221,8 @@ impl Device {
                         pipelines: Mutex::new(Default::default()),
                         workgroup_cap: AtomicU32::new(0),
                         items_per_thread: AtomicU32::new(items_per_thread),
-                        staging: Mutex::new(None),
-                        gathered: Mutex::new(None),
+                        staging: Default::default(),
+                        gathered: Default::default(),
                         dictionaries: Mutex::new(Vec::new()),
                         sub_strings: Mutex::new(Vec::new()),
                         uploaded: AtomicU64::new(0),

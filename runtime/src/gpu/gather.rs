@@ -96,7 +96,13 @@ impl Device {
             .collect();
         // A warm run reads the same ranges: the table's uniform is the run before's.
         let table = self.uniform_bytes("gather ranges", bytemuck::cast_slice(&table))?;
-        let gathered = self.gather_buffer(end);
+        let gathered = self.gathered.take(end).unwrap_or_else(|| {
+            self.read_back_buffer(
+                "gathered read-back",
+                end,
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            )
+        });
         let mut args: Vec<Arg<'_>> = vec![&table, &gathered];
         args.extend(ranges.iter().map(|r| r.buffer));
         let group = pipeline.bind_group(self, &args)?;
@@ -114,39 +120,9 @@ impl Device {
             pass.dispatch_workgroups(workgroups, 1, 1);
         }
         encoder.copy_buffer_to_buffer(&gathered, 0, staging, 0, end);
-        self.keep_gather_buffer(gathered);
+        // Recorded: a later read-back's pass into it comes after these commands on the queue.
+        self.gathered.keep(gathered);
         Ok(Some(table))
-    }
-
-    /// A device buffer of at least `bytes` to gather into: the last one when it is large
-    /// enough (taken out of its slot, so that a read-back on another thread makes its own).
-    fn gather_buffer(&self, bytes: u64) -> wgpu::Buffer {
-        let reused = self
-            .gathered
-            .lock()
-            .ok()
-            .and_then(|mut slot| slot.take())
-            .filter(|b| b.size() >= bytes);
-        reused.unwrap_or_else(|| {
-            self.costs.buffers.time(|| {
-                self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("gathered read-back"),
-                    size: bytes.next_power_of_two().max(4096),
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: false,
-                })
-            })
-        })
-    }
-
-    /// Puts a gather buffer back for the next read-back (the larger of two is kept). Its
-    /// commands are recorded: a later read-back's pass comes after them on the queue.
-    fn keep_gather_buffer(&self, buffer: wgpu::Buffer) {
-        if let Ok(mut slot) = self.gathered.lock() {
-            if slot.as_ref().is_none_or(|b| b.size() < buffer.size()) {
-                *slot = Some(buffer);
-            }
-        }
     }
 }
 
