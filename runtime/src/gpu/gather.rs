@@ -22,6 +22,11 @@ pub(crate) const MAX_GATHERED: usize = 16;
 /// Most bytes a read-back gathers: a larger one takes its time moving bytes, whatever
 /// the barriers cost.
 const MAX_GATHERED_BYTES: u64 = 1 << 20;
+/// Largest buffer a gather pass binds (whole). Its bind group is cached, as kernels' are,
+/// and a cached group keeps its buffers alive: bounded so, the cache never holds on to a
+/// large buffer (a resident column, a big offsets buffer of which one word is read) that
+/// its owner has let go of. A range of a larger buffer is copied.
+const MAX_GATHERED_SOURCE_BYTES: u64 = 16 << 20;
 /// Workgroups of a gather pass at most (its invocations loop over the words).
 const MAX_GATHER_WORKGROUPS: u64 = 64;
 
@@ -57,7 +62,7 @@ impl Device {
     }
 
     /// Whether one gather pass reads `ranges`: enough of them, few and small enough, each
-    /// source a storage buffer that fits a binding, at word offsets.
+    /// source a small storage buffer, at word offsets.
     fn gathers(&self, ranges: &[ReadRange<'_>]) -> bool {
         let limits = self.device.limits();
         let end = ranges.iter().map(|r| r.at + r.bytes).max().unwrap_or(0);
@@ -66,8 +71,8 @@ impl Device {
             && ranges.len() < limits.max_storage_buffers_per_shader_stage as usize
             && ranges.iter().all(|r| {
                 r.buffer.usage().contains(wgpu::BufferUsages::STORAGE)
-                    && r.buffer.size() <= limits.max_storage_buffer_binding_size
-                    && r.buffer.size() / 4 <= u64::from(u32::MAX)
+                    && r.buffer.size()
+                        <= MAX_GATHERED_SOURCE_BYTES.min(limits.max_storage_buffer_binding_size)
                     && r.offset % 4 == 0
                     && r.bytes % 4 == 0
                     && r.at % 4 == 0
@@ -82,7 +87,7 @@ impl Device {
     ) -> Result<Option<Uniform>> {
         let end = ranges.iter().map(|r| r.at + r.bytes).max().unwrap_or(0);
         let pipeline = gather_pipeline(self, ranges.len())?;
-        // Word offsets fit u32: every source fits a binding (at most 4 GiB).
+        // Word offsets fit u32: every source is at most MAX_GATHERED_SOURCE_BYTES.
         let table: Vec<u32> = ranges
             .iter()
             .flat_map(|r| {
