@@ -538,17 +538,9 @@ impl Device {
         }
         let total = bytes + status_bytes;
         let make_error = |label, message| GpuError::Command { label, message };
-        let reused = self.staging.take(total);
+        // At the end of the held work (see `Device::hold`), in one submission.
         let recorded = self.capture_errors("download", make_error, || {
-            let staging = reused.unwrap_or_else(|| {
-                self.read_back_buffer(
-                    "download staging",
-                    total,
-                    wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                )
-            });
-            // At the end of the held work (see `Device::hold`), in one submission.
-            let recorded = self.submit_recorded("download", |encoder| {
+            self.submit_recorded("download", |encoder| {
                 let status = self.take_status_read(bytes)?;
                 let mut reads = Vec::with_capacity(ranges.len() + 1);
                 let mut at = 0;
@@ -574,16 +566,15 @@ impl Device {
                         at: *offset,
                     });
                 }
-                let table = self.record_read_ranges(encoder, &reads, &staging)?;
-                Ok((status.map(|s| (s.offset, s.masks)), table))
-            });
-            (staging, recorded)
+                let target = self.record_read_ranges(encoder, &reads, total)?;
+                Ok((status.map(|s| (s.offset, s.masks)), target))
+            })
         })?;
-        let (staging, (recorded, submission)) = (recorded.0, recorded.1?);
-        // The gather's table (if any) was bound until the submission above.
-        let (status, _table) = recorded?;
+        let (recorded, submission) = recorded?;
+        let (status, target) = recorded?;
         let (sender, receiver) = std::sync::mpsc::channel();
-        staging
+        target
+            .buffer
             .slice(..total)
             .map_async(wgpu::MapMode::Read, move |result| {
                 // The receiver outlives the poll below; a failed send cannot happen.
@@ -591,10 +582,11 @@ impl Device {
             });
         self.flush()?;
         self.wait_for_map(&receiver, None)?;
-        // The copy's submission is done, and every one before it.
+        // The read-back's submission is done, and every one before it.
         self.finished_through(submission);
         let (values, words) = {
-            let view = staging
+            let view = target
+                .buffer
                 .slice(..total)
                 .get_mapped_range()
                 .map_err(|e| GpuError::Readback(e.to_string()))?;
@@ -610,8 +602,8 @@ impl Device {
             });
             (values, words)
         };
-        staging.unmap();
-        self.staging.keep(staging);
+        target.buffer.unmap();
+        self.keep_read_target(target);
         if let (Some((_, masks)), Some(words)) = (&status, &words) {
             self.status_read(words, masks)?;
         } else if self.status_failed() {

@@ -18,15 +18,18 @@ pub const REQUIRE_GPU_ENV: &str = "HORSEC_REQUIRE_GPU";
 /// 2 GiB) on small inputs; wgpu then enforces the lower limit as it would the real one.
 pub const BINDING_LIMIT_ENV: &str = "HORSEC_BINDING_LIMIT";
 
-/// Native features the kernels use when the adapter has them. None is mandatory for the
-/// library kernels of today; element types that need one check for it (see `GpuScalar`).
+/// Native features the kernels and read-backs use when the adapter has them. None is
+/// mandatory for the library kernels of today; element types that need one check for it
+/// (see `GpuScalar`), and a read-back without `MAPPABLE_PRIMARY_BUFFERS` copies its gather
+/// into a staging buffer (see `gather`).
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::SHADER_INT64_ATOMIC_MIN_MAX)
     .union(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS)
     .union(wgpu::Features::TIMESTAMP_QUERY)
-    .union(wgpu::Features::PIPELINE_CACHE);
+    .union(wgpu::Features::PIPELINE_CACHE)
+    .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
 
 /// A GPU device with its queue, the features and limits it was created with, and the cache
 /// of compute pipelines built on it.
@@ -47,6 +50,12 @@ pub struct Device {
     pub(crate) staging: super::buffer::ReusedBuffer,
     /// The device buffer of the last gathered read-back (see `gather`), likewise.
     pub(crate) gathered: super::buffer::ReusedBuffer,
+    /// The mappable buffer the last gathered read-back's pass wrote into, likewise (on a
+    /// device with `MAPPABLE_PRIMARY_BUFFERS`, see `gather`).
+    pub(crate) mapped_gather: super::buffer::ReusedBuffer,
+    /// Whether a gather pass writes straight into the buffer the host maps: with
+    /// `MAPPABLE_PRIMARY_BUFFERS` (a test turns it off to run the path with a copy).
+    pub(crate) gathers_into_mapped: std::sync::atomic::AtomicBool,
     /// String dictionaries already on the device (packed bytes and offsets), keyed by the
     /// dictionary's address; each entry holds the dictionary, so the address stays its own.
     pub(crate) dictionaries: Mutex<Vec<CachedDictionary>>,
@@ -223,6 +232,10 @@ impl Device {
                         items_per_thread: AtomicU32::new(items_per_thread),
                         staging: Default::default(),
                         gathered: Default::default(),
+                        mapped_gather: Default::default(),
+                        gathers_into_mapped: std::sync::atomic::AtomicBool::new(
+                            features.contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+                        ),
                         dictionaries: Mutex::new(Vec::new()),
                         sub_strings: Mutex::new(Vec::new()),
                         uploaded: AtomicU64::new(0),

@@ -7,6 +7,15 @@
 //! one copy. On an H100 at SF 1, alternating the two within one process (400 warm runs):
 //! TPC-H q1 (eleven ranges) 215-225 us a run against 217-227 with copies, q3 12-17 us less
 //! (about 5.1 ms), q10 0-25 us less, q6 and q18 the same.
+//!
+//! Where the device can map a storage buffer (`MAPPABLE_PRIMARY_BUFFERS`), the pass writes
+//! into the buffer the host maps, and there is no copy at all. The copy after the pass is a
+//! step of its own on the device: on the H100, a one-workgroup pass then the host's map
+//! took 35 us from recording to the mapped bytes when the pass wrote the mapped buffer,
+//! against 45 us through a device buffer and a copy (medians of 2,000). Alternating the
+//! two run by run within one process at SF 1 (200 runs each, two processes): q1 252 and
+//! 254 us against 257 and 259, q3 10-18 us less, q10 20-50 us less, the others within
+//! their noise.
 
 use super::buffer::Uniform;
 use super::device::Device;
@@ -40,25 +49,92 @@ pub(crate) struct ReadRange<'b> {
     pub at: u64,
 }
 
+/// The buffer a read-back maps, and which of the device's kept buffers it goes back to.
+pub(crate) struct ReadTarget {
+    pub buffer: wgpu::Buffer,
+    /// Kept as the device's mapped gather buffer rather than its staging buffer.
+    mapped_gather: bool,
+    /// The ranges' table a gather pass binds, kept until the commands are submitted (the
+    /// uniform cache may let go of it meanwhile).
+    _table: Option<Uniform>,
+}
+
 impl Device {
-    /// Records the copy of `ranges` into `staging` (each at its `at`) in `encoder`: through
-    /// one gather pass where they are several, small and bindable, else a copy per range.
-    /// A gather gives the uniform its pass binds, to be kept until the commands are
-    /// submitted (the uniform cache may let go of it meanwhile).
+    /// Records the copy of `ranges` (`total` bytes in all, each at its `at`) into a buffer
+    /// the host maps next, in `encoder`: through one gather pass where they are several,
+    /// small and bindable, else a copy per range into the staging buffer.
     pub(crate) fn record_read_ranges(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         ranges: &[ReadRange<'_>],
-        staging: &wgpu::Buffer,
-    ) -> Result<Option<Uniform>> {
+        total: u64,
+    ) -> Result<ReadTarget> {
         let ranges: Vec<ReadRange<'_>> = ranges.iter().copied().filter(|r| r.bytes > 0).collect();
-        if self.gathers(&ranges) {
-            return self.record_gather(encoder, &ranges, staging);
+        let gathers = self.gathers(&ranges);
+        if gathers && self.maps_storage() {
+            let buffer = self.mapped_gather.take(total).unwrap_or_else(|| {
+                self.read_back_buffer(
+                    "gathered read-back",
+                    total,
+                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::MAP_READ,
+                )
+            });
+            let table = self.record_gather(encoder, &ranges, &buffer)?;
+            return Ok(ReadTarget {
+                buffer,
+                mapped_gather: true,
+                _table: Some(table),
+            });
         }
-        for r in &ranges {
-            encoder.copy_buffer_to_buffer(r.buffer, r.offset, staging, r.at, r.bytes);
+        let staging = self.staging.take(total).unwrap_or_else(|| {
+            self.read_back_buffer(
+                "download staging",
+                total,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )
+        });
+        let mut table = None;
+        if gathers {
+            let end = ranges.iter().map(|r| r.at + r.bytes).max().unwrap_or(0);
+            let gathered = self.gathered.take(end).unwrap_or_else(|| {
+                self.read_back_buffer(
+                    "gathered read-back",
+                    end,
+                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                )
+            });
+            table = Some(self.record_gather(encoder, &ranges, &gathered)?);
+            encoder.copy_buffer_to_buffer(&gathered, 0, &staging, 0, end);
+            // Recorded: a later read-back's pass into it comes after these commands.
+            self.gathered.keep(gathered);
+        } else {
+            for r in &ranges {
+                encoder.copy_buffer_to_buffer(r.buffer, r.offset, &staging, r.at, r.bytes);
+            }
         }
-        Ok(None)
+        Ok(ReadTarget {
+            buffer: staging,
+            mapped_gather: false,
+            _table: table,
+        })
+    }
+
+    /// Gives back the buffer of a read-back whose bytes have been read (unmapped), for the
+    /// next read-back.
+    pub(crate) fn keep_read_target(&self, target: ReadTarget) {
+        if target.mapped_gather {
+            self.mapped_gather.keep(target.buffer);
+        } else {
+            self.staging.keep(target.buffer);
+        }
+    }
+
+    /// Whether a gather pass may write straight into a buffer the host maps: wgpu allows a
+    /// mappable storage buffer only with `MAPPABLE_PRIMARY_BUFFERS`. On a discrete GPU that
+    /// buffer lives in host memory, which suits a read-back (the copy went there too).
+    fn maps_storage(&self) -> bool {
+        self.gathers_into_mapped
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether one gather pass reads `ranges`: enough of them, few and small enough, each
@@ -79,12 +155,14 @@ impl Device {
             })
     }
 
+    /// Records one pass that writes `ranges` into `into` (each at its `at`); returns the
+    /// ranges' table it binds.
     fn record_gather(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         ranges: &[ReadRange<'_>],
-        staging: &wgpu::Buffer,
-    ) -> Result<Option<Uniform>> {
+        into: &wgpu::Buffer,
+    ) -> Result<Uniform> {
         let end = ranges.iter().map(|r| r.at + r.bytes).max().unwrap_or(0);
         let pipeline = gather_pipeline(self, ranges.len())?;
         // Word offsets fit u32: every source is at most MAX_GATHERED_SOURCE_BYTES.
@@ -101,14 +179,7 @@ impl Device {
             .collect();
         // A warm run reads the same ranges: the table's uniform is the run before's.
         let table = self.uniform_bytes("gather ranges", bytemuck::cast_slice(&table))?;
-        let gathered = self.gathered.take(end).unwrap_or_else(|| {
-            self.read_back_buffer(
-                "gathered read-back",
-                end,
-                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            )
-        });
-        let mut args: Vec<Arg<'_>> = vec![&table, &gathered];
+        let mut args: Vec<Arg<'_>> = vec![&table, into];
         args.extend(ranges.iter().map(|r| r.buffer));
         let group = pipeline.bind_group(self, &args)?;
         let words = end / 4;
@@ -124,10 +195,7 @@ impl Device {
             pass.set_bind_group(0, &group, &[]);
             pass.dispatch_workgroups(workgroups, 1, 1);
         }
-        encoder.copy_buffer_to_buffer(&gathered, 0, staging, 0, end);
-        // Recorded: a later read-back's pass into it comes after these commands on the queue.
-        self.gathered.keep(gathered);
-        Ok(Some(table))
+        Ok(table)
     }
 }
 
@@ -240,16 +308,25 @@ mod tests {
         for k in 0..MAX_GATHERED {
             ranges.push((k % 5, (k * 13) as u64, (k + 1) as u64));
         }
-        for count in [1, 2, 3, 4, MAX_GATHERED, MAX_GATHERED + 1, ranges.len()] {
-            let ranges = &ranges[..count.min(ranges.len())];
-            let read = read_back(&device, &buffers, ranges);
-            for (&(b, first, words), got) in ranges.iter().zip(&read) {
-                let want = &buffers[b][first as usize..(first + words) as usize];
-                assert_eq!(
-                    got.as_slice(),
-                    want,
-                    "{count} ranges: buffer {b} from word {first}"
-                );
+        // The gather writes into the mapped buffer where the device allows it; then again
+        // through a device buffer and a copy.
+        let into_mapped = device.maps_storage();
+        for mapped in [into_mapped, false] {
+            device
+                .gathers_into_mapped
+                .store(mapped, std::sync::atomic::Ordering::Relaxed);
+            for count in [1, 2, 3, 4, MAX_GATHERED, MAX_GATHERED + 1, ranges.len()] {
+                let ranges = &ranges[..count.min(ranges.len())];
+                let read = read_back(&device, &buffers, ranges);
+                for (&(b, first, words), got) in ranges.iter().zip(&read) {
+                    let want = &buffers[b][first as usize..(first + words) as usize];
+                    assert_eq!(
+                        got.as_slice(),
+                        want,
+                        "{count} ranges (gathered into the mapped buffer: {mapped}): \
+                         buffer {b} from word {first}"
+                    );
+                }
             }
         }
     }
