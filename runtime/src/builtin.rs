@@ -25,6 +25,13 @@ macro_rules! builtins {
                 }
             }
 
+            /// The name with its `@`, as steps and errors name the builtin.
+            pub fn step_name(self) -> &'static str {
+                match self {
+                    $(Builtin::$variant => concat!("@", $name)),*
+                }
+            }
+
             /// Looks a builtin up by its source name.
             pub fn from_name(name: &str) -> Option<Builtin> {
                 match name {
@@ -192,6 +199,7 @@ mod tests {
     fn names_round_trip() {
         for &b in Builtin::ALL {
             assert_eq!(Builtin::from_name(b.name()), Some(b));
+            assert_eq!(b.step_name(), format!("@{}", b.name()));
         }
         assert_eq!(Builtin::from_name("join_index"), Some(Builtin::JoinIndex));
         assert_eq!(Builtin::from_name("no_such_builtin"), None);

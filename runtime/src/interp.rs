@@ -670,7 +670,7 @@ impl Interpreter<'_> {
             Some(result) => result?,
             None => {
                 // A CPU step: device arguments are read back (recorded under the step).
-                let step = format!("@{}", b.name());
+                let step = b.step_name();
                 let on_device: Vec<&Value> = args
                     .iter()
                     .filter_map(|arg| match arg {
@@ -680,7 +680,7 @@ impl Interpreter<'_> {
                     .collect();
                 let mut read = self
                     .accelerator
-                    .host_all(&on_device, &step, self.profile)?
+                    .host_all(&on_device, step, self.profile)?
                     .into_iter();
                 let mut hosted = Vec::with_capacity(args.len());
                 for arg in args {
@@ -708,7 +708,7 @@ impl Interpreter<'_> {
             }
         };
         self.profile
-            .record(placement, &format!("@{}", b.name()), start.elapsed());
+            .record(placement, b.step_name(), start.elapsed());
         Ok(value)
     }
 }

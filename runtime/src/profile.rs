@@ -81,7 +81,10 @@ pub struct StepTotals {
 /// Totals per placement and step name (`@sum`, a kernel's name, `upload`, …).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
-    steps: BTreeMap<(Placement, String), StepTotals>,
+    /// Per placement, per step name (a map per placement, so that a step recorded before
+    /// is found by its `&str`: recording is on every step's path, and allocating its name
+    /// each time showed in warm runs' host time).
+    steps: BTreeMap<Placement, BTreeMap<String, StepTotals>>,
     /// Bytes copied to the GPU and back for generated kernels.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -109,7 +112,11 @@ impl Profile {
 
     /// Adds one step of `name` at `placement` that took `time`.
     pub fn record(&mut self, placement: Placement, name: &str, time: Duration) {
-        let totals = self.steps.entry((placement, name.to_string())).or_default();
+        let named = self.steps.entry(placement).or_default();
+        let totals = match named.get_mut(name) {
+            Some(totals) => totals,
+            None => named.entry(name.to_string()).or_default(),
+        };
         totals.count += 1;
         totals.time += time;
     }
@@ -175,24 +182,25 @@ impl Profile {
     /// The total time at `placement`.
     pub fn total(&self, placement: Placement) -> Duration {
         self.steps
-            .iter()
-            .filter(|((p, _), _)| *p == placement)
-            .map(|(_, t)| t.time)
-            .sum()
+            .get(&placement)
+            .map_or(Duration::ZERO, |named| named.values().map(|t| t.time).sum())
     }
 
     /// Compute steps that ran on the CPU, by name, with their totals.
     pub fn cpu_compute_steps(&self) -> Vec<(&str, StepTotals)> {
         self.steps
-            .iter()
-            .filter(|((p, _), _)| *p == Placement::Cpu)
-            .map(|((_, name), t)| (name.as_str(), *t))
+            .get(&Placement::Cpu)
+            .into_iter()
+            .flatten()
+            .map(|(name, t)| (name.as_str(), *t))
             .collect()
     }
 
     /// Every step of every placement, in placement order.
     pub fn steps(&self) -> impl Iterator<Item = (Placement, &str, StepTotals)> + '_ {
-        self.steps.iter().map(|((p, n), t)| (*p, n.as_str(), *t))
+        self.steps
+            .iter()
+            .flat_map(|(p, named)| named.iter().map(|(n, t)| (*p, n.as_str(), *t)))
     }
 
     /// The breakdown as indented lines: a total per placement, then the CPU compute steps.
@@ -207,10 +215,8 @@ impl Profile {
         ] {
             let count: u32 = self
                 .steps
-                .iter()
-                .filter(|((p, _), _)| *p == placement)
-                .map(|(_, t)| t.count)
-                .sum();
+                .get(&placement)
+                .map_or(0, |named| named.values().map(|t| t.count).sum());
             if count > 0 {
                 let _ = writeln!(
                     out,
@@ -242,17 +248,18 @@ impl Profile {
                 self.downloaded_bytes as f64 / 1e6
             );
         }
-        let mut slowest: Vec<_> = self
+        let mut slowest: Vec<(&str, &StepTotals)> = self
             .steps
             .iter()
-            .filter(|((p, _), _)| *p != Placement::Host)
+            .filter(|(p, _)| **p != Placement::Host)
+            .flat_map(|(_, named)| named.iter().map(|(n, t)| (n.as_str(), t)))
             .collect();
         slowest.sort_by_key(|entry| std::cmp::Reverse(entry.1.time));
         if !slowest.is_empty() {
             let names: Vec<String> = slowest
                 .iter()
                 .take(6)
-                .map(|((_, name), t)| format!("{name} {:.2} ms", t.time.as_secs_f64() * 1e3))
+                .map(|(name, t)| format!("{name} {:.2} ms", t.time.as_secs_f64() * 1e3))
                 .collect();
             let _ = writeln!(out, "  slowest steps: {}", names.join(", "));
         }

@@ -15,14 +15,15 @@ pub(crate) fn call(b: Builtin, args: &Args<'_, '_>, env: &mut dyn Env) -> Result
     match b {
         Builtin::LoadTable => {
             args.exactly(1)?;
-            let name = symbol(&*args.vector(0)?, "the table name")?;
-            Ok(Value::Table(env.load_table(&name)?))
+            let names = args.vector(0)?;
+            let name = symbol(&names, "the table name")?;
+            Ok(Value::Table(env.load_table(name)?))
         }
         Builtin::ColumnValue => {
             args.exactly(2)?;
             column_value(
                 args.value(0)?,
-                &symbol(&*args.vector(1)?, "the column name")?,
+                symbol(&*args.vector(1)?, "the column name")?,
             )
         }
         Builtin::Fetch => {
@@ -136,9 +137,9 @@ pub(crate) fn call(b: Builtin, args: &Args<'_, '_>, env: &mut dyn Env) -> Result
 }
 
 /// The one string of a length-1 `sym`/`str` vector.
-fn symbol(v: &Vector, what: &str) -> Result<String> {
+fn symbol<'v>(v: &'v Vector, what: &str) -> Result<&'v str> {
     match v.as_strings() {
-        Some(s) if s.len() == 1 => Ok(s.get(0).to_string()),
+        Some(s) if s.len() == 1 => Ok(s.get(0)),
         _ => bail!(
             "{what} must be one symbol, got {} element(s) of {}",
             v.len(),

@@ -439,7 +439,7 @@ impl GpuEngine<'_> {
     /// `@shortest_path_length` / `@reachable` with the IBFS library kernel; `@reach_index`
     /// and `@reachable` on an index with the GRAIL kernels (`graph::grail_gpu`).
     fn graph_search(&mut self, b: Builtin, args: &[ArgValue<'_>]) -> Result<Value> {
-        let name = format!("@{}", b.name());
+        let name = b.step_name();
         let named = |e: RuntimeError| {
             if e.message.starts_with('@') {
                 e
@@ -472,7 +472,7 @@ impl GpuEngine<'_> {
         let (graph, sources, destinations) = search_arguments(&args).map_err(named)?;
         let options = GpuOptions::default();
         let lengths = GpuGraph::upload(self.device, &graph)
-            .and_then(|g| g.search(&name, &sources, &destinations, options))
+            .and_then(|g| g.search(name, &sources, &destinations, options))
             .map_err(named)?
             .0;
         Ok(Value::Vector(if b == Builtin::Reachable {
@@ -582,12 +582,12 @@ impl Accelerator for GpuEngine<'_> {
             }
             _ => false,
         };
-        let step = format!("@{}", b.name());
+        let step = b.step_name();
         let mut hosted = Vec::with_capacity(args.len());
         for (i, arg) in args.iter().enumerate() {
             hosted.push(match arg {
                 ArgValue::Value(v) if v.on_device() && !takes_device(i, v) => {
-                    match self.host_value(v, &step, profile) {
+                    match self.host_value(v, step, profile) {
                         Ok(h) => Some(h),
                         Err(e) => return Some(Err(e)),
                     }
@@ -604,7 +604,7 @@ impl Accelerator for GpuEngine<'_> {
             })
             .collect();
         // Host key columns go in as the engine's device copies (see `resident_keys`).
-        let resident = match self.resident_keys(b, &args, &step, profile) {
+        let resident = match self.resident_keys(b, &args, step, profile) {
             Ok(resident) => resident,
             Err(e) => return Some(Err(e)),
         };
@@ -629,7 +629,7 @@ impl Accelerator for GpuEngine<'_> {
         } else {
             run_library(self.device, b, args)
         };
-        profile.step_read(&step, (self.device.traffic() - before).downloaded);
+        profile.step_read(step, (self.device.traffic() - before).downloaded);
         // What the step cost the host in device operations (`bench --time` lists them).
         let costs = self.device.host_costs() - costs_before;
         for (what, (n, _)) in [
@@ -638,18 +638,18 @@ impl Accelerator for GpuEngine<'_> {
             (SUBMISSIONS, costs.submits),
             (PIPELINE_LOOKUPS, costs.pipelines),
         ] {
-            profile.tally(&step, what, u64::from(n));
+            profile.tally(step, what, u64::from(n));
         }
         if b == Builtin::JoinUnique {
             // Pairs and batches of the batched join.
             for (what, n) in crate::gpu::relation::take_join_stats().fields() {
-                profile.tally(&step, what, n);
+                profile.tally(step, what, n);
             }
         }
         if matches!(b, Builtin::MultiwayJoin | Builtin::MultiwayCount) {
             // Trie builds and reuses, rounds, waits and submissions of the join itself.
             for (what, n) in crate::gpu::multiway::take_stats().fields() {
-                profile.tally(&step, what, n);
+                profile.tally(step, what, n);
             }
         }
         self.device.sample_memory_if_grown();

@@ -72,7 +72,7 @@ pub const LIBRARY_BUILTINS: &[Builtin] = &[
 
 /// Runs library builtin `builtin` on the GPU. Errors start with `@name: `, like the CPU's.
 pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> Result<Value> {
-    let name = format!("@{}", builtin.name());
+    let name = builtin.step_name();
     let result = match builtin {
         Builtin::Order => order(device, args),
         Builtin::Group => group_value(device, args, GroupStrategy::Auto),
@@ -94,7 +94,7 @@ pub fn run_library(device: &Device, builtin: Builtin, args: &[ArgValue<'_>]) -> 
             other.name()
         ))),
     };
-    result.map_err(|failure| runtime_error(&name, failure))
+    result.map_err(|failure| runtime_error(name, failure))
 }
 
 /// A failure as a runtime error starting with `@name: `. Argument checks say what the CPU
