@@ -88,6 +88,28 @@ fn a_mask_that_keeps_no_row_gives_no_group() {
     grouped("no_row_kept", Ran::Grouped);
 }
 
+#[test]
+fn a_checked_builtin_over_the_groups_runs_in_the_epilogue() {
+    grouped("epilogue_checks", Ran::Grouped);
+}
+
+/// The epilogue checks each group's value once the groups are counted; a failing check
+/// fails the run with the CPU's message. (Guarded by a length the launch resolved before
+/// the kernel had counted the groups, the check never ran and the run answered no rows.)
+#[test]
+fn a_check_over_the_groups_that_fails_fails_the_run_as_on_the_cpu() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs/grouped/epilogue_check_fails.hir");
+    let db = tpch(0.01);
+    let cpu = common::run_tsv(&path, &db).expect_err("the CPU refuses");
+    let gpu = run_gpu_profiled(&path, &db, device).expect_err("the GPU refuses");
+    assert!(cpu.contains("is not an i64"), "{cpu}");
+    assert_eq!(gpu, cpu);
+}
+
 /// The workgroups' slot entries are claimed in whatever order their invocations race to
 /// them; the sums must not depend on it: the same bits every run.
 #[test]

@@ -363,6 +363,20 @@ impl Generator<'_> {
             finish_lines.splice(0..0, lines.statements);
             finish_lines.insert(0, "let i = g;".to_string());
         }
+        // The launch resolves parameters before the pass runs: one that is (or depends on)
+        // the group count would read the count before this pass has written it, and the
+        // launch would keep that stale count for the outputs' length too.
+        let reads_count = self.params.iter().any(|p| {
+            let ParamValue::Length(length) = &p.value else {
+                return false;
+            };
+            let mut counts = Vec::new();
+            length.compactions(&mut counts);
+            counts.contains(&count_id)
+        });
+        if reads_count {
+            return Err(self.error(None, "a parameter that needs the group count"));
+        }
         // The decline flag: word 0 of the count buffer, read back with the count.
         outputs.push(KernelOutput {
             slot: Self::slot(grouped.declined),
@@ -1006,19 +1020,10 @@ fn grouped_entry(p: u32, g: u32) -> u32 {{
             self.lengths.insert(*local, group_length.clone());
         }
         let checks = self.launch_checks.len();
-        for &id in &grouped.epilogue {
-            self.current = id;
-            // `@index(key, first)` is the group's key.
-            if let Some((target, key)) = self.key_of_group(id, grouped) {
-                let val = self.values.get(&key).cloned().ok_or_else(|| {
-                    CodegenError::malformed(&self.kernel.name, "a key output has no value")
-                })?;
-                self.values.insert(target, val);
-                self.lengths.insert(target, group_length.clone());
-                continue;
-            }
-            self.statement(id)?;
-        }
+        self.in_epilogue = true;
+        let generated = self.epilogue_statements(grouped, group_length);
+        self.in_epilogue = false;
+        generated?;
         if self.launch_checks.len() != checks {
             return Err(self.error(None, "an epilogue that needs checks at launch"));
         }
@@ -1053,6 +1058,28 @@ fn grouped_entry(p: u32, g: u32) -> u32 {{
             statements,
             outputs,
         })
+    }
+
+    /// The epilogue's statements, in order (see [`Generator::grouped_epilogue`]).
+    fn epilogue_statements(
+        &mut self,
+        grouped: &crate::outline::kernel::GroupedAggregation,
+        group_length: &Length,
+    ) -> Result<(), CodegenError> {
+        for &id in &grouped.epilogue {
+            self.current = id;
+            // `@index(key, first)` is the group's key.
+            if let Some((target, key)) = self.key_of_group(id, grouped) {
+                let val = self.values.get(&key).cloned().ok_or_else(|| {
+                    CodegenError::malformed(&self.kernel.name, "a key output has no value")
+                })?;
+                self.values.insert(target, val);
+                self.lengths.insert(target, group_length.clone());
+                continue;
+            }
+            self.statement(id)?;
+        }
+        Ok(())
     }
 
     /// `(target, key)` when statement `id` is `target = @index(key, first)` of the grouped

@@ -284,6 +284,9 @@ pub(crate) struct Generator<'a> {
     features: KernelFeatures,
     symbol_params: HashMap<(String, usize), (String, String)>,
     current: StmtId,
+    /// True while a grouped kernel's epilogue is generated: its values are one per group,
+    /// at group `i` of the loop over the groups (see `grouped_epilogue`).
+    in_epilogue: bool,
 }
 
 impl<'a> Generator<'a> {
@@ -343,6 +346,7 @@ impl<'a> Generator<'a> {
             features: KernelFeatures::default(),
             symbol_params: HashMap::default(),
             current: first,
+            in_epilogue: false,
         };
         generator.layout = generator.choose_layout()?;
         Ok(generator)

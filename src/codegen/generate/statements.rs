@@ -431,7 +431,15 @@ impl Generator<'_> {
     /// input, and a failing check on an element past the value's end (an empty vector
     /// against a one-element one, whose broadcast is empty) would fail a run the CPU
     /// completes.
+    ///
+    /// None in a grouped kernel's epilogue: there the loop over the groups bounds `i`, and
+    /// every value is one per group. A guard would compare `i` with a length the launch
+    /// resolves before the kernel has counted the groups (an epilogue `@fact` over the
+    /// groups' counts went unchecked, and the run answered where the CPU refused).
     fn checked_extent(&mut self, target: LocalId) -> Vec<String> {
+        if self.in_epilogue {
+            return Vec::new();
+        }
         let (Some(own), Some(geometry)) = (self.lengths.get(&target), self.geometry_length())
         else {
             return Vec::new();
