@@ -32,6 +32,9 @@ use horsec_runtime::args::group::Reduction;
 
 /// Most accumulators (values and the count, times groups) one invocation keeps.
 const ACCUMULATORS: usize = 48;
+// The settle keeps the groups' totals in the sum arrays past their first workgroup's worth
+// of values (`GROUPED_TOTALS`): every accumulator's total fits there.
+const _: () = assert!(ACCUMULATORS <= (BATCH - 1) * KERNEL_WORKGROUP_SIZE as usize);
 /// Most groups a grouped kernel adds up.
 const MAX_GROUPS: usize = 16;
 /// Accumulators one workgroup sum adds at once: two arrays of this many per invocation
@@ -262,20 +265,14 @@ impl Generator<'_> {
             max_partials * int_entries as u64,
             "partials_i",
         );
-        let totals_i = partials(&mut self, GpuElement::I64, int_entries as u64, "totals_i");
-        let float_buffers = if float_slots > 0 {
-            Some((
-                partials(
-                    &mut self,
-                    GpuElement::F64,
-                    max_partials * float_entries as u64,
-                    "partials_f",
-                ),
-                partials(&mut self, GpuElement::F64, float_entries as u64, "totals_f"),
-            ))
-        } else {
-            None
-        };
+        let partials_f = (float_slots > 0).then(|| {
+            partials(
+                &mut self,
+                GpuElement::F64,
+                max_partials * float_entries as u64,
+                "partials_f",
+            )
+        });
 
         // Outputs: each as long as the group count, the flag one element.
         let group_length = Length::Compacted(count_id);
@@ -321,9 +318,9 @@ impl Generator<'_> {
             let ty = result.reduction.result_type(value_ty.as_ref());
             let total = |(float, s): (bool, usize)| {
                 if float {
-                    format!("totals_f[{s}u * GROUPED_GROUPS + g]")
+                    format!("grouped_f[GROUPED_TOTALS + {s}u * GROUPED_GROUPS + g]")
                 } else {
-                    format!("totals_i[{s}u * GROUPED_GROUPS + g]")
+                    format!("grouped_i[GROUPED_TOTALS + {s}u * GROUPED_GROUPS + g]")
                 }
             };
             let slot = match &result.value {
@@ -398,6 +395,10 @@ const GROUPED_SUM_RUNS: u32 = WORKGROUP_SIZE / GROUPED_SUM_RUN;
 const GROUPED_TAGS: u32 = {tags}u;
 const GROUPED_INT_ENTRIES: u32 = {int_entries}u;
 const GROUPED_FLOAT_ENTRIES: u32 = {float_entries}u;
+// The settle keeps each group's totals in the workgroup's sum arrays past the first
+// WORKGROUP_SIZE values (its trees use those), rather than in device memory: no binding, no
+// storage barrier and no round trip to memory before the groups' results.
+const GROUPED_TOTALS: u32 = WORKGROUP_SIZE;
 
 var<workgroup> grouped_live: u32;
 var<workgroup> grouped_seen: array<atomic<u32>, GROUPED_GROUPS>;
@@ -831,7 +832,7 @@ fn grouped_settle(local: u32) {
         // the workgroups for four accumulators at a time took 27 of the pass's 39 us for q1
         // at SF 1 on an H100.)
         let entry_words = groups.div_ceil(4);
-        let float_decl = if float_buffers.is_some() {
+        let float_decl = if partials_f.is_some() {
             "        var acc_f: f64 = 0.0lf;\n"
         } else {
             ""
@@ -887,12 +888,12 @@ fn grouped_settle(local: u32) {
         );
         let mut store = format!(
             "            if a < live_i {{
-                {totals_i}[(a % {int_slots}u) * GROUPED_GROUPS + a / {int_slots}u] = grouped_i[local];
+                grouped_i[GROUPED_TOTALS + (a % {int_slots}u) * GROUPED_GROUPS + a / {int_slots}u] = grouped_i[local];
             }}
 "
         );
         let mut live_floats = "0u".to_string();
-        if let Some((partials_f, totals_f)) = &float_buffers {
+        if let Some(partials_f) = &partials_f {
             adds += &run_sum(
                 "acc_f",
                 "0.0lf",
@@ -906,14 +907,14 @@ fn grouped_settle(local: u32) {
             let _ = write!(
                 store,
                 "            if a < live_f {{
-                {totals_f}[(a % {float_slots}u) * GROUPED_GROUPS + a / {float_slots}u] = grouped_f[local];
+                grouped_f[GROUPED_TOTALS + (a % {float_slots}u) * GROUPED_GROUPS + a / {float_slots}u] = grouped_f[local];
             }}
 "
             );
             live_floats = format!("live * {float_slots}u");
         }
         adds += "        grouped_i[local] = acc_i;\n";
-        if float_buffers.is_some() {
+        if partials_f.is_some() {
             adds += "        grouped_f[local] = acc_f;\n";
         }
         let _ = write!(
@@ -979,11 +980,10 @@ fn grouped_entry(p: u32, g: u32) -> u32 {{
         // Per group: its number, key and results (the sums written by invocation 0 above).
         let _ = write!(
             text,
-            "    storageBarrier();
-    workgroupBarrier();
+            "    workgroupBarrier();
     for (var g = local; g < live; g = g + WORKGROUP_SIZE) {{
         let slot = grouped_slots[g];
-        let count = totals_i[g];
+        let count = grouped_i[GROUPED_TOTALS + g];
 {}    }}
 }}
 ",
