@@ -89,6 +89,11 @@ fn a_mask_that_keeps_no_row_gives_no_group() {
 }
 
 #[test]
+fn keys_and_averages_are_whole_operands_of_the_epilogue() {
+    grouped("epilogue_operands", Ran::Grouped);
+}
+
+#[test]
 fn a_checked_builtin_over_the_groups_runs_in_the_epilogue() {
     grouped("epilogue_checks", Ran::Grouped);
 }

@@ -303,9 +303,11 @@ impl Generator<'_> {
             })?;
             let word = &words[k];
             let decoded = format!("((slot / {}u) % {}u)", strides[k], word.range);
+            // Parenthesized: the epilogue's statements take it as an operand (`k * k` of
+            // an i8 key was `i32(w) - 128i * i32(w) - 128i`).
             let value = match word.ty {
-                Type::I8 => format!("i32({decoded}) - 128i"),
-                Type::I16 => format!("i32({decoded}) - 32768i"),
+                Type::I8 => format!("(i32({decoded}) - 128i)"),
+                Type::I16 => format!("(i32({decoded}) - 32768i)"),
                 _ => decoded,
             };
             per_group.push((key, word.ty.clone(), value));
@@ -329,7 +331,7 @@ impl Generator<'_> {
             };
             let value = match (result.reduction, slot) {
                 (Reduction::Len, _) => "count".to_string(),
-                (Reduction::Avg, Some(s)) => format!("f64({}) / f64(count)", total(s)),
+                (Reduction::Avg, Some(s)) => format!("(f64({}) / f64(count))", total(s)),
                 (Reduction::Sum, Some(s)) if ty == Type::F64 && !s.0 => {
                     format!("f64({})", total(s))
                 }
