@@ -9,6 +9,10 @@ pub struct RuntimeError {
     pub message: String,
     /// `line:col` of the statement, once known.
     pub location: Option<(u32, u32)>,
+    /// Where in the run the failing statement ran (its `SourcePath` from the entry
+    /// function down), where that is not the step that reports the error: a kernel's
+    /// failure that a later read-back brought.
+    pub ran_at: Option<Vec<u64>>,
 }
 
 impl RuntimeError {
@@ -16,6 +20,7 @@ impl RuntimeError {
         RuntimeError {
             message: message.into(),
             location: None,
+            ran_at: None,
         }
     }
 }

@@ -302,6 +302,15 @@ impl Interpreter<'_> {
     /// its body found (or its own position alone when the condition or count failed).
     fn failure_path_of(&mut self, step: &Step, error: &RuntimeError) -> SourcePath {
         let nested = std::mem::take(&mut self.failure_path);
+        // A kernel's failure a read-back brought ran where its launch was: from this body
+        // down, when that is inside it (a launch of an earlier loop iteration, or outside
+        // this body, is placed by the body that holds it).
+        if let Some(ran_at) = &error.ran_at {
+            if let Some(inside) = ran_at.strip_prefix(self.context.as_slice()) {
+                self.failed_iteration = None;
+                return inside.to_vec();
+            }
+        }
         let own = || match error.location {
             Some((line, column)) => position_key(line, column),
             None => step_key(step),

@@ -139,9 +139,13 @@ impl PendingChecks {
             device.reset_status_log();
             // Of two failures read back in one run, the earlier statement's is the run's.
             if self.reported.as_ref().is_none_or(|(_, kept)| path < *kept) {
-                self.reported = Some((error.clone(), path));
+                self.reported = Some((error.clone(), path.clone()));
             }
-            return Err(error);
+            // The step that read reports it, but the statement ran at the launch.
+            return Err(RuntimeError {
+                ran_at: Some(path),
+                ..error
+            });
         }
         let (mut used, mut passed) = (0, 0);
         for launch in &self.launches {
@@ -264,6 +268,7 @@ mod tests {
         let error = RuntimeError {
             message: message.to_string(),
             location: Some((line, column)),
+            ran_at: None,
         };
         (error, vec![position_key(line, column)])
     }
