@@ -642,14 +642,18 @@ impl ReusedBuffer {
 }
 
 impl Device {
-    /// A new buffer of at least `bytes` for a read-back, rounded up so that slightly larger
-    /// read-backs reuse it too (see [`ReusedBuffer`]).
+    /// A buffer of at least `bytes` for a read-back: the one `kept` if it is large enough,
+    /// else a new one, rounded up so that slightly larger read-backs reuse it too.
     pub(crate) fn read_back_buffer(
         &self,
+        kept: &ReusedBuffer,
         label: &str,
         bytes: u64,
         usage: wgpu::BufferUsages,
     ) -> wgpu::Buffer {
+        if let Some(buffer) = kept.take(bytes) {
+            return buffer;
+        }
         self.costs.buffers.time(|| {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),

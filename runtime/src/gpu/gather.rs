@@ -72,13 +72,12 @@ impl Device {
         let ranges: Vec<ReadRange<'_>> = ranges.iter().copied().filter(|r| r.bytes > 0).collect();
         let gathers = self.gathers(&ranges);
         if gathers && self.maps_storage() {
-            let buffer = self.mapped_gather.take(total).unwrap_or_else(|| {
-                self.read_back_buffer(
-                    "gathered read-back",
-                    total,
-                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::MAP_READ,
-                )
-            });
+            let buffer = self.read_back_buffer(
+                &self.mapped_gather,
+                "gathered read-back",
+                total,
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::MAP_READ,
+            );
             let table = self.record_gather(encoder, &ranges, &buffer)?;
             return Ok(ReadTarget {
                 buffer,
@@ -86,23 +85,21 @@ impl Device {
                 _table: Some(table),
             });
         }
-        let staging = self.staging.take(total).unwrap_or_else(|| {
-            self.read_back_buffer(
-                "download staging",
-                total,
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            )
-        });
+        let staging = self.read_back_buffer(
+            &self.staging,
+            "download staging",
+            total,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        );
         let mut table = None;
         if gathers {
             let end = ranges.iter().map(|r| r.at + r.bytes).max().unwrap_or(0);
-            let gathered = self.gathered.take(end).unwrap_or_else(|| {
-                self.read_back_buffer(
-                    "gathered read-back",
-                    end,
-                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                )
-            });
+            let gathered = self.read_back_buffer(
+                &self.gathered,
+                "gathered read-back",
+                end,
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            );
             table = Some(self.record_gather(encoder, &ranges, &gathered)?);
             encoder.copy_buffer_to_buffer(&gathered, 0, &staging, 0, end);
             // Recorded: a later read-back's pass into it comes after these commands.
