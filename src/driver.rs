@@ -222,46 +222,23 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
         c.plan = Some(plan);
         return c;
     }
+    let start = Instant::now();
+    let Some(mut outlined) = c.outlined.take() else {
+        return c;
+    };
+    let mut kernels = Vec::with_capacity(outlined.functions.len());
+    for function in &mut outlined.functions {
+        kernels.push(generate_function(
+            typed,
+            function,
+            &c.file,
+            &mut c.diagnostics,
+        ));
+    }
+    c.outlined = Some(outlined);
     let Some(outlined) = c.outlined.as_ref() else {
         return c;
     };
-
-    let start = Instant::now();
-    let mut kernels = Vec::with_capacity(outlined.functions.len());
-    for function in &outlined.functions {
-        let mut modules = Vec::with_capacity(function.kernels.len());
-        let codegen = crate::codegen::FunctionCodegen::new(typed, &function.analysis);
-        for kernel in &function.kernels {
-            let module = match &codegen {
-                Ok(codegen) => codegen.kernel_for_device(kernel),
-                Err(e) => Err(e.clone()),
-            };
-            match module {
-                Ok(mut module) => {
-                    crate::lower::locate_check_sites(&mut module, &c.file);
-                    modules.push(Some(Arc::new(module)));
-                }
-                // A grouped kernel the generator does not cover leaves its fallback, the
-                // unfused kernel and library call, to run as they would have.
-                Err(e) if kernel.grouped.is_some() && !e.is_compiler_bug() => modules.push(None),
-                // A builtin without GPU code yet: the kernel's statements run on the CPU,
-                // said here and listed again by `--time` as CPU compute steps.
-                Err(e) if !e.is_compiler_bug() => {
-                    let span = kernel_span(typed, function, kernel);
-                    c.diagnostics.push(Diagnostic::warning(
-                        span,
-                        format!("{e}; kernel {} runs on the CPU", kernel.name),
-                    ));
-                    modules.push(None);
-                }
-                Err(e) => {
-                    let span = kernel_span(typed, function, kernel);
-                    c.diagnostics.push(Diagnostic::error(span, e.to_string()));
-                }
-            }
-        }
-        kernels.push(modules);
-    }
     c.stage_times.push(("codegen", start.elapsed()));
     if c.failed() {
         return c;
@@ -278,6 +255,116 @@ fn compile_horseir(name: &str, text: &str, until: Stage, target: Target) -> Comp
     c.stage_times.push(("lower", start.elapsed()));
     c.kernels = Some(kernels);
     c
+}
+
+/// Generates the kernels of `function`. A statement the generator cannot translate (a
+/// builtin without GPU code, or a value the kernel cannot write) runs on the host instead:
+/// the function is outlined again with that statement placed on the host, so the rest of its
+/// kernel stays on the GPU, and a warning located at the statement says so. Each round
+/// places at least one more statement on the host, so the rounds end. Returns the kernels,
+/// None where one still cannot be generated (its statements run on the CPU).
+fn generate_function(
+    typed: &TypedProgram,
+    function: &mut crate::outline::OutlinedFunction,
+    file: &SourceFile,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Option<Arc<KernelLaunch>>> {
+    let mut placed_on_host = Vec::new();
+    let results = loop {
+        let codegen = crate::codegen::FunctionCodegen::new(typed, &function.analysis);
+        let results: Vec<_> = function
+            .kernels
+            .iter()
+            .map(|kernel| match &codegen {
+                Ok(codegen) => codegen.kernel_for_device(kernel),
+                Err(e) => Err(e.clone()),
+            })
+            .collect();
+        // A grouped kernel has a fallback of its own (below).
+        let untranslated: Vec<_> = function
+            .kernels
+            .iter()
+            .zip(&results)
+            .filter_map(|(kernel, result)| match result {
+                Err(e) if kernel.grouped.is_none() && !e.is_compiler_bug() => {
+                    e.unsupported_statement().map(|stmt| (stmt, e))
+                }
+                _ => None,
+            })
+            .collect();
+        if untranslated.is_empty() {
+            break results;
+        }
+        let mut analysis = function.analysis.clone();
+        let mut moved = Vec::new();
+        for (stmt, e) in untranslated {
+            if analysis.dependence.run_on_host(stmt) {
+                moved.push((stmt, e.statement_message()));
+            }
+        }
+        if moved.is_empty() {
+            break results;
+        }
+        match crate::outline::outline_function(typed, function.function, analysis) {
+            Ok(outlined) => {
+                *function = outlined;
+                placed_on_host.extend(moved);
+            }
+            Err(e) => {
+                diagnostics.push(Diagnostic::error(Default::default(), e.to_string()));
+                break results;
+            }
+        }
+    };
+    for (stmt, message) in placed_on_host {
+        diagnostics.push(Diagnostic::warning(
+            statement_span(typed, function.function, stmt),
+            format!("{message}; this statement runs on the CPU"),
+        ));
+    }
+    let mut modules = Vec::with_capacity(results.len());
+    for (kernel, module) in function.kernels.iter().zip(results) {
+        match module {
+            Ok(mut module) => {
+                crate::lower::locate_check_sites(&mut module, file);
+                modules.push(Some(Arc::new(module)));
+            }
+            // A grouped kernel the generator does not cover leaves its fallback, the
+            // unfused kernel and library call, to run as they would have.
+            Err(e) if kernel.grouped.is_some() && !e.is_compiler_bug() => modules.push(None),
+            // Not one statement (the kernel's geometry has no length the generator can
+            // name): the kernel's statements run on the CPU, said here and listed again by
+            // `--time` as CPU compute steps.
+            Err(e) if !e.is_compiler_bug() => {
+                let span = kernel_span(typed, function, kernel);
+                diagnostics.push(Diagnostic::warning(
+                    span,
+                    format!("{e}; kernel {} runs on the CPU", kernel.name),
+                ));
+                modules.push(None);
+            }
+            Err(e) => {
+                let span = kernel_span(typed, function, kernel);
+                diagnostics.push(Diagnostic::error(span, e.to_string()));
+            }
+        }
+    }
+    modules
+}
+
+/// The span of statement `stmt` of function `id`.
+fn statement_span(
+    typed: &TypedProgram,
+    id: FunctionId,
+    stmt: crate::analysis::StmtId,
+) -> crate::syntax::ast::Span {
+    let Some(f) = typed.functions.get(id.0) else {
+        return Default::default();
+    };
+    crate::analysis::statements::StatementTree::new(f)
+        .get(stmt)
+        .map(|entry| entry.stmt.span)
+        .unwrap_or_default()
 }
 
 /// The span of a kernel's first statement, to locate a code generation error.

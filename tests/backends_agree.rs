@@ -1142,3 +1142,34 @@ fn calendar_shifts_of_dates_months_and_dts_agree_with_the_cpu() {
         "only {failures_checked} failing programs"
     );
 }
+
+// ----- statements the generator cannot translate --------------------------------------------
+
+#[test]
+fn a_builtin_without_gpu_code_runs_alone_on_the_cpu_and_its_kernel_stays_on_the_gpu() {
+    if let Some((gpu, cpu_steps)) = agree("take_beside_a_filtered_sum") {
+        assert!(gpu.is_ok(), "{gpu:?}");
+        assert_eq!(cpu_steps, ["@take"]);
+    }
+}
+
+#[test]
+fn ranges_are_computed_in_kernels() {
+    answers_on_the_gpu("ranges");
+}
+
+#[test]
+fn a_range_whose_count_its_kernel_computes_runs_alone_on_the_cpu() {
+    if let Some((gpu, cpu_steps)) = agree("range_counted_in_its_kernel") {
+        assert!(gpu.is_ok(), "{gpu:?}");
+        assert_eq!(cpu_steps, ["@range"]);
+    }
+}
+
+#[test]
+fn a_range_of_a_negative_count_fails_as_on_the_cpu() {
+    fails_with(
+        "range_of_a_negative_count",
+        "10:5: @range: cannot make -20 elements: the count -20 is negative",
+    );
+}

@@ -238,6 +238,23 @@ impl DependenceGraph {
         self.graph.node_weight(node).map(|n| n.device)
     }
 
+    /// Places `stmt`, a statement that could be fused into a kernel, on the host instead:
+    /// the driver does this for a statement the code generator cannot translate, so that
+    /// outlining again leaves the rest of its kernel on the GPU. False when the statement was
+    /// not a GPU statement (nothing changes).
+    pub fn run_on_host(&mut self, stmt: StmtId) -> bool {
+        let Some(node) = self.node(stmt) else {
+            return false;
+        };
+        match self.graph.node_weight_mut(node) {
+            Some(weight) if weight.device == Device::Gpu => {
+                weight.device = Device::Cpu;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The edges from `parent` to `child`.
     pub fn edges_between(&self, parent: StmtId, child: StmtId) -> Vec<&DependenceEdge> {
         let (Some(from), Some(to)) = (self.node(parent), self.node(child)) else {

@@ -25,7 +25,7 @@ use naga::valid::{Capabilities, ValidationFlags, Validator};
 use horsec_runtime::builtin::Builtin;
 pub use horsec_runtime::kernel::KernelLaunch;
 
-use crate::analysis::FunctionAnalysis;
+use crate::analysis::{FunctionAnalysis, StmtId};
 use crate::outline::kernel::Kernel;
 use crate::sema::typed::TypedProgram;
 
@@ -48,6 +48,10 @@ pub enum CodegenErrorKind {
         statement: String,
         builtin: Option<Builtin>,
         reason: String,
+        /// The kernel's statement that could not be generated, where it is one statement
+        /// (not the kernel as a whole): the driver runs it on the host and outlines the
+        /// function again, so the rest of the kernel stays on the GPU.
+        stmt: Option<StmtId>,
     },
     /// The kernel description is inconsistent with its function (an outliner bug).
     Malformed(String),
@@ -61,6 +65,7 @@ impl CodegenError {
         statement: String,
         builtin: Option<Builtin>,
         reason: String,
+        stmt: Option<StmtId>,
     ) -> CodegenError {
         CodegenError {
             kernel: kernel.to_string(),
@@ -68,6 +73,7 @@ impl CodegenError {
                 statement,
                 builtin,
                 reason,
+                stmt,
             },
         }
     }
@@ -83,6 +89,26 @@ impl CodegenError {
     pub fn is_compiler_bug(&self) -> bool {
         !matches!(self.kind, CodegenErrorKind::Unsupported { .. })
     }
+
+    /// What could not be generated, without the kernel's name: `cannot generate `t42 =
+    /// @take(5:i64,t9)` (@take): this builtin is not generated on the GPU yet`.
+    pub fn statement_message(&self) -> String {
+        let text = self.to_string();
+        let prefix = format!("kernel {}: ", self.kernel);
+        match text.strip_prefix(&prefix) {
+            Some(rest) => rest.to_string(),
+            None => text,
+        }
+    }
+
+    /// The one statement the generator could not translate, if the error is about one
+    /// statement rather than the kernel as a whole.
+    pub fn unsupported_statement(&self) -> Option<StmtId> {
+        match self.kind {
+            CodegenErrorKind::Unsupported { stmt, .. } => stmt,
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for CodegenError {
@@ -92,6 +118,7 @@ impl fmt::Display for CodegenError {
                 statement,
                 builtin,
                 reason,
+                ..
             } => {
                 write!(f, "kernel {}: cannot generate `{statement}`", self.kernel)?;
                 if let Some(builtin) = builtin {

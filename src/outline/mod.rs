@@ -134,6 +134,17 @@ pub fn outline_program(program: &TypedProgram) -> Result<OutlinedProgram, Outlin
     outline_analyzed(program, crate::analysis::analyze_program(program))
 }
 
+/// Outlines function `id` of `program` again, given its analysis: the driver does this after
+/// it placed statements the code generator cannot translate on the host
+/// ([`DependenceGraph::run_on_host`](crate::analysis::dependence::DependenceGraph::run_on_host)).
+pub fn outline_function(
+    program: &TypedProgram,
+    id: FunctionId,
+    analysis: FunctionAnalysis,
+) -> Result<OutlinedFunction, OutlineError> {
+    builder::outline_function(program, id, Ok(analysis))
+}
+
 /// Outlines every function of `program` given their analyses, in function order (as
 /// [`analyze_program`](crate::analysis::analyze_program) gives them): the driver analyses a
 /// program once for both the shared mismatch check and the outliner.

@@ -10,10 +10,11 @@
 //! class*: a table, a mask's selection, a group, a join, a literal length), and covers:
 //! - columns of all eight TPC-H tables (`check_cast(@column_value(...))`), foreign keys
 //!   through `@values` of their enums, scalar and vector literals of ten types;
-//! - element-wise arithmetic, comparisons and logic across types (the type rules decide,
-//!   so bools, i16, i32, i64, f32, f64, dates, chars and text all meet), with literal
-//!   operands that broadcast, and a few math and date builtins (`@mod`, `@fact`, `@power`,
-//!   `@logb`, date parts, `@datetime_add`/`@datetime_sub` of dates by years, months or days);
+//! - element-wise arithmetic, comparisons and logic (`@and @or @nand @nor @xor`) across types
+//!   (the type rules decide, so bools, i16, i32, i64, f32, f64, dates, chars and text all meet),
+//!   with literal operands that broadcast, and a few math and date builtins (`@mod`, `@fact`,
+//!   `@power`, `@logb`, date parts, `@datetime_add`/`@datetime_sub` of dates by years, months or
+//!   days);
 //! - every floating function of one argument (`@exp @log @log2 @log10`, trigonometric,
 //!   inverse trigonometric, hyperbolic and inverse hyperbolic, `@pi`; `generate::FLOAT_FUNCTIONS`)
 //!   of f32, f64, integer and bool values, in kernels, user functions and loop updates, and in
@@ -22,8 +23,8 @@
 //!   is sometimes declared in the other precision or fed to a second function: the GPU
 //!   computes the f32 ones in f64 in its kernels, and runs the f64 ones on the CPU;
 //! - `@compress`, `@where`, `@index` (with positions from `@where`, `@unique`, `@order`,
-//!   joins, groups, foreign keys, or literals), reductions, `@len`, `@vector`, `@range`,
-//!   `@append`;
+//!   joins, groups, foreign keys, `@range(@len(x))`, or literals), reductions, `@len`,
+//!   `@vector`, `@range`, `@reverse`, `@append`;
 //! - `@group` on one or two key columns with `@each_right(@index, ...)`, `@each` of a
 //!   reduction and `@raze`; the shape of a grouped kernel (a bool, i8 or i16 key computed
 //!   in the kernel, at times with a char column, the rows kept by a mask, `@sum`, `@len`

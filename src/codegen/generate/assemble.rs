@@ -110,7 +110,7 @@ impl Generator<'_> {
                 ));
             };
             if val.level != Level::Element {
-                self.current = *self.kernel.statements.last().unwrap_or(&self.current);
+                self.current = self.statement_defining(local).unwrap_or(self.current);
                 return Err(self.error(
                     None,
                     format!(

@@ -32,8 +32,12 @@ impl Generator<'_> {
                 _ => {}
             }
         }
-        // `@vector(n, v)` makes its size from `n`, `@append(x, y)` from both lengths.
+        // `@vector(n, v)` and `@range(n)` make their size from `n`, `@append(x, y)` from
+        // both lengths.
         let mut produced_elementwise = false;
+        // A `@vector` or `@range` whose count this kernel computes: the launch cannot be
+        // sized before it runs, so that statement runs on the host (see the driver).
+        let mut counted_inside = None;
         for &id in &self.kernel.statements {
             let Some(stmt) = self.tree.stmt(id) else {
                 continue;
@@ -71,13 +75,14 @@ impl Generator<'_> {
                     return Ok(Length::Sum(Box::new(a), Box::new(b)));
                 }
             }
-            if builtin != Builtin::Vector {
+            if builtin != Builtin::Vector && builtin != Builtin::Range {
                 continue;
             }
             match args.first() {
                 Some(Arg::Operand(Operand::Local(n, _))) if self.kernel.inputs.contains(n) => {
                     return Ok(Length::ValueOf(Self::slot(*n)))
                 }
+                Some(Arg::Operand(Operand::Local(..))) => counted_inside = Some((id, builtin)),
                 Some(Arg::Operand(Operand::Literal(literal))) => {
                     if let [LiteralValue::Int(n)] = literal.values.as_slice() {
                         return Ok(Length::Constant((*n).max(0) as u64));
@@ -100,11 +105,26 @@ impl Generator<'_> {
                 }
             }
         }
+        if let Some((id, builtin)) = counted_inside {
+            let statement = self
+                .tree
+                .stmt(id)
+                .map(|stmt| label(self.program, self.function, stmt))
+                .unwrap_or_else(|| format!("{id}"));
+            return Err(CodegenError::unsupported(
+                &self.kernel.name,
+                statement,
+                Some(builtin),
+                "a count computed in the same kernel".to_string(),
+                Some(id),
+            ));
+        }
         Err(CodegenError::unsupported(
             &self.kernel.name,
             "kernel".to_string(),
             None,
             "no input or literal gives the length of its geometry".to_string(),
+            None,
         ))
     }
 
@@ -231,8 +251,9 @@ impl Generator<'_> {
             }
             B::Where => length_of(self, 0),
             B::Index => length_of(self, 1),
-            B::Vector => {
-                let filled = operands.get(1).map(|op| {
+            B::Vector | B::Range => {
+                // `@range` makes i64s; `@vector` copies of its second argument.
+                let filled = operands.get(1).filter(|_| builtin == B::Vector).map(|op| {
                     crate::analysis::statements::operand_type(self.program, self.function, op)
                 });
                 let element_bytes = filled

@@ -358,7 +358,24 @@ impl<'a> Generator<'a> {
             .stmt(self.current)
             .map(|stmt| label(self.program, self.function, stmt))
             .unwrap_or_else(|| format!("{}", self.current));
-        CodegenError::unsupported(&self.kernel.name, statement, builtin, reason.into())
+        // An error while the kernel's outputs are assembled names the statement that
+        // defines the output (see `assemble`), so it is one of the kernel's too.
+        let stmt = self
+            .kernel
+            .statements
+            .contains(&self.current)
+            .then_some(self.current);
+        CodegenError::unsupported(&self.kernel.name, statement, builtin, reason.into(), stmt)
+    }
+
+    /// The kernel's last statement that assigns `local`.
+    fn statement_defining(&self, local: LocalId) -> Option<StmtId> {
+        self.kernel.statements.iter().rev().copied().find(|&id| {
+            self.tree.stmt(id).is_some_and(|stmt| match &stmt.kind {
+                StmtKind::Assign { targets, .. } => targets.contains(&Target::Local(local)),
+                _ => false,
+            })
+        })
     }
 
     fn slot(local: LocalId) -> Slot {
@@ -418,6 +435,7 @@ impl<'a> Generator<'a> {
                     "kernel".to_string(),
                     None,
                     "no input list gives the cells of its list geometry".to_string(),
+                    None,
                 ))
             }
             other => Err(CodegenError::malformed(

@@ -255,6 +255,37 @@ impl Generator<'_> {
                 self.use_type("i64");
                 self.define(target, val, vec![mask.expr])
             }
+            B::Range => {
+                // Element i of `@range(n)` is i, where the kernel's elements are the range's.
+                let range_size = self
+                    .analysis
+                    .shapes
+                    .values
+                    .get(self.current.0)
+                    .and_then(|values| values.first())
+                    .and_then(Shape::vector_size);
+                let over_the_geometry = matches!(
+                    &self.layout,
+                    Layout::Vector { size, .. } if Some(size) == range_size
+                );
+                if !over_the_geometry {
+                    return Err(self.error(
+                        Some(builtin),
+                        "a range of another length than the kernel's elements",
+                    ));
+                }
+                let val = Val {
+                    expr: "i64(i)".to_string(),
+                    ty: Type::I64,
+                    level: Level::Element,
+                    active: Vec::new(),
+                    dictionary: None,
+                    text: None,
+                    list: false,
+                };
+                self.use_type("i64");
+                self.define(target, val, Vec::new())
+            }
             B::Index => {
                 let ops = self.operand_args(builtin, args)?;
                 let [source, index] = ops.as_slice() else {

@@ -311,7 +311,7 @@ impl Gen<'_> {
     }
 
     pub(super) fn misc(&mut self) {
-        match self.rng.below(4) {
+        match self.rng.below(6) {
             0 => {
                 let wrong = self.deliberate();
                 let n = if wrong { -1 } else { self.rng.range(0, 5) };
@@ -349,6 +349,30 @@ impl Gen<'_> {
                 let max = self.max_len(a.shape) + self.max_len(b.shape);
                 let class = self.new_class(max);
                 self.simple_call(B::Append, &[a, b], Shape::Rows(class), "ap");
+            }
+            3 => {
+                // The positions of a value's rows: `@range(@len(x))`, valid indexes into them.
+                let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
+                    return;
+                };
+                let class = self.class_of(x);
+                let x = self.var_operand(x);
+                let Some(n) = self.simple_call(B::Len, &[x], Shape::Scalar, "n") else {
+                    return;
+                };
+                let n = self.var_operand(n);
+                if let Some(positions) = self.simple_call(B::Range, &[n], Shape::Rows(class), "rg")
+                {
+                    self.index_vars.insert(positions, class);
+                }
+            }
+            4 => {
+                let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
+                    return;
+                };
+                let class = self.class_of(x);
+                let x = self.var_operand(x);
+                self.simple_call(B::Reverse, &[x], Shape::Rows(class), "rv");
             }
             _ => {
                 let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
