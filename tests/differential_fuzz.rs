@@ -747,6 +747,35 @@ fn generated_programs_decide_nothing_on_a_summation_order() {
     );
 }
 
+/// Generated programs call the logic builtins beside `@and`/`@or`, `@reverse`,
+/// `@datetime_diff`, and `@range` of a value's length (positions, also used as indexes).
+/// Generation only: no backend runs.
+#[test]
+fn generated_programs_call_the_less_common_builtins() {
+    let db = database(0.001);
+    let schema = Schema::of(&db);
+    let seeds = 2000;
+    let wanted = [
+        "= @nand(",
+        "= @nor(",
+        "= @xor(",
+        "= @reverse(",
+        "= @datetime_diff(",
+        "= @range(n",
+    ];
+    let mut calls: BTreeMap<&str, usize> = BTreeMap::new();
+    for seed in 0..seeds {
+        let text = generate(seed, &schema, Options::default()).text();
+        for call in wanted {
+            *calls.entry(call).or_default() += text.matches(call).count();
+        }
+    }
+    eprintln!("calls in {seeds} generated programs: {calls:?}");
+    for (call, n) in &calls {
+        assert!(*n >= 5, "`{call}` in {n} of {seeds} generated programs");
+    }
+}
+
 /// Generated programs call every floating function (`generate::FLOAT_FUNCTIONS`) with an f32
 /// result (the GPU computes it in f64 in a kernel and rounds it) and with an f64 one (a step
 /// the GPU runs on the CPU), and divide by zero before them (infinities and NaN for their

@@ -14,7 +14,7 @@
 //!   (the type rules decide, so bools, i16, i32, i64, f32, f64, dates, chars and text all meet),
 //!   with literal operands that broadcast, and a few math and date builtins (`@mod`, `@fact`,
 //!   `@power`, `@logb`, date parts, `@datetime_add`/`@datetime_sub` of dates by years, months or
-//!   days);
+//!   days, `@datetime_diff` of two dates);
 //! - every floating function of one argument (`@exp @log @log2 @log10`, trigonometric,
 //!   inverse trigonometric, hyperbolic and inverse hyperbolic, `@pi`; `generate::FLOAT_FUNCTIONS`)
 //!   of f32, f64, integer and bool values, in kernels, user functions and loop updates, and in

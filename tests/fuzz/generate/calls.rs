@@ -40,7 +40,17 @@ impl Gen<'_> {
                     }
                     _ => a,
                 };
-                if a.ty == Type::Date && self.rng.chance(0.35) {
+                if a.ty == Type::Date && self.rng.chance(0.25) {
+                    // Days between two dates: another date of the value's shape, or a literal.
+                    let shape = a.shape;
+                    let b = match self.pick_var(scope, |v| {
+                        v.ty == Type::Date && (v.shape == shape || v.shape == Shape::Scalar)
+                    }) {
+                        Some(v) if self.rng.chance(0.6) => self.var_operand(v),
+                        _ => self.scalar_literal(&Type::Date),
+                    };
+                    (B::DatetimeDiff, vec![a, b])
+                } else if a.ty == Type::Date && self.rng.chance(0.35) {
                     let builtin = *self.rng.pick(&[B::DatetimeAdd, B::DatetimeSub]);
                     // An amount of the value's shape, or a literal, and a unit.
                     let shape = a.shape;

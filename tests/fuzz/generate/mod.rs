@@ -183,9 +183,9 @@ const BINARY: &[(B, u32)] = &[
     (B::Neq, 3),
     (B::And, 4),
     (B::Or, 4),
-    (B::Nand, 1),
-    (B::Nor, 1),
-    (B::Xor, 1),
+    (B::Nand, 2),
+    (B::Nor, 2),
+    (B::Xor, 2),
 ];
 
 const LITERAL_TYPES: &[(Type, u32)] = &[
