@@ -1147,9 +1147,9 @@ fn calendar_shifts_of_dates_months_and_dts_agree_with_the_cpu() {
 
 #[test]
 fn a_builtin_without_gpu_code_runs_alone_on_the_cpu_and_its_kernel_stays_on_the_gpu() {
-    if let Some((gpu, cpu_steps)) = agree("take_beside_a_filtered_sum") {
+    if let Some((gpu, cpu_steps)) = agree("reverse_beside_a_filtered_sum") {
         assert!(gpu.is_ok(), "{gpu:?}");
-        assert_eq!(cpu_steps, ["@take"]);
+        assert_eq!(cpu_steps, ["@reverse"]);
     }
 }
 
@@ -1172,4 +1172,18 @@ fn a_range_of_a_negative_count_fails_as_on_the_cpu() {
         "range_of_a_negative_count",
         "10:5: @range: cannot make -20 elements: the count -20 is negative",
     );
+}
+
+// ----- @take and @drop ----------------------------------------------------------------------
+
+#[test]
+fn taking_more_elements_than_there_are_keeps_them_all() {
+    if let Some((gpu, _)) = agree("take_more_than_there_are") {
+        assert!(gpu.is_ok(), "{gpu:?}");
+    }
+}
+
+#[test]
+fn take_and_drop_of_a_device_vector_slice_it_on_the_device() {
+    answers_on_the_gpu("take_and_drop_on_the_device");
 }

@@ -693,8 +693,8 @@ fn builtin_arguments(line: &str) -> Vec<(String, Vec<usize>)> {
 /// The summation-order limit of exact comparison ("Summation order" in `tests/fuzz/mod.rs`;
 /// `corpus/limits/mod_of_a_quotient_near_an_integer.hir` is an example): a float whose last
 /// bits depend on the order of a summation is passed only to builtins that move it
-/// continuously (`generate::CONTINUOUS`), move it whole (gathers, compression, lists,
-/// `@raze`), or reduce it, never to one that decides on it (a comparison, `@mod`, a
+/// continuously (`generate::CONTINUOUS`), move it whole (gathers, compression, slices,
+/// `@reverse`, lists, `@raze`), or reduce it, never to one that decides on it (a comparison, `@mod`, a
 /// rounding, a division, a key of a relational builtin, a user function). Generation only:
 /// no backend runs.
 #[test]
@@ -706,6 +706,9 @@ fn generated_programs_decide_nothing_on_a_summation_order() {
         "index",
         "append",
         "compress",
+        "take",
+        "drop",
+        "reverse",
         "raze",
         "list",
         "each_right",
@@ -748,7 +751,8 @@ fn generated_programs_decide_nothing_on_a_summation_order() {
 }
 
 /// Generated programs call the logic builtins beside `@and`/`@or`, `@reverse`,
-/// `@datetime_diff`, and `@range` of a value's length (positions, also used as indexes).
+/// `@datetime_diff`, `@range` of a value's length (positions, also used as indexes), and
+/// `@take`/`@drop` (also of more elements than there are).
 /// Generation only: no backend runs.
 #[test]
 fn generated_programs_call_the_less_common_builtins() {
@@ -762,6 +766,9 @@ fn generated_programs_call_the_less_common_builtins() {
         "= @reverse(",
         "= @datetime_diff(",
         "= @range(n",
+        "= @take(",
+        "= @drop(",
+        "= @take(100000:i64",
     ];
     let mut calls: BTreeMap<&str, usize> = BTreeMap::new();
     for seed in 0..seeds {

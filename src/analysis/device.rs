@@ -8,7 +8,8 @@
 //!   reductions, `@each*` of a GPU builtin, `@raze`, `@vector`, `@append` of vectors, copies.
 //! - **Library**: whole-operation kernels from the runtime's library: `@order`, `@group`,
 //!   `@join_index`, `@unique`, `@member`, `@index_of`, `@like`, `@sub_string`, `@index_a`
-//!   (scatter), and the graph builtins `@csr`, `@shortest_path_length`, `@reachable`.
+//!   (scatter), `@take`/`@drop` (a slice), and the graph builtins `@csr`,
+//!   `@shortest_path_length`, `@reachable`.
 //! - **Cpu**: tables, columns, lists and dictionaries as containers (`@load_table`,
 //!   `@column_value`, `@list`, `@table`, `@keys`, `@values`, `@fetch`…), `@print`, calls of
 //!   user functions, and control statements.
@@ -249,9 +250,10 @@ pub fn call_properties(
         | B::Range
         | B::Fact
         | B::Randk
-        | B::Take
-        | B::Drop
         | B::Vector => (Device::Gpu, none),
+        // A contiguous run of their argument: sliced where the value is, a device vector on
+        // the device (runtime `gpu/slice.rs`), never fused.
+        B::Take | B::Drop => (Device::Library, none),
         // Compression geometry: the mask is applied lazily, no barrier.
         B::Compress | B::Where => (Device::Gpu, none),
         // Reads its input back to front.

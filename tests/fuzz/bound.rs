@@ -491,6 +491,8 @@ fn moved_arguments(builtin: &str) -> Option<&'static [usize]> {
         "append" => &[0, 1],
         "vector" => &[1],
         "index_a" => &[0, 2],
+        "take" | "drop" => &[1],
+        "reverse" => &[0],
         _ => return None,
     })
 }

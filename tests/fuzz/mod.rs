@@ -24,7 +24,7 @@
 //!   computes the f32 ones in f64 in its kernels, and runs the f64 ones on the CPU;
 //! - `@compress`, `@where`, `@index` (with positions from `@where`, `@unique`, `@order`,
 //!   joins, groups, foreign keys, `@range(@len(x))`, or literals), reductions, `@len`,
-//!   `@vector`, `@range`, `@reverse`, `@append`;
+//!   `@vector`, `@range`, `@reverse`, `@take`/`@drop` (by more than there are too), `@append`;
 //! - `@group` on one or two key columns with `@each_right(@index, ...)`, `@each` of a
 //!   reduction and `@raze`; the shape of a grouped kernel (a bool, i8 or i16 key computed
 //!   in the kernel, at times with a char column, the rows kept by a mask, `@sum`, `@len`

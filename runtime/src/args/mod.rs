@@ -80,6 +80,33 @@ impl<'a, 'v> Args<'a, 'v> {
 }
 
 /// A value used where a vector is expected: a vector itself, or the values of an enum.
+/// The elements `@take(n, x)` (`take`) or `@drop(n, x)` keep of `len`: the first or last
+/// `|n|` (take), or all but those (drop), clamped to `len`. `n` is one integer, or the
+/// call's error.
+pub(crate) fn take_or_drop_range(
+    take: bool,
+    n: &Vector,
+    len: usize,
+) -> Result<std::ops::Range<usize>> {
+    let n = match (n.len(), n.integer_at(0)) {
+        (1, Some(n)) => n,
+        _ => bail!(
+            "expected one integer count, got {} element(s) of {}",
+            n.len(),
+            n.ty()
+        ),
+    };
+    let k = usize::try_from(n.unsigned_abs())
+        .unwrap_or(usize::MAX)
+        .min(len);
+    Ok(match (take, n >= 0) {
+        (true, true) => 0..k,
+        (true, false) => len - k..len,
+        (false, true) => k..len,
+        (false, false) => 0..len - k,
+    })
+}
+
 pub(crate) fn as_vector(value: &Value) -> Result<Cow<'_, Vector>> {
     match value {
         Value::Vector(v) => Ok(Cow::Borrowed(v)),

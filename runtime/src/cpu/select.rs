@@ -301,24 +301,7 @@ pub(crate) fn reverse(x: &Value) -> Result<Value> {
 /// but those. Taking more than there are gives all of them (HorsePower pads with default
 /// values; we do not invent data).
 pub(crate) fn take_or_drop(b: Builtin, n: &Vector, x: &Value) -> Result<Value> {
-    let n = match (n.len(), n.integer_at(0)) {
-        (1, Some(n)) => n,
-        _ => bail!(
-            "expected one integer count, got {} element(s) of {}",
-            n.len(),
-            n.ty()
-        ),
-    };
-    let len = x.len();
-    let k = usize::try_from(n.unsigned_abs())
-        .unwrap_or(usize::MAX)
-        .min(len);
-    let range = match (b == Builtin::Take, n >= 0) {
-        (true, true) => 0..k,
-        (true, false) => len - k..len,
-        (false, true) => k..len,
-        (false, false) => 0..len - k,
-    };
+    let range = crate::args::take_or_drop_range(b == Builtin::Take, n, x.len())?;
     match x {
         Value::List(l) => Ok(Value::List(List::from_cells(l.cells()[range].to_vec()))),
         other => Ok(Value::Vector(super::as_vector(other)?.slice(range)?)),

@@ -513,6 +513,49 @@ fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<Value> {
     }
 }
 
+impl GpuEngine<'_> {
+    /// `@take`/`@drop` of a device vector: sliced on the device (`gpu/slice.rs`) instead of
+    /// read back for the CPU. A count a kernel computed is read (one element). A prefix is the
+    /// vector's buffer seen shorter, a host step that computes nothing; any other run is a
+    /// copy on the device. None where the CPU's builtin runs (host values, lists, a count that
+    /// is not one integer: its error).
+    fn slice_on_device(
+        &mut self,
+        b: Builtin,
+        args: &[ArgValue<'_>],
+        profile: &mut Profile,
+    ) -> Option<Result<(Value, Placement)>> {
+        if !matches!(b, Builtin::Take | Builtin::Drop) {
+            return None;
+        }
+        let [ArgValue::Value(count), ArgValue::Value(Value::Device(vector))] = args else {
+            return None;
+        };
+        let step = b.step_name();
+        let count = match count {
+            Value::Vector(count) => std::borrow::Cow::Borrowed(count),
+            Value::Device(count) if count.len == 1 => {
+                match self.host_value(&Value::Device(count.clone()), step, profile) {
+                    Ok(Value::Vector(count)) => std::borrow::Cow::Owned(count),
+                    Ok(_) => return None,
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            _ => return None,
+        };
+        let range = crate::args::take_or_drop_range(b == Builtin::Take, &count, vector.len).ok()?;
+        let sliced = crate::gpu::slice::slice(self.device, vector, range, step)
+            .map_err(|e| RuntimeError::new(format!("{step}: {e}")));
+        Some(sliced.map(|(value, how)| {
+            let placement = match how {
+                crate::gpu::slice::Sliced::Prefix => Placement::Host,
+                crate::gpu::slice::Sliced::Copied => Placement::GpuLibrary,
+            };
+            (Value::Device(value), placement)
+        }))
+    }
+}
+
 impl Accelerator for GpuEngine<'_> {
     fn builtin(
         &mut self,
@@ -544,6 +587,9 @@ impl Accelerator for GpuEngine<'_> {
         }
         if let Some(value) = container_on_device(b, args) {
             return Some(Ok((value, Placement::Host)));
+        }
+        if let Some(sliced) = self.slice_on_device(b, args, profile) {
+            return Some(sliced);
         }
         let gpu = placement::runs_on_gpu(b) || (b == Builtin::Each && each_runs_on_gpu(args));
         if !gpu {

@@ -32,6 +32,9 @@ impl CallSites for GpuCallSites {
             // `@each(@unique, l)`: a library kernel when `l` is a flat list (the usual case;
             // other lists run on the CPU and show in `--time`).
             || (builtin == Builtin::Each && function_arg.is_some_and(each_function_runs_on_gpu))
+            // A slice of a device vector, on the device (`GpuEngine::slice_on_device`; of a
+            // host value or a list the CPU slices, listed in `--time`).
+            || matches!(builtin, Builtin::Take | Builtin::Drop)
         {
             CallPlacement::GpuLibrary
         } else {

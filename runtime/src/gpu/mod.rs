@@ -29,6 +29,7 @@ mod pool;
 pub mod reduce;
 pub mod relation;
 pub mod scan;
+pub mod slice;
 pub mod sort;
 mod submission;
 pub mod template;

@@ -255,10 +255,19 @@ impl ShapeAnalysis<'_> {
                 Some(n) if n >= 0 => Shape::Vector(Size::Constant(n.unsigned_abs())),
                 _ => self.dynamic_vector(id, prefix),
             }),
-            B::Take => Some(match arg(0).and_then(ArgInfo::int_value) {
-                Some(n) => Shape::Vector(Size::Constant(n.unsigned_abs())),
-                None => self.dynamic_vector(id, prefix),
-            }),
+            // Taking more than there are gives all of them (the count is clamped), so the
+            // length is the count's only where the argument's length is known.
+            B::Take => Some(
+                match (
+                    arg(0).and_then(ArgInfo::int_value),
+                    arg(1).and_then(ArgInfo::size),
+                ) {
+                    (Some(n), Some(Size::Constant(len))) => {
+                        Shape::Vector(Size::Constant(n.unsigned_abs().min(*len)))
+                    }
+                    _ => self.dynamic_vector(id, prefix),
+                },
+            ),
             B::Drop => Some(
                 match (
                     arg(0).and_then(ArgInfo::int_value),

@@ -70,6 +70,10 @@ impl Gen<'_> {
             },
             &[key, first, agg],
         );
+        // The group's key is the key column's values: it depends on a summation order only
+        // where that column does (`push` marks every float of the statement when the
+        // aggregated column does).
+        self.p.vars[key].reordered = self.p.vars[k].reordered;
     }
 
     /// The shape the outliner turns into one grouped kernel (`outline::grouped`): a key

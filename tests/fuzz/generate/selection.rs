@@ -311,7 +311,7 @@ impl Gen<'_> {
     }
 
     pub(super) fn misc(&mut self) {
-        match self.rng.below(6) {
+        match self.rng.below(8) {
             0 => {
                 let wrong = self.deliberate();
                 let n = if wrong { -1 } else { self.rng.range(0, 5) };
@@ -373,6 +373,31 @@ impl Gen<'_> {
                 let class = self.class_of(x);
                 let x = self.var_operand(x);
                 self.simple_call(B::Reverse, &[x], Shape::Rows(class), "rv");
+            }
+            5 | 6 => {
+                // The first or last few, all but those, or more than there are (clamped).
+                let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
+                    return;
+                };
+                let builtin = *self.rng.pick(&[B::Take, B::Drop]);
+                let n = if self.rng.chance(0.3) {
+                    100_000 * if self.rng.chance(0.5) { 1 } else { -1 }
+                } else {
+                    self.rng.range(-8, 8)
+                };
+                let x = self.var_operand(x);
+                let max = self.max_len(x.shape);
+                let class = match builtin {
+                    B::Take => self.new_class(max.min(n.unsigned_abs() as usize)),
+                    _ => self.new_class(max),
+                };
+                let count = Operand {
+                    text: format!("{n}:i64"),
+                    ty: Type::I64,
+                    shape: Shape::Scalar,
+                    uses: Vec::new(),
+                };
+                self.simple_call(builtin, &[count, x], Shape::Rows(class), "tk");
             }
             _ => {
                 let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
