@@ -1146,11 +1146,16 @@ fn calendar_shifts_of_dates_months_and_dts_agree_with_the_cpu() {
 // ----- statements the generator cannot translate --------------------------------------------
 
 #[test]
-fn a_builtin_without_gpu_code_runs_alone_on_the_cpu_and_its_kernel_stays_on_the_gpu() {
-    if let Some((gpu, cpu_steps)) = agree("reverse_beside_a_filtered_sum") {
+fn a_statement_its_kernel_cannot_write_runs_alone_on_the_cpu_and_the_kernel_stays_on_the_gpu() {
+    if let Some((gpu, cpu_steps)) = agree("one_element_beside_a_reverse") {
         assert!(gpu.is_ok(), "{gpu:?}");
-        assert_eq!(cpu_steps, ["@reverse"]);
+        assert_eq!(cpu_steps, ["@index"]);
     }
+}
+
+#[test]
+fn reversals_are_computed_in_kernels() {
+    answers_on_the_gpu("reversals");
 }
 
 #[test]

@@ -325,6 +325,48 @@ impl Generator<'_> {
         self.define_with(target, val, Vec::new(), prelude)
     }
 
+    /// `@reverse(x)` of an input vector: element i is `x`'s element `len - 1 - i`, where the
+    /// kernel's elements are `x`'s.
+    pub(super) fn reversed(&mut self, target: LocalId, local: LocalId) -> Result<(), CodegenError> {
+        let builtin = Some(Builtin::Reverse);
+        if self.values.contains_key(&local) {
+            return Err(self.error(builtin, "@reverse of a value made in this kernel"));
+        }
+        let ty = self.local_type(local);
+        let Some(element) = GpuElement::of_type(&ty) else {
+            return Err(self.error(builtin, format!("@reverse of {ty}")));
+        };
+        let Layout::Vector { size, .. } = &self.layout else {
+            return Err(self.error(builtin, "@reverse inside a list kernel"));
+        };
+        let over_the_geometry = matches!(
+            self.shape_before_kernel(local),
+            Some(Shape::Vector(s)) if s == size && !matches!(s, Size::Compressed(..))
+        );
+        if !over_the_geometry {
+            return Err(self.error(
+                builtin,
+                "@reverse of a vector that is not the kernel's elements",
+            ));
+        }
+        let buffer = self.input_binding(local, ValuePart::Elements, element);
+        let length = self.length_param(local, ValuePart::Elements);
+        // A launch wider than the vector (inputs of sizes the compiler could not relate)
+        // reads element 0 past its end; nothing writes those threads' values.
+        let position = format!("select(0u, {length} - 1u - i, i < {length})");
+        let val = Val {
+            expr: wgsl::load(&format!("{buffer}[{position}]"), &ty),
+            ty: ty.clone(),
+            level: Level::Element,
+            active: Vec::new(),
+            dictionary: matches!(ty, Type::Sym | Type::Str)
+                .then_some(DictionarySource::Input(Self::slot(local))),
+            text: None,
+            list: false,
+        };
+        self.define(target, val, Vec::new())
+    }
+
     /// `@fetch(e)`: the referenced key of each row of an enum input.
     pub(super) fn fetch(
         &mut self,

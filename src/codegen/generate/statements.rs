@@ -255,6 +255,13 @@ impl Generator<'_> {
                 self.use_type("i64");
                 self.define(target, val, vec![mask.expr])
             }
+            B::Reverse => {
+                let ops = self.operand_args(builtin, args)?;
+                let [Operand::Local(local, _)] = ops.as_slice() else {
+                    return Err(self.error(Some(builtin), "expects one vector argument"));
+                };
+                self.reversed(target, *local)
+            }
             B::Range => {
                 // Element i of `@range(n)` is i, where the kernel's elements are the range's.
                 let range_size = self
