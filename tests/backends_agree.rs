@@ -1153,6 +1153,19 @@ fn a_statement_its_kernel_cannot_write_runs_alone_on_the_cpu_and_the_kernel_stay
     }
 }
 
+/// Host steps that take a few elements of a device vector read those elements back, not the
+/// vector: `first = @index(backwards, 0)` reads 8 bytes of the 60,175 f64s.
+#[test]
+fn one_element_of_a_device_vector_is_read_back_alone() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let path = program("one_element_beside_a_reverse");
+    let (_, profile) = common::run_gpu_profiled(&path, &tpch(0.01), device).expect("runs");
+    let reads: Vec<(&str, u32, u64)> = profile.read_backs().collect();
+    assert!(reads.contains(&("@index", 1, 8)), "{reads:?}");
+}
+
 #[test]
 fn reversals_are_computed_in_kernels() {
     answers_on_the_gpu("reversals");

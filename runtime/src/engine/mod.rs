@@ -115,7 +115,18 @@ impl<'d> GpuEngine<'d> {
     /// `value` on the host, read back when it is on the device; the read is recorded under
     /// `step`, the host step that needs it.
     fn host_value(&mut self, value: &Value, step: &str, profile: &mut Profile) -> Result<Value> {
-        let (host, moved) = match location::host(self.device, value) {
+        self.read_back(step, profile, |device| location::host(device, value))
+    }
+
+    /// What `read` reads back from the device for host step `step`, recorded under it, with
+    /// the status words the read brought checked.
+    fn read_back<T>(
+        &mut self,
+        step: &str,
+        profile: &mut Profile,
+        read: impl FnOnce(&Device) -> Result<(T, location::Moved)>,
+    ) -> Result<T> {
+        let (host, moved) = match read(self.device) {
             Ok(read) => read,
             Err(e) if e.message.contains(crate::gpu::deferred::KERNEL_FAILED) => {
                 // A kernel launched earlier failed: the run fails with its own message (and
@@ -556,6 +567,43 @@ impl GpuEngine<'_> {
     }
 }
 
+/// Most positions `@index` of a device vector on the host reads one by one (see
+/// [`GpuEngine::index_few_elements`]); more read the vector back whole.
+const FEW_POSITIONS: usize = 16;
+
+impl GpuEngine<'_> {
+    /// `@index(v, i)` of a device vector by a few host positions, all in range: the CPU
+    /// gathers the elements it reads back, not the whole vector (`first = @index(sorted, 0)`
+    /// reads one element). None where the CPU's builtin runs on the whole value (more
+    /// positions, or one out of range: its error).
+    fn index_few_elements(
+        &mut self,
+        b: Builtin,
+        args: &[ArgValue<'_>],
+        profile: &mut Profile,
+    ) -> Option<Result<(Value, Placement)>> {
+        let (
+            Builtin::Index,
+            [ArgValue::Value(Value::Device(source)), ArgValue::Value(Value::Vector(index))],
+        ) = (b, args)
+        else {
+            return None;
+        };
+        if source.host().is_some() || index.is_empty() || index.len() > FEW_POSITIONS {
+            return None;
+        }
+        let positions = index
+            .to_i64s()?
+            .iter()
+            .map(|&i| usize::try_from(i).ok().filter(|&i| i < source.len))
+            .collect::<Option<Vec<usize>>>()?;
+        let read = self.read_back(b.step_name(), profile, |device| {
+            location::host_elements(device, source, &positions)
+        });
+        Some(read.map(|v| (Value::Vector(v), Placement::Cpu)))
+    }
+}
+
 impl Accelerator for GpuEngine<'_> {
     fn builtin(
         &mut self,
@@ -590,6 +638,9 @@ impl Accelerator for GpuEngine<'_> {
         }
         if let Some(sliced) = self.slice_on_device(b, args, profile) {
             return Some(sliced);
+        }
+        if let Some(elements) = self.index_few_elements(b, args, profile) {
+            return Some(elements);
         }
         let gpu = placement::runs_on_gpu(b) || (b == Builtin::Each && each_runs_on_gpu(args));
         if !gpu {
