@@ -11,6 +11,7 @@
 //! step needs its elements ([`Accelerator::host`]), recording the read in the profile under
 //! the step that needed it.
 
+mod device_steps;
 mod encode;
 mod launch;
 mod location;
@@ -494,116 +495,6 @@ impl GpuEngine<'_> {
     }
 }
 
-/// Container builtins over values with device parts, done without reading anything back:
-/// `@list` of device vectors, `@keys`/`@values` of a dictionary, a cell of a list. None
-/// where the CPU's own builtin is to run (on host values, with its checks and errors).
-fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<Value> {
-    let values: Vec<&Value> = args
-        .iter()
-        .map(|a| match a {
-            ArgValue::Value(v) => Some(*v),
-            ArgValue::Function(_) => None,
-        })
-        .collect::<Option<_>>()?;
-    if !values.iter().any(|v| v.on_device()) {
-        return None;
-    }
-    match (b, values.as_slice()) {
-        (Builtin::List, cells) => Some(Value::List(List::Mixed(Arc::new(
-            cells.iter().map(|v| (*v).clone()).collect(),
-        )))),
-        (Builtin::Keys, [Value::Dict(d)]) => Some((*d.keys).clone()),
-        (Builtin::Values, [Value::Dict(d)]) => Some((*d.values).clone()),
-        // A flat list's cells one after another are its values.
-        (Builtin::Raze, [Value::DeviceList(l)]) => Some(Value::Device(l.values.clone())),
-        (Builtin::Index, [Value::List(List::Mixed(cells)), Value::Vector(k)]) if k.len() == 1 => {
-            let k = usize::try_from(k.integer_at(0)?).ok()?;
-            cells.get(k).cloned()
-        }
-        _ => None,
-    }
-}
-
-impl GpuEngine<'_> {
-    /// `@take`/`@drop` of a device vector: sliced on the device (`gpu/slice.rs`) instead of
-    /// read back for the CPU. A count a kernel computed is read (one element). A prefix is the
-    /// vector's buffer seen shorter, a host step that computes nothing; any other run is a
-    /// copy on the device. None where the CPU's builtin runs (host values, lists, a count that
-    /// is not one integer: its error).
-    fn slice_on_device(
-        &mut self,
-        b: Builtin,
-        args: &[ArgValue<'_>],
-        profile: &mut Profile,
-    ) -> Option<Result<(Value, Placement)>> {
-        if !matches!(b, Builtin::Take | Builtin::Drop) {
-            return None;
-        }
-        let [ArgValue::Value(count), ArgValue::Value(Value::Device(vector))] = args else {
-            return None;
-        };
-        let step = b.step_name();
-        let count = match count {
-            Value::Vector(count) => std::borrow::Cow::Borrowed(count),
-            Value::Device(count) if count.len == 1 => {
-                match self.host_value(&Value::Device(count.clone()), step, profile) {
-                    Ok(Value::Vector(count)) => std::borrow::Cow::Owned(count),
-                    Ok(_) => return None,
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            _ => return None,
-        };
-        let range = crate::args::take_or_drop_range(b == Builtin::Take, &count, vector.len).ok()?;
-        let sliced = crate::gpu::slice::slice(self.device, vector, range, step)
-            .map_err(|e| RuntimeError::new(format!("{step}: {e}")));
-        Some(sliced.map(|(value, how)| {
-            let placement = match how {
-                crate::gpu::slice::Sliced::Prefix => Placement::Host,
-                crate::gpu::slice::Sliced::Copied => Placement::GpuLibrary,
-            };
-            (Value::Device(value), placement)
-        }))
-    }
-}
-
-/// Most positions `@index` of a device vector on the host reads one by one (see
-/// [`GpuEngine::index_few_elements`]); more read the vector back whole.
-const FEW_POSITIONS: usize = 16;
-
-impl GpuEngine<'_> {
-    /// `@index(v, i)` of a device vector by a few host positions, all in range: the CPU
-    /// gathers the elements it reads back, not the whole vector (`first = @index(sorted, 0)`
-    /// reads one element). None where the CPU's builtin runs on the whole value (more
-    /// positions, or one out of range: its error).
-    fn index_few_elements(
-        &mut self,
-        b: Builtin,
-        args: &[ArgValue<'_>],
-        profile: &mut Profile,
-    ) -> Option<Result<(Value, Placement)>> {
-        let (
-            Builtin::Index,
-            [ArgValue::Value(Value::Device(source)), ArgValue::Value(Value::Vector(index))],
-        ) = (b, args)
-        else {
-            return None;
-        };
-        if source.host().is_some() || index.is_empty() || index.len() > FEW_POSITIONS {
-            return None;
-        }
-        let positions = index
-            .to_i64s()?
-            .iter()
-            .map(|&i| usize::try_from(i).ok().filter(|&i| i < source.len))
-            .collect::<Option<Vec<usize>>>()?;
-        let read = self.read_back(b.step_name(), profile, |device| {
-            location::host_elements(device, source, &positions)
-        });
-        Some(read.map(|v| (Value::Vector(v), Placement::Cpu)))
-    }
-}
-
 impl Accelerator for GpuEngine<'_> {
     fn builtin(
         &mut self,
@@ -633,7 +524,7 @@ impl Accelerator for GpuEngine<'_> {
                 return Some(Ok((list, Placement::Host)));
             }
         }
-        if let Some(value) = container_on_device(b, args) {
+        if let Some(value) = device_steps::container_on_device(b, args) {
             return Some(Ok((value, Placement::Host)));
         }
         if let Some(sliced) = self.slice_on_device(b, args, profile) {
