@@ -63,3 +63,39 @@ pub fn slice(
     let copied = DeviceVector::new(ty, range.len(), dict, Arc::new(copy));
     Ok((copied, Sliced::Copied))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::require_gpu_or_skip;
+    use crate::types::Type;
+
+    fn words(device: &Device, vector: &DeviceVector) -> Vec<u32> {
+        device
+            .download_range(&vector.buffer, 0, vector.len)
+            .expect("read back")
+    }
+
+    #[test]
+    fn a_prefix_is_the_same_buffer_and_any_other_run_a_copy() {
+        let Some(device) = require_gpu_or_skip() else {
+            return;
+        };
+        let data: Vec<u32> = (10..20).collect();
+        let buffer = Arc::new(device.upload("ten", &data).expect("uploaded"));
+        let vector = DeviceVector::new(Type::I32, data.len(), None, buffer);
+
+        let (prefix, how) = slice(&device, &vector, 0..4, "@take").expect("sliced");
+        assert_eq!(how, Sliced::Prefix);
+        assert!(Arc::ptr_eq(&prefix.buffer, &vector.buffer));
+        assert_eq!(words(&device, &prefix), [10, 11, 12, 13]);
+
+        let (middle, how) = slice(&device, &vector, 3..7, "@drop").expect("sliced");
+        assert_eq!(how, Sliced::Copied);
+        assert_eq!(words(&device, &middle), [13, 14, 15, 16]);
+
+        let (empty, _) = slice(&device, &vector, 10..10, "@drop").expect("sliced");
+        assert_eq!(empty.len, 0);
+        assert!(slice(&device, &vector, 8..11, "@take").is_err());
+    }
+}
