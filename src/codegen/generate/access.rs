@@ -312,16 +312,10 @@ impl Generator<'_> {
             "if {length} == 0u {{ atomicOr(&status[0], {}u); }}",
             1u32 << bit
         )];
-        let val = Val {
-            expr: wgsl::load(&format!("{buffer}[i % max({length}, 1u)]"), &ty),
-            ty: ty.clone(),
-            level: Level::Element,
-            active: Vec::new(),
-            dictionary: matches!(ty, Type::Sym | Type::Str)
-                .then_some(DictionarySource::Input(Self::slot(local))),
-            text: None,
-            list: false,
-        };
+        let dictionary = matches!(ty, Type::Sym | Type::Str)
+            .then_some(DictionarySource::Input(Self::slot(local)));
+        let expr = wgsl::load(&format!("{buffer}[i % max({length}, 1u)]"), &ty);
+        let val = Val::element(expr, ty, dictionary);
         self.define_with(target, val, Vec::new(), prelude)
     }
 
@@ -354,16 +348,10 @@ impl Generator<'_> {
         // A launch wider than the vector (inputs of sizes the compiler could not relate)
         // reads element 0 past its end; nothing writes those threads' values.
         let position = format!("select(0u, {length} - 1u - i, i < {length})");
-        let val = Val {
-            expr: wgsl::load(&format!("{buffer}[{position}]"), &ty),
-            ty: ty.clone(),
-            level: Level::Element,
-            active: Vec::new(),
-            dictionary: matches!(ty, Type::Sym | Type::Str)
-                .then_some(DictionarySource::Input(Self::slot(local))),
-            text: None,
-            list: false,
-        };
+        let dictionary = matches!(ty, Type::Sym | Type::Str)
+            .then_some(DictionarySource::Input(Self::slot(local)));
+        let expr = wgsl::load(&format!("{buffer}[{position}]"), &ty);
+        let val = Val::element(expr, ty, dictionary);
         self.define(target, val, Vec::new())
     }
 

@@ -143,6 +143,19 @@ impl Val {
             list: false,
         }
     }
+
+    /// One element per thread, everywhere, with the dictionary its codes index (sym/str).
+    fn element(expr: String, ty: Type, dictionary: Option<DictionarySource>) -> Val {
+        Val {
+            expr,
+            ty,
+            level: Level::Element,
+            active: Vec::new(),
+            dictionary,
+            text: None,
+            list: false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

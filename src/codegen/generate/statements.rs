@@ -140,6 +140,18 @@ impl Generator<'_> {
             .collect()
     }
 
+    /// Defines `target` as each thread's element position (an i64), existing under
+    /// `conditions`: `@where` and `@range` over the kernel's elements.
+    fn define_position(
+        &mut self,
+        target: LocalId,
+        conditions: Vec<String>,
+    ) -> Result<(), CodegenError> {
+        self.use_type("i64");
+        let val = Val::element("i64(i)".to_string(), Type::I64, None);
+        self.define(target, val, conditions)
+    }
+
     pub(super) fn call(
         &mut self,
         target: LocalId,
@@ -243,17 +255,7 @@ impl Generator<'_> {
                         "@where of a mask that is not over the kernel's full geometry (positions would need a scan)",
                     ));
                 }
-                let val = Val {
-                    expr: "i64(i)".to_string(),
-                    ty: Type::I64,
-                    level: Level::Element,
-                    active: Vec::new(),
-                    dictionary: None,
-                    text: None,
-                    list: false,
-                };
-                self.use_type("i64");
-                self.define(target, val, vec![mask.expr])
+                self.define_position(target, vec![mask.expr])
             }
             B::Reverse => {
                 let ops = self.operand_args(builtin, args)?;
@@ -281,17 +283,7 @@ impl Generator<'_> {
                         "a range of another length than the kernel's elements",
                     ));
                 }
-                let val = Val {
-                    expr: "i64(i)".to_string(),
-                    ty: Type::I64,
-                    level: Level::Element,
-                    active: Vec::new(),
-                    dictionary: None,
-                    text: None,
-                    list: false,
-                };
-                self.use_type("i64");
-                self.define(target, val, Vec::new())
+                self.define_position(target, Vec::new())
             }
             B::Index => {
                 let ops = self.operand_args(builtin, args)?;
