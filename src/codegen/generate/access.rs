@@ -333,9 +333,11 @@ impl Generator<'_> {
         let Layout::Vector { size, .. } = &self.layout else {
             return Err(self.error(builtin, "@reverse inside a list kernel"));
         };
+        // As an input's elements are read (`x[i]`): a compacted input of the kernel's size
+        // is its own positions too.
         let over_the_geometry = matches!(
             self.shape_before_kernel(local),
-            Some(Shape::Vector(s)) if s == size && !matches!(s, Size::Compressed(..))
+            Some(Shape::Vector(s)) if s == size
         );
         if !over_the_geometry {
             return Err(self.error(
