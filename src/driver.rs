@@ -24,7 +24,10 @@ pub struct Compilation {
     pub diagnostics: Vec<Diagnostic>,
     pub ast: Option<Program>,
     pub typed: Option<TypedProgram>,
-    /// Kernels, library calls and host statements of every function.
+    /// Kernels, library calls and host statements of every function. For a GPU plan, as
+    /// code generation left it: a statement the generator could not translate is a host
+    /// statement, and its function outlined again without it (`--emit outline` prints the
+    /// outliner's own view).
     pub outlined: Option<OutlinedProgram>,
     /// Generated kernels: `kernels[f][k]` is kernel `k` of `outlined.functions[f]`, None
     /// where code generation does not cover a builtin yet (those statements run on the CPU).
