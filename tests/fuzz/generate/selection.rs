@@ -397,7 +397,15 @@ impl Gen<'_> {
                     shape: Shape::Scalar,
                     uses: Vec::new(),
                 };
-                self.simple_call(builtin, &[count, x], Shape::Rows(class), "tk");
+                let Some(sliced) = self.simple_call(builtin, &[count, x], Shape::Rows(class), "tk")
+                else {
+                    return;
+                };
+                // Its length, which a clamped count makes shorter than the count.
+                if self.rng.chance(0.5) {
+                    let sliced = self.var_operand(sliced);
+                    self.simple_call(B::Len, &[sliced], Shape::Scalar, "n");
+                }
             }
             _ => {
                 let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
