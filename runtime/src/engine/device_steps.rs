@@ -4,6 +4,7 @@
 //! few positions of one (those elements read back alone). Each returns None where the CPU's
 //! own builtin is to run, with its checks and errors.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::{location, GpuEngine};
@@ -43,6 +44,10 @@ pub(super) fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<V
     }
 }
 
+/// Most positions `@index` of a device vector on the host reads one by one (see
+/// [`GpuEngine::index_few_elements`]); more read the vector back whole.
+const FEW_POSITIONS: usize = 16;
+
 impl GpuEngine<'_> {
     /// `@take`/`@drop` of a device vector: sliced on the device (`gpu/slice.rs`) instead of
     /// read back for the CPU. A count a kernel computed is read (one element). A prefix is the
@@ -63,10 +68,10 @@ impl GpuEngine<'_> {
         };
         let step = b.step_name();
         let count = match count {
-            Value::Vector(count) => std::borrow::Cow::Borrowed(count),
+            Value::Vector(count) => Cow::Borrowed(count),
             Value::Device(count) if count.len == 1 => {
                 match self.host_value(&Value::Device(count.clone()), step, profile) {
-                    Ok(Value::Vector(count)) => std::borrow::Cow::Owned(count),
+                    Ok(Value::Vector(count)) => Cow::Owned(count),
                     Ok(_) => return None,
                     Err(e) => return Some(Err(e)),
                 }
@@ -84,13 +89,7 @@ impl GpuEngine<'_> {
             (Value::Device(value), placement)
         }))
     }
-}
 
-/// Most positions `@index` of a device vector on the host reads one by one (see
-/// [`GpuEngine::index_few_elements`]); more read the vector back whole.
-const FEW_POSITIONS: usize = 16;
-
-impl GpuEngine<'_> {
     /// `@index(v, i)` of a device vector by a few host positions, all in range: the CPU
     /// gathers the elements it reads back, not the whole vector (`first = @index(sorted, 0)`
     /// reads one element). None where the CPU's builtin runs on the whole value (more
