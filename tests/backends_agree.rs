@@ -1192,6 +1192,15 @@ fn a_range_of_a_negative_count_fails_as_on_the_cpu() {
     );
 }
 
+#[test]
+fn products_and_sums_with_two_constants_in_a_row_round_each_step() {
+    if let Some((gpu, cpu_steps)) = agree("constant_chains") {
+        assert!(gpu.is_ok(), "{gpu:?}");
+        // The f64 functions run on the CPU; the products and sums before them on the GPU.
+        assert_eq!(cpu_steps, ["@sin"]);
+    }
+}
+
 // ----- @take and @drop ----------------------------------------------------------------------
 
 #[test]

@@ -266,7 +266,7 @@ impl Generator<'_> {
         let mut entries = String::new();
         let body = indent(&self.element_lines, 2);
         if !groups.is_empty() {
-            let mut text = entry_header("flags_pass");
+            let mut text = self.entry_header("flags_pass");
             text += "    let stride = num_workgroups.x * WORKGROUP_SIZE;\n";
             let _ = writeln!(
                 text,
@@ -288,7 +288,7 @@ impl Generator<'_> {
             });
             passes.extend(scans);
         }
-        let mut text = entry_header("main_pass");
+        let mut text = self.entry_header("main_pass");
         text += "    let stride = num_workgroups.x * WORKGROUP_SIZE;\n";
         for (k, r) in self.reductions.iter().enumerate() {
             let _ = writeln!(text, "    var acc{k}: {} = {};", r.acc, r.identity);
@@ -374,7 +374,7 @@ impl Generator<'_> {
             },
         });
         if let Some(partials) = partials_param {
-            let mut text = entry_header("finish_pass");
+            let mut text = self.entry_header("finish_pass");
             for (k, r) in self.reductions.iter().enumerate() {
                 let (sum_name, count_name) = &partial_names[k];
                 let _ = writeln!(text, "    var acc{k}: {} = {};", r.acc, r.identity);

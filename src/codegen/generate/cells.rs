@@ -194,7 +194,7 @@ impl Generator<'_> {
         body.extend(workgroup_totals.clone());
         body.extend(finish(&self, Some("local_id.x == 0u")));
         let mut text = "var<workgroup> cells_to_reduce: u32;\n\n".to_string();
-        text += &entry_header(WORKGROUP_ENTRY);
+        text += &self.entry_header(WORKGROUP_ENTRY);
         text += "    if local_id.x == 0u {\n";
         let _ = writeln!(
             text,
@@ -223,7 +223,7 @@ impl Generator<'_> {
             "    atomicStore(&{long_cells}[1u + listed_at], c);"
         ));
         body.push("}".to_string());
-        text += &entry_header(THREAD_ENTRY);
+        text += &self.entry_header(THREAD_ENTRY);
         text += "    let stride = num_workgroups.x * WORKGROUP_SIZE;\n";
         let _ = writeln!(
             text,
@@ -261,7 +261,7 @@ impl Generator<'_> {
             body.extend(stores.into_iter().map(|l| format!("    {l}")));
             body.push("}".to_string());
         }
-        text += &entry_header(SPLIT_ENTRY);
+        text += &self.entry_header(SPLIT_ENTRY);
         let _ = writeln!(
             text,
             "    for (var w = workgroup_id.x; w < {cells} * {splits}; w = w + num_workgroups.x) {{"
@@ -288,7 +288,7 @@ impl Generator<'_> {
         body.push("}".to_string());
         body.extend(own_totals);
         body.extend(finish(&self, None));
-        text += &entry_header(COMBINE_ENTRY);
+        text += &self.entry_header(COMBINE_ENTRY);
         text += "    let stride = num_workgroups.x * WORKGROUP_SIZE;\n";
         let _ = writeln!(
             text,

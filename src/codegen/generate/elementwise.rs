@@ -186,10 +186,15 @@ impl Generator<'_> {
                         let w = wide(self)?;
                         Ok(format!("f32({w} * {})", wgsl::float_literal(pi, false)))
                     }
-                    B::Pi => Ok(format!(
-                        "({cx} * {})",
-                        wgsl::float_literal(std::f64::consts::PI, *result == Type::F32)
-                    )),
+                    // π as a constant the compiler cannot see (see `entry_header`), or it
+                    // folds a product before into π.
+                    B::Pi => {
+                        let pi = self.constant(
+                            wgsl::float_literal(std::f64::consts::PI, *result == Type::F32),
+                            result,
+                        );
+                        Ok(format!("({cx} * {pi})"))
+                    }
                     B::Log10 => Err(unsupported(self, "WGSL has no log10 matching the CPU's")),
                     _ => Err(unsupported(
                         self,

@@ -533,7 +533,7 @@ fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
 ";
         // 1. Accumulators in registers per workgroup slot, partials per workgroup with
         // the slots they belong to.
-        text += &entry_header("main_pass");
+        text += &self.entry_header("main_pass");
         let _ = write!(
             text,
             "    let stride = num_workgroups.x * WORKGROUP_SIZE;

@@ -512,9 +512,47 @@ impl<'a> Generator<'a> {
         {
             return name.clone();
         }
+        if matches!(wgsl, "f32" | "f64") {
+            // Each entry point makes the constant opaque (see `entry_header`).
+            self.helper(if wgsl == "f32" {
+                Helper::SpecialsF32
+            } else {
+                Helper::SpecialsF64
+            });
+        }
         let name = format!("constant{}", self.constants.len());
         self.constants.push((name.clone(), wgsl, expr));
         name
+    }
+
+    /// An entry point's first lines: its header, then each float constant set again from
+    /// its bits through `special_f32`/`special_f64`, whose value the shader compiler cannot
+    /// know. Knowing two constants, compilers regroup `(x * c1) * c2` as `x * (c1 * c2)`
+    /// and `(x + c1) + c2` as `x + (c1 + c2)` (naga marks no operation exact): one rounding
+    /// fewer, where the CPU rounds each step. `@pi(@mul(k, 1e7))` was an `f64` ulp off on
+    /// lavapipe, which `@sin` of the result (on the CPU) made 1e-5 apart.
+    fn entry_header(&self, name: &str) -> String {
+        let mut text = entry_header(name);
+        for (constant, ty, value) in &self.constants {
+            let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            let bits = match *ty {
+                "f32" => digits
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .map(|v| format!("special_f32({:#x}u)", v.to_bits())),
+                "f64" => digits
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .map(|v| format!("special_f64({:#x}lu)", v.to_bits())),
+                _ => None,
+            };
+            if let Some(bits) = bits {
+                let _ = writeln!(text, "    {constant} = {bits};");
+            }
+        }
+        text
     }
 
     /// The value of an operand read by the current statement element-wise (or per cell).
