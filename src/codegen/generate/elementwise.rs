@@ -29,7 +29,9 @@ impl Generator<'_> {
                 let (cx, cy) = (self.conv(&x, result)?, self.conv(&y, result)?);
                 if let Some(suffix) = self.ieee_float(result) {
                     if self.unchecked_float_is_exact(op, &cx, &cy) {
-                        return Ok(format!("({cx} {op} {cy})"));
+                        let x = self.rounded_operand(&cx, suffix);
+                        let y = self.rounded_operand(&cy, suffix);
+                        return Ok(format!("({x} {op} {y})"));
                     }
                     return Ok(format!("{b}_{suffix}({cx}, {cy})"));
                 }
@@ -193,7 +195,11 @@ impl Generator<'_> {
                             wgsl::float_literal(std::f64::consts::PI, *result == Type::F32),
                             result,
                         );
-                        Ok(format!("({cx} * {pi})"))
+                        let x = match self.ieee_float(result) {
+                            Some(suffix) => self.rounded_operand(&cx, suffix),
+                            None => cx,
+                        };
+                        Ok(format!("({x} * {pi})"))
                     }
                     B::Log10 => Err(unsupported(self, "WGSL has no log10 matching the CPU's")),
                     _ => Err(unsupported(

@@ -17,7 +17,7 @@
 use super::*;
 
 /// Calls an operand may contain: conversions and the arithmetic helpers, whose results
-/// depend on their arguments alone.
+/// depend on their arguments alone (`opaque_*` is its argument).
 const PURE_CALLS: &[&str] = &[
     "f64",
     "f32",
@@ -33,6 +33,8 @@ const PURE_CALLS: &[&str] = &[
     "minus_f32",
     "mul_f32",
     "div_f32",
+    "opaque_f64",
+    "opaque_f32",
 ];
 
 impl Generator<'_> {
@@ -49,6 +51,42 @@ impl Generator<'_> {
             (Some(a), Some(b)) => a.is_disjoint(&b),
             _ => false,
         }
+    }
+
+    /// `expr` as the operand of an unchecked float operation: taken through its bits
+    /// (`opaque_f32`/`opaque_f64`, see [`Generator::ieee_float`]) when it may be the result
+    /// of arithmetic, else as it is. Given `(x * c1) * c2` with `c1` and `c2` the same for
+    /// every thread (constants, even hidden ones, or parameters), a shader compiler may
+    /// compute `c1 * c2` once and multiply each `x` by it: one rounding fewer than the CPU's.
+    /// NVIDIA's made `@pi(@pi(k))` of `k * π²`, an f64 ulp off (fuzz seed
+    /// 11297679030470676998 on an H200). Its operands' bits keep each step rounded.
+    pub(super) fn rounded_operand(&self, expr: &str, suffix: &str) -> String {
+        if self.is_arithmetic(expr) {
+            cat!("opaque_", suffix, "(", expr, ")")
+        } else {
+            expr.to_string()
+        }
+    }
+
+    /// Whether `expr` may be the result of arithmetic (or a variable holding one): an
+    /// operator or arithmetic helper outside its loads' indices (a load is a value of its
+    /// own, whatever its index).
+    pub(super) fn is_arithmetic(&self, expr: &str) -> bool {
+        let mut outside = String::with_capacity(expr.len());
+        let mut depth = 0usize;
+        for c in expr.chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth = depth.saturating_sub(1),
+                c if depth == 0 => outside.push(c),
+                _ => {}
+            }
+        }
+        outside.contains(['*', '+', '-', '/'])
+            || ["plus_f", "minus_f", "mul_f", "div_f", "opaque_f"]
+                .iter()
+                .any(|call| outside.contains(call))
+            || self.arithmetic_variables.contains(expr.trim())
     }
 
     /// Whether `expr` may be a product (or a variable holding one).

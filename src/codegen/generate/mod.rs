@@ -269,6 +269,8 @@ pub(crate) struct Generator<'a> {
     variable_leaves: HashMap<String, Option<BTreeSet<String>>>,
     /// Variables whose value may be a product (see `exact`).
     product_variables: HashSet<String>,
+    /// Variables whose value may be the result of arithmetic (see `exact`).
+    arithmetic_variables: HashSet<String>,
     cell_lines: Vec<String>,
     reductions: Vec<Reduction>,
     helpers: BTreeSet<Helper>,
@@ -343,6 +345,7 @@ impl<'a> Generator<'a> {
             computed: HashMap::with_capacity_and_hasher(statements, Default::default()),
             variable_leaves: HashMap::with_capacity_and_hasher(statements, Default::default()),
             product_variables: HashSet::default(),
+            arithmetic_variables: HashSet::default(),
             cell_lines: Vec::new(),
             reductions: Vec::new(),
             helpers: BTreeSet::new(),

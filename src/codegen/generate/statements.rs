@@ -545,6 +545,9 @@ impl Generator<'_> {
         if self.is_product(&val.expr) {
             self.product_variables.insert(var.clone());
         }
+        if self.is_arithmetic(&val.expr) {
+            self.arithmetic_variables.insert(var.clone());
+        }
         let lines = match val.level {
             Level::Cell => &mut self.cell_lines,
             _ => &mut self.element_lines,
