@@ -929,6 +929,46 @@ fn the_comparator_bounds_sums_by_their_terms() {
     ));
 }
 
+/// An f64 that depends on no summation order must print the same on both backends, to the
+/// last digit: each is the same correctly rounded operations. An ulp apart there is a defect
+/// (a shader compiler regrouping `(x * 3.0) * 7.0`); a sum may be an ulp apart.
+#[test]
+fn an_f64_of_no_summation_is_compared_to_the_last_digit() {
+    let product = "module fuzz {
+  import Builtin.*;
+
+  def main() : f64 {
+    l0:f64 = (0.1, 0.7):f64;
+    v1:f64 = @mul(l0, 3:i32);
+    v2:f64 = @mul(v1, 7:i32);
+    return v2;
+  }
+}";
+    let (cpu, gpu) = (0.1 * 3.0 * 7.0, 0.1 * 21.0);
+    assert_ne!(cpu, gpu, "an ulp apart");
+    let detail = fuzz::check::rounded_apart(
+        product,
+        &f64_values(&[cpu, 14.7]),
+        &f64_values(&[gpu, 14.7]),
+    );
+    assert!(
+        detail.is_some_and(|d| d.contains("row 0 apart though it depends on no summation order")),
+    );
+    assert_eq!(
+        fuzz::check::rounded_apart(product, &f64_values(&[cpu]), &f64_values(&[cpu])),
+        None
+    );
+    let sum = sum_of_literals("0.1, 0.2, 0.3");
+    assert_eq!(
+        fuzz::check::rounded_apart(
+            &sum,
+            &f64_values(&[0.6000000000000001]),
+            &f64_values(&[0.6])
+        ),
+        None
+    );
+}
+
 /// The bound-computing sibling of the H100's program (seed 7920365047743087880): `@sum` of
 /// balances minus the sorted balances becomes n · Σ|terms|, and the other statements stay.
 #[test]

@@ -341,55 +341,7 @@ impl Analysis<'_> {
 pub fn bound_program(text: &str) -> Option<BoundProgram> {
     let lines: Vec<Line> = text.lines().map(parse_line).collect();
     let types = declarations(&lines, text)?;
-    let mut a = Analysis {
-        types: &types,
-        float_cells: HashSet::new(),
-        reordered: HashSet::new(),
-        results: HashMap::new(),
-    };
-    // Function results: the `return` of each `def` but main.
-    let mut function: Option<String> = None;
-    let mut main_returns: Vec<String> = Vec::new();
-    for line in &lines {
-        match line {
-            Line::Def { name } => function = Some(name.clone()),
-            Line::Return { names } => match function.as_deref() {
-                Some("main") => main_returns = names.clone(),
-                Some(f) => {
-                    if let [name] = names.as_slice() {
-                        a.results.insert(f.to_string(), name.clone());
-                    }
-                }
-                None => {}
-            },
-            _ => {}
-        }
-    }
-    // Names of `?` type holding float cells, then the values depending on a summation
-    // order, both to a fixpoint (loops assign after use).
-    loop {
-        let mut changed = false;
-        for line in &lines {
-            let Line::Assign { name, rhs, .. } = line else {
-                continue;
-            };
-            if let Rhs::Call { builtin, args } = rhs {
-                let cells = builtin == "each_right"
-                    && args.first().is_some_and(|f| f == "@index")
-                    && args.get(1).is_some_and(|x| a.is_float(x))
-                    && types.get(name).is_some_and(|t| t == "?");
-                if cells && a.float_cells.insert(name.clone()) {
-                    changed = true;
-                }
-            }
-            if a.depends(rhs) && a.reordered.insert(name.clone()) {
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let (a, main_returns) = analyse(&lines, &types);
     if !main_returns.iter().any(|r| a.is_reordered(r)) {
         return None;
     }
@@ -447,6 +399,73 @@ pub fn bound_program(text: &str) -> Option<BoundProgram> {
         returns,
         reordered: main_returns.iter().map(|r| a.is_reordered(r)).collect(),
     })
+}
+
+/// Per value `main` returns, whether it depends on a summation order; None where that cannot
+/// be told (declarations the analysis cannot read) or where a summed value decides something
+/// (a condition, a key), so that any value may depend on the order.
+pub fn reordered_returns(text: &str) -> Option<Vec<bool>> {
+    let lines: Vec<Line> = text.lines().map(parse_line).collect();
+    let types = declarations(&lines, text)?;
+    let (a, main_returns) = analyse(&lines, &types);
+    if lines.iter().any(|line| decides(&a, line)) {
+        return None;
+    }
+    Some(main_returns.iter().map(|r| a.is_reordered(r)).collect())
+}
+
+/// The values of `lines` that depend on a summation order, and the names `main` returns.
+fn analyse<'t>(lines: &[Line], types: &'t HashMap<String, String>) -> (Analysis<'t>, Vec<String>) {
+    let mut a = Analysis {
+        types,
+        float_cells: HashSet::new(),
+        reordered: HashSet::new(),
+        results: HashMap::new(),
+    };
+    // Function results: the `return` of each `def` but main.
+    let mut function: Option<String> = None;
+    let mut main_returns: Vec<String> = Vec::new();
+    for line in lines {
+        match line {
+            Line::Def { name } => function = Some(name.clone()),
+            Line::Return { names } => match function.as_deref() {
+                Some("main") => main_returns = names.clone(),
+                Some(f) => {
+                    if let [name] = names.as_slice() {
+                        a.results.insert(f.to_string(), name.clone());
+                    }
+                }
+                None => {}
+            },
+            _ => {}
+        }
+    }
+    // Names of `?` type holding float cells, then the values depending on a summation
+    // order, both to a fixpoint (loops assign after use).
+    loop {
+        let mut changed = false;
+        for line in lines {
+            let Line::Assign { name, rhs, .. } = line else {
+                continue;
+            };
+            if let Rhs::Call { builtin, args } = rhs {
+                let cells = builtin == "each_right"
+                    && args.first().is_some_and(|f| f == "@index")
+                    && args.get(1).is_some_and(|x| a.is_float(x))
+                    && types.get(name).is_some_and(|t| t == "?");
+                if cells && a.float_cells.insert(name.clone()) {
+                    changed = true;
+                }
+            }
+            if a.depends(rhs) && a.reordered.insert(name.clone()) {
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (a, main_returns)
 }
 
 /// Whether `line` decides something on a value that depends on a summation order: such a

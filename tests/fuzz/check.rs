@@ -14,7 +14,7 @@ use horsec_runtime::profile::Profile;
 use horsec_runtime::types::Type;
 use horsec_runtime::value::Value;
 
-use super::bound::{bound_program, BoundProgram};
+use super::bound::{bound_program, reordered_returns, BoundProgram};
 
 /// What one backend did with a program.
 #[derive(Clone, Debug)]
@@ -277,6 +277,17 @@ pub fn check(
     let start = Instant::now();
     let tolerance = if in_f32 { F32_TOLERANCE } else { F64_TOLERANCE };
     let apart = largest_apart(&cpu, &gpu);
+    if apart.is_some() && !in_f32 {
+        if let Some(detail) = rounded_apart(text, &cpu, &gpu) {
+            timings.compare += start.elapsed();
+            return Verdict::Disagree(Box::new(Disagreement {
+                kind: Kind::DifferentValues,
+                detail,
+                cpu,
+                gpu,
+            }));
+        }
+    }
     let mut bounded = false;
     let verdict = compare(cpu, gpu, &types, tolerance, || {
         bounded = true;
@@ -565,6 +576,41 @@ fn largest_apart(cpu: &Outcome, gpu: &Outcome) -> Option<f64> {
         }
     }
     largest
+}
+
+/// The first row of an f64 the backends print differently though it depends on no summation
+/// order (`fuzz/bound.rs` knows which returned values do), in a program that computes in f64
+/// only: such a value comes from the same correctly rounded operations on both backends
+/// (`+ - *`, `@div`, `@sqrt`, conversions; f64 functions run on the CPU), so even an ulp
+/// apart is a defect, one the relative tolerance would let through. A shader compiler
+/// regrouping `(x * 3.0) * 7.0` as `x * 21.0` was such an ulp (found only where `@sin` of a
+/// large argument made it 1e-5). None when every such value prints the same, or the program
+/// has no sibling to tell.
+pub fn rounded_apart(text: &str, cpu: &Outcome, gpu: &Outcome) -> Option<String> {
+    let (Outcome::Values(a), Outcome::Values(b)) = (cpu, gpu) else {
+        return None;
+    };
+    let reordered_returns = reordered_returns(text)?;
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let reordered = reordered_returns.get(i).copied().unwrap_or(true);
+        if reordered || x.ty() != Type::F64 || y.ty() != Type::F64 {
+            continue;
+        }
+        let (Ok(p), Ok(q)) = (tsv(x), tsv(y)) else {
+            continue;
+        };
+        if let Some((row, (r, s))) = p
+            .lines()
+            .zip(q.lines())
+            .enumerate()
+            .find(|(_, (r, s))| r != s)
+        {
+            return Some(format!(
+                "value {i}: row {row} apart though it depends on no summation order: CPU {r:?}, GPU {s:?}"
+            ));
+        }
+    }
+    None
 }
 
 /// `HORSEC_FUZZ_SHOW_APART=<relative>`: print every program that answered the same on both
