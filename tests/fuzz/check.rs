@@ -15,6 +15,8 @@ use horsec_runtime::types::Type;
 use horsec_runtime::value::Value;
 
 use super::bound::{bound_program, reordered_returns, BoundProgram};
+use super::generate::FLOAT_FUNCTIONS;
+use horsec_runtime::builtin::Builtin;
 
 /// What one backend did with a program.
 #[derive(Clone, Debug)]
@@ -277,7 +279,7 @@ pub fn check(
     let start = Instant::now();
     let tolerance = if in_f32 { F32_TOLERANCE } else { F64_TOLERANCE };
     let apart = largest_apart(&cpu, &gpu);
-    if apart.is_some() && !in_f32 {
+    if apart.is_some() && (!in_f32 || !calls_float_function(text)) {
         if let Some(detail) = rounded_apart(text, &cpu, &gpu) {
             timings.compare += start.elapsed();
             return Verdict::Disagree(Box::new(Disagreement {
@@ -578,14 +580,32 @@ fn largest_apart(cpu: &Outcome, gpu: &Outcome) -> Option<f64> {
     largest
 }
 
-/// The first row of an f64 the backends print differently though it depends on no summation
-/// order (`fuzz/bound.rs` knows which returned values do), in a program that computes in f64
-/// only: such a value comes from the same correctly rounded operations on both backends
-/// (`+ - *`, `@div`, `@sqrt`, conversions; f64 functions run on the CPU), so even an ulp
-/// apart is a defect, one the relative tolerance would let through. A shader compiler
-/// regrouping `(x * 3.0) * 7.0` as `x * 21.0` was such an ulp (found only where `@sin` of a
-/// large argument made it 1e-5). None when every such value prints the same, or the program
-/// has no sibling to tell.
+/// Whether `text` calls a floating function other than `@pi` (`@sin`, `@exp`, ...; called
+/// or passed): where its result is an f32, the backends may round it an f32 ulp apart (see
+/// [`F32_TOLERANCE`]).
+fn calls_float_function(text: &str) -> bool {
+    let names: Vec<String> = FLOAT_FUNCTIONS
+        .iter()
+        .filter(|(b, _)| *b != Builtin::Pi)
+        .map(|(b, _)| b.to_string())
+        .collect();
+    text.split('@').skip(1).any(|after| {
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        names.contains(&name)
+    })
+}
+
+/// The first row of a float the backends print differently though it depends on no
+/// summation order (`fuzz/bound.rs` knows which returned values do), in a program that calls
+/// no floating function but `@pi` in f32 (in f64 they run on the CPU): such a value comes
+/// from the same correctly rounded operations on both backends (`+ - *`, `@div`, `@sqrt`,
+/// conversions, `@pi`), so even an ulp apart is a defect, one the relative tolerance would
+/// let through. A shader compiler regrouping `(x * 3.0) * 7.0` as `x * 21.0` was such an
+/// ulp (found only where `@sin` of a large argument made it 1e-5). None when every such
+/// value prints the same, or the program has no sibling to tell.
 pub fn rounded_apart(text: &str, cpu: &Outcome, gpu: &Outcome) -> Option<String> {
     let (Outcome::Values(a), Outcome::Values(b)) = (cpu, gpu) else {
         return None;
@@ -593,7 +613,8 @@ pub fn rounded_apart(text: &str, cpu: &Outcome, gpu: &Outcome) -> Option<String>
     let reordered_returns = reordered_returns(text)?;
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         let reordered = reordered_returns.get(i).copied().unwrap_or(true);
-        if reordered || x.ty() != Type::F64 || y.ty() != Type::F64 {
+        let float = matches!(x.ty(), Type::F32 | Type::F64);
+        if reordered || !float || x.ty() != y.ty() {
             continue;
         }
         let (Ok(p), Ok(q)) = (tsv(x), tsv(y)) else {

@@ -56,10 +56,10 @@
 //! rounding near a midpoint, amplified, and a device compiler's contractions; a float that
 //! depends on a summation order also within the bound of its terms, see [`bound`]; values of
 //! other types exactly; the summary prints the largest difference the tolerances let
-//! through; but an f64 that depends on no summation order, in a program that computes in
-//! f64 only, to the last digit, see [`check::rounded_apart`]: both backends compute it by
-//! the same correctly rounded steps, and the relative tolerance let a shader compiler's
-//! regrouping through), or when both
+//! through; but a float that depends on no summation order, in a program that computes in
+//! f64 only or calls no floating function but `@pi`, to the last digit, see
+//! [`check::rounded_apart`]: both backends compute it by the same correctly rounded steps,
+//! and the relative tolerance let a shader compiler's regrouping through), or when both
 //! refuse with the same message text (locations may differ: a fused kernel reports its
 //! first statement). A panic on either side is always a disagreement.
 //!
