@@ -265,31 +265,6 @@ impl Generator<'_> {
             .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
     }
 
-    /// An integer literal converted to a float as a float constant of its own, which the
-    /// kernel hides from the shader compiler (see `entry_header`): `f64(constant1)` of an
-    /// `i32` constant is a constant the compiler folds, and regroups `(x * 3) * 7` as
-    /// `x * 21.0`. Only where the integer is exact in the float type (as every value there
-    /// converts alike); None for anything else.
-    fn integer_constant_as_float(&mut self, val: &Val, to: &Type) -> Option<String> {
-        if !(val.ty.is_integer() && to.is_float()) {
-            return None;
-        }
-        let (_, _, value) = self
-            .constants
-            .iter()
-            .find(|(name, ty, _)| *name == val.expr && matches!(*ty, "i32" | "i64"))?;
-        let v: i64 = value
-            .trim_end_matches(|c: char| c.is_ascii_alphabetic())
-            .parse()
-            .ok()?;
-        let exact = if *to == Type::F32 { 1 << 24 } else { 1 << 53 };
-        if v.unsigned_abs() > exact {
-            return None;
-        }
-        let literal = wgsl::float_literal(v as f64, *to == Type::F32);
-        Some(self.constant(literal, to))
-    }
-
     /// Converts the integer encoding of any value type to `to`'s register type.
     pub(super) fn conv_raw(&self, val: &Val, to: &Type) -> Result<String, CodegenError> {
         wgsl::convert(&val.expr, &val.ty, to)
