@@ -72,20 +72,20 @@ impl Generator<'_> {
     /// operator or arithmetic helper outside its loads' indices (a load is a value of its
     /// own, whatever its index).
     pub(super) fn is_arithmetic(&self, expr: &str) -> bool {
-        let mut outside = String::with_capacity(expr.len());
         let mut depth = 0usize;
-        for c in expr.chars() {
+        let operator_outside = expr.bytes().any(|c| {
             match c {
-                '[' => depth += 1,
-                ']' => depth = depth.saturating_sub(1),
-                c if depth == 0 => outside.push(c),
+                b'[' => depth += 1,
+                b']' => depth = depth.saturating_sub(1),
                 _ => {}
             }
-        }
-        outside.contains(['*', '+', '-', '/'])
+            depth == 0 && matches!(c, b'*' | b'+' | b'-' | b'/')
+        });
+        // Indices hold integer arithmetic only, never these float helpers.
+        operator_outside
             || ["plus_f", "minus_f", "mul_f", "div_f", "opaque_f"]
                 .iter()
-                .any(|call| outside.contains(call))
+                .any(|call| expr.contains(call))
             || self.arithmetic_variables.contains(expr.trim())
     }
 
