@@ -343,6 +343,11 @@ def copy_bandwidth(horsec):
     return float(m.group(1))
 
 
+def ms(value):
+    """Milliseconds as `horsec bench` prints them: to the microsecond under 1 ms."""
+    return f"{value:.3f}" if value < 1 else f"{value:.2f}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
@@ -419,8 +424,8 @@ def main():
         ratios.append(ratio)
         spread = [p[q] for p in per_process]
         print(
-            f"q{q:<5} {duck[q]:>10.2f} {ours[q]:>10.2f} {ratio:>14.2f} "
-            f"{min(spread):>7.2f} - {max(spread):<7.2f}"
+            f"q{q:<5} {duck[q]:>10.2f} {ms(ours[q]):>10} {ratio:>14.2f} "
+            f"{ms(min(spread)):>7} - {ms(max(spread)):<7}"
         )
     geomean = statistics.geometric_mean(ratios)
     print(f"geometric mean of duckdb/horsec: {geomean:.2f} (> 1: horsec is faster)")
@@ -433,7 +438,7 @@ def main():
         effective = lineitems * per_row / (ours[q] / 1e3) / 1e9
         print(
             f"q{q} effective bandwidth: {effective:.2f} GB/s "
-            f"({lineitems * per_row / 1e6:.0f} MB of columns in {ours[q]:.2f} ms), "
+            f"({lineitems * per_row / 1e6:.0f} MB of columns in {ms(ours[q])} ms), "
             f"{100 * effective / bandwidth:.0f} % of the copy bandwidth"
         )
 

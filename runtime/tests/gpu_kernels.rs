@@ -212,6 +212,43 @@ fn held_work_sees_its_inputs_when_their_buffers_are_dropped_before_it_is_submitt
     );
 }
 
+/// A kernel launch's work past `submit_bytes` is due, not sent at once: the read-back that
+/// follows it joins its submission, so that the host submits once and the device starts
+/// once. Other work past it goes at once.
+#[test]
+fn due_work_goes_to_the_queue_with_the_read_back_that_follows_it() {
+    let Some(device) = own_device() else { return };
+    // Any work is past it.
+    device.set_submit_bytes(1);
+    let wanted: Vec<u32> = (1..=1000).collect();
+    let input = device.upload("due input", &wanted).unwrap();
+    let output = device.zeroed::<u32>("due output", wanted.len()).unwrap();
+    device.flush().unwrap();
+    let copy = |deferred: bool| {
+        let mut commands = horsec_runtime::gpu::Commands::new(&device, "due copy");
+        if deferred {
+            commands.defer_submission();
+        }
+        commands.copy(&input, output.raw()).unwrap();
+        commands.submit().unwrap();
+    };
+    let before = device.host_costs().submits.0;
+    copy(true);
+    assert_eq!(device.held_commands(), 1, "due work was submitted at once");
+    assert_eq!(device.download(&output).unwrap(), wanted);
+    assert_eq!(
+        device.host_costs().submits.0 - before,
+        1,
+        "the copy and its read-back took more than one submission"
+    );
+    // Due work goes when the next step begins: `submit_due`.
+    copy(true);
+    device.submit_due().unwrap();
+    assert_eq!(device.held_commands(), 0, "due work stayed held");
+    copy(false);
+    assert_eq!(device.held_commands(), 0, "work not deferred was held");
+}
+
 #[test]
 fn too_many_elements_is_an_error_not_a_truncation() {
     let Some(device) = shared_device() else {

@@ -943,6 +943,7 @@ impl<'a> Run<'a> {
         // Timestamps around every compute pass: the kernel's passes and its scans share them.
         self.commands.get_or_insert_with(|| {
             let mut commands = Commands::timed(device, &kernel.name, TIMED_PASSES);
+            commands.defer_submission();
             // Its counts are read back right after its passes (see `read_counts`): that
             // submission follows at once.
             let mut counted = Vec::new();

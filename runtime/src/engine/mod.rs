@@ -534,6 +534,15 @@ impl Accelerator for GpuEngine<'_> {
             return Some(elements);
         }
         let gpu = placement::runs_on_gpu(b) || (b == Builtin::Each && each_runs_on_gpu(args));
+        // A step that computes comes, on the CPU or in a library kernel whose host work
+        // (argument checks, key encoding, dictionaries) comes before its dispatches: the
+        // device runs the work due meanwhile. Not for a step that only builds a container,
+        // which takes no time: a read-back after it still joins the due work.
+        if !crate::profile::is_host_builtin(b) {
+            if let Err(e) = self.device.submit_due() {
+                return Some(Err(RuntimeError::new(format!("{}: {e}", b.step_name()))));
+            }
+        }
         if !gpu {
             return None;
         }

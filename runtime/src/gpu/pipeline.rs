@@ -373,12 +373,15 @@ pub struct Commands<'d> {
     /// Counted from the last submission this `Commands` made itself (see
     /// [`Commands::dispatch`]).
     work_bytes: u64,
-    /// Whether a large dispatch sends the work held so far to the queue at once (see
+    /// Whether a large dispatch makes the work held so far due for the queue (see
     /// [`Commands::submit_at_first_large_dispatch`]).
     early_submission: bool,
     /// Whether a dispatch of this `Commands` already did: at most once, so that a library
     /// step of many large passes (a sort) is not one submission per pass.
-    submitted_early: bool,
+    made_due: bool,
+    /// Whether its work, once large, waits for the next step to go to the queue (see
+    /// [`Commands::defer_submission`]).
+    deferred: bool,
 }
 
 /// Counts a `Commands` as open in the buffer pool until its work goes to the queue: handed
@@ -450,7 +453,8 @@ impl<'d> Commands<'d> {
             open: OpenEncoder::new(device),
             work_bytes: 0,
             early_submission: false,
-            submitted_early: false,
+            made_due: false,
+            deferred: false,
         }
     }
 
@@ -568,12 +572,14 @@ impl<'d> Commands<'d> {
     }
 
     /// From now on, the first dispatch that brings the held work to
-    /// [`Device::submit_bytes`] sends it to the queue at once, not with the rest of this
-    /// `Commands` (see [`Commands::submit`]): the device starts the large pass while the
-    /// host records the small ones after it. wgpu encodes a pass's dispatches when its
-    /// encoder finishes (12–17 µs per command buffer on the H100 host), so TPC-H q1's
-    /// grouped kernel, one large pass and three small ones, reached the device only after
-    /// all four were encoded.
+    /// [`Device::submit_bytes`] makes it due (see `Device::hold`): it goes to the queue
+    /// when the next dispatch is recorded, not with the rest of this `Commands` (see
+    /// [`Commands::submit`]), so the device starts the large pass while the host records
+    /// the small ones after it. wgpu encodes a pass's dispatches when its encoder finishes
+    /// (12–17 µs per command buffer on the H100 host), so TPC-H q1's grouped kernel, then
+    /// one large pass and three small ones, reached the device only after all four were
+    /// encoded. When the read-back of the counts comes next instead (q1's fused kernel is
+    /// one pass), its copies join the same submission.
     ///
     /// Only for work whose next submission follows at once (a launch that reads its counts
     /// back right after its passes): the passes after the large one go to the queue with
@@ -585,9 +591,16 @@ impl<'d> Commands<'d> {
         self.early_submission = true;
     }
 
+    /// Its work, once large enough to go to the queue early, becomes due instead (see
+    /// `Device::hold`): for a kernel launch, whose next step (often the read-back of its
+    /// result) comes at once.
+    pub fn defer_submission(&mut self) {
+        self.deferred = true;
+    }
+
     fn submit_early_when_large(&mut self) -> Result<()> {
         if !self.early_submission
-            || self.submitted_early
+            || self.made_due
             || self
                 .device
                 .held_work_bytes()
@@ -596,8 +609,8 @@ impl<'d> Commands<'d> {
         {
             return Ok(());
         }
-        self.device.flush()?;
-        self.submitted_early = true;
+        self.device.mark_due()?;
+        self.made_due = true;
         self.work_bytes = 0;
         Ok(())
     }
@@ -659,7 +672,8 @@ impl<'d> Commands<'d> {
             open,
             work_bytes,
             early_submission: _,
-            submitted_early,
+            made_due,
+            deferred,
         } = self;
         device.end_pass_of(open.id());
         if let Some(t) = timestamps.filter(|t| t.used > 0) {
@@ -667,11 +681,12 @@ impl<'d> Commands<'d> {
                 device.log_timestamps(encoder, &t.set, t.used, t.work)
             })?;
         }
-        // Recorded in the shared encoder: errors are reported when it finishes. After an
-        // early submission the rest waits for the next one: its passes bind the large
-        // buffers too (a kernel's bindings are the same in every pass), but do little.
-        let work_bytes = if submitted_early { 0 } else { work_bytes };
-        device.hold(open.into_held(), work_bytes)
+        // Recorded in the shared encoder: errors are reported when it finishes. Once the
+        // work was made due, the rest goes to the queue with it or after: its passes bind
+        // the large buffers too (a kernel's bindings are the same in every pass), but do
+        // little.
+        let work_bytes = if made_due { 0 } else { work_bytes };
+        device.hold(open.into_held(), work_bytes, deferred)
     }
 
     /// Submits without waiting: the timestamps are resolved into the device's log and read
