@@ -143,6 +143,17 @@ fn an_index_out_of_range_read_after_later_library_steps_keeps_its_message_and_lo
 }
 
 #[test]
+fn an_index_out_of_range_fails_before_a_later_mod_by_zero_that_a_kernel_waits_for() {
+    // `kept2`, after the loop, compresses `k` as `kept` does: fused into `kept`'s kernel, it
+    // would make that kernel (and the group, and the `@index` of its keys) wait for the
+    // loop, which runs on the CPU, and for the `@mod` by zero before it, which fails first.
+    fails_with(
+        "index_out_of_range_before_a_loop_a_kernel_waits_for",
+        "16:5: @index: index 2 out of range for length 1",
+    );
+}
+
+#[test]
 fn an_index_out_of_range_before_a_condition_fails_before_the_condition_is_used() {
     // The `if` reads a scalar computed from the failed kernel's output: that read is where
     // the deferred status words come back, and the index's error wins.

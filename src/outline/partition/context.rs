@@ -401,6 +401,50 @@ impl<'p> Context<'p> {
         })
     }
 
+    /// True unless the kernel would wait for a value defined outside it, after its first
+    /// statement in the source, with two statements outside between them that may fail: the
+    /// kernel runs after the later one (it waits for it, perhaps through others), and so
+    /// does a reader of the kernel's earlier values, which may be the earlier one, whose
+    /// error the CPU reports first (fuzzer seed 18335463397914618871: group keys indexed by
+    /// a literal, then a scalar `@mod` by zero that a loop carried into a `@compress` fused
+    /// with the keys' own kernel).
+    pub(super) fn waits_for_no_later_failure(&self, members: &Members) -> bool {
+        let Some(first) = members.statements().next() else {
+            return true;
+        };
+        let chains = &self.analysis.chains;
+        let mut latest: Option<StmtId> = None;
+        for id in members.statements() {
+            let Some(stmt) = self.tree.stmt(id) else {
+                continue;
+            };
+            for_each_use(stmt, |read| {
+                for site in chains.defs_of(id, read.local).into_iter().flatten() {
+                    if let DefSite::Stmt(def) = site {
+                        if !members.contains(*def) && *def > first {
+                            latest = latest.max(Some(*def));
+                        }
+                    }
+                }
+            });
+        }
+        let Some(latest) = latest else {
+            return true;
+        };
+        // (Gathers by computed positions never fail, as in
+        // `failures_hide_no_earlier_error`.)
+        let failing = (first.0 + 1..=latest.0)
+            .map(StmtId)
+            .filter(|&id| {
+                !members.contains(id)
+                    && !self.gathers_by_position(id)
+                    && (self.may_fail_in_the_kernel(id) || self.unproven_launch_check(id))
+            })
+            .take(2)
+            .count();
+        failing < 2
+    }
+
     /// True for `@min`, `@max` and `@avg` (of what may be no elements: they fail then).
     pub(super) fn reduces_maybe_nothing(&self, id: StmtId) -> bool {
         use horsec_runtime::builtin::Builtin as B;

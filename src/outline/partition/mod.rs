@@ -594,6 +594,7 @@ impl Partition {
             && cx.failures_hide_no_earlier_error(&members)
             && cx.checks_wait_for_no_later_refusal(&members)
             && cx.checks_run_after_earlier_refusals(&members)
+            && cx.waits_for_no_later_failure(&members)
             && cx.storage_bindings(&members, &inputs, &outputs) <= MAX_STORAGE_BINDINGS)
             .then_some(geometry)
     }
