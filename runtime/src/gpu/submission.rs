@@ -220,7 +220,7 @@ impl Device {
         Ok(())
     }
 
-    /// Sends the held work to the queue if it is due (see [`Device::hold`]): before a
+    /// Sends the held work to the queue if it is due (see `Device::hold`): before a
     /// dispatch is recorded, and when a step begins, so that the device works meanwhile.
     pub fn submit_due(&self) -> Result<()> {
         let due = self.held.lock().map_err(|_| poisoned_queue())?.due;
