@@ -23,8 +23,8 @@ pub(super) struct HeldCommands {
     encoders: Vec<u64>,
     /// The sum of their `work_bytes` (see `Device::hold`).
     work_bytes: u64,
-    /// The held work is enough to go to the queue before the next dispatch is recorded or
-    /// the host computes (see `Device::hold`).
+    /// A kernel launch's held work is large enough to go to the queue before the next
+    /// dispatch is recorded or the next step begins (see `Device::hold`).
     due: bool,
 }
 
