@@ -322,7 +322,9 @@ fn generate_function(
     for (stmt, message) in placed_on_host {
         diagnostics.push(Diagnostic::warning(
             statement_span(typed, function.function, stmt),
-            format!("{message}; this statement runs on the CPU"),
+            format!(
+                "{message}; this statement runs as a step of its own (`--emit plan` says where)"
+            ),
         ));
     }
     let mut modules = Vec::with_capacity(results.len());

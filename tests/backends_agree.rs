@@ -1177,6 +1177,29 @@ fn one_element_of_a_device_vector_is_read_back_alone() {
     assert!(reads.contains(&("@index", 1, 8)), "{reads:?}");
 }
 
+/// More host positions of device vectors than a host step reads one by one are gathered on
+/// the device: 21 elements each of an `@order` result, a kernel's f64s, chars, syms and i32s,
+/// with nothing read back but the result (the five vectors, not 1.5 MB of their sources).
+#[test]
+fn many_elements_of_a_device_vector_are_gathered_on_the_device() {
+    answers_on_the_gpu("many_elements_of_a_device_vector");
+    let Some(device) = gpu() else {
+        return;
+    };
+    let path = program("many_elements_of_a_device_vector");
+    let (_, profile) = common::run_gpu_profiled(&path, &tpch(0.01), device).expect("runs");
+    let reads: Vec<(&str, u32, u64)> = profile.read_backs().collect();
+    assert_eq!(reads, [("result", 1, 2 * 21 * 8 + 3 * 21 * 4)]);
+}
+
+#[test]
+fn a_position_past_the_end_among_many_fails_with_the_cpu_message() {
+    fails_with(
+        "many_elements_of_a_device_vector_out_of_range",
+        "9:5: @index: index 60175 out of range for length 60175",
+    );
+}
+
 #[test]
 fn reversals_are_computed_in_kernels() {
     answers_on_the_gpu("reversals");

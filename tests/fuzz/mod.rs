@@ -23,8 +23,10 @@
 //!   is sometimes declared in the other precision or fed to a second function: the GPU
 //!   computes the f32 ones in f64 in its kernels, and runs the f64 ones on the CPU;
 //! - `@compress`, `@where`, `@index` (with positions from `@where`, `@unique`, `@order`,
-//!   joins, groups, foreign keys, `@range(@len(x))`, or literals), reductions, `@len`,
-//!   `@vector`, `@range`, `@reverse`, `@take`/`@drop` (by more than there are too), `@append`;
+//!   joins, groups, foreign keys, `@range(@len(x))`, or literals of 1 to 4 positions and,
+//!   now and then, of 17 to 24: a statement of its own, gathered on the device), reductions,
+//!   `@len`, `@vector`, `@range`, `@reverse`, `@take`/`@drop` (by more than there are too),
+//!   `@append`;
 //! - `@group` on one or two key columns with `@each_right(@index, ...)`, `@each` of a
 //!   reduction and `@raze`; the shape of a grouped kernel (a bool, i8 or i16 key computed
 //!   in the kernel, at times with a char column, the rows kept by a mask, `@sum`, `@len`

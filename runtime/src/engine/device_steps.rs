@@ -1,7 +1,7 @@
 //! Builtins outside kernels that the engine does itself on values with device parts,
 //! without reading them back: containers of device values (`@list`, `@keys`/`@values`, a
-//! list's cell), `@take`/`@drop` of a device vector (a slice on the device), and `@index` of a
-//! few positions of one (those elements read back alone). Each returns None where the CPU's
+//! list's cell), `@take`/`@drop` of a device vector (a slice on the device), and `@index` of
+//! one by host positions (a few elements read back alone, more gathered on the device). Each returns None where the CPU's
 //! own builtin is to run, with its checks and errors.
 
 use std::borrow::Cow;
@@ -11,8 +11,9 @@ use super::{location, GpuEngine};
 use crate::args::ArgValue;
 use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
+use crate::kernel::GpuElement;
 use crate::profile::{Placement, Profile};
-use crate::value::{List, Value};
+use crate::value::{DeviceVector, List, Value};
 
 /// Container builtins over values with device parts, done without reading anything back:
 /// `@list` of device vectors, `@keys`/`@values` of a dictionary, a cell of a list. None
@@ -44,8 +45,8 @@ pub(super) fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<V
     }
 }
 
-/// Most positions `@index` of a device vector on the host reads one by one (see
-/// [`GpuEngine::index_few_elements`]); more read the vector back whole.
+/// Most positions `@index` of a device vector reads back one by one for the CPU (see
+/// [`GpuEngine::index_device_vector`]); more are gathered on the device.
 const FEW_POSITIONS: usize = 16;
 
 impl GpuEngine<'_> {
@@ -90,11 +91,12 @@ impl GpuEngine<'_> {
         }))
     }
 
-    /// `@index(v, i)` of a device vector by a few host positions, all in range: the CPU
-    /// gathers the elements it reads back, not the whole vector (`first = @index(sorted, 0)`
-    /// reads one element). None where the CPU's builtin runs on the whole value (more
-    /// positions, or one out of range: its error).
-    pub(super) fn index_few_elements(
+    /// `@index(v, i)` of a device vector by host positions, all in range. A few positions
+    /// (`first = @index(sorted, 0)`) are read back alone and the CPU gathers them; more are
+    /// gathered on the device into a vector of their own (`gpu::keys::gather`), which stays
+    /// there: only the positions go up, one word per word of an element. None where the
+    /// CPU's builtin runs on the whole value (a position out of range: its error).
+    pub(super) fn index_device_vector(
         &mut self,
         b: Builtin,
         args: &[ArgValue<'_>],
@@ -107,7 +109,7 @@ impl GpuEngine<'_> {
         else {
             return None;
         };
-        if source.host().is_some() || index.is_empty() || index.len() > FEW_POSITIONS {
+        if source.host().is_some() || index.is_empty() {
             return None;
         }
         let positions = index
@@ -115,9 +117,45 @@ impl GpuEngine<'_> {
             .iter()
             .map(|&i| usize::try_from(i).ok().filter(|&i| i < source.len))
             .collect::<Option<Vec<usize>>>()?;
-        let read = self.read_back(b.step_name(), profile, |device| {
-            location::host_elements(device, source, &positions)
-        });
-        Some(read.map(|v| (Value::Vector(v), Placement::Cpu)))
+        if positions.len() <= FEW_POSITIONS {
+            let read = self.read_back(b.step_name(), profile, |device| {
+                location::host_elements(device, source, &positions)
+            });
+            return Some(read.map(|v| (Value::Vector(v), Placement::Cpu)));
+        }
+        let step = b.step_name();
+        let gathered = gather_on_device(self.device, source, &positions)
+            .map_err(|e| RuntimeError::new(format!("{step}: {e}")));
+        Some(gathered.map(|v| (Value::Device(v), Placement::GpuLibrary)))
     }
+}
+
+/// Elements `positions` (each below its length) of a device vector, gathered on the device.
+fn gather_on_device(
+    device: &crate::gpu::Device,
+    source: &DeviceVector,
+    positions: &[usize],
+) -> crate::gpu::Result<DeviceVector> {
+    let unsupported = |message: String| crate::gpu::GpuError::Unsupported {
+        what: "@index".to_string(),
+        message,
+    };
+    let element = GpuElement::of_type(&source.ty)
+        .ok_or_else(|| unsupported(format!("{} values have no GPU layout", source.ty)))?;
+    // Word w of element p is word p * words + w of the source.
+    let words = (element.size() / 4) as usize;
+    let word_of = |p: usize, w: usize| u32::try_from(p * words + w).ok();
+    let word_positions = positions
+        .iter()
+        .flat_map(|&p| (0..words).map(move |w| word_of(p, w)))
+        .collect::<Option<Vec<u32>>>()
+        .ok_or_else(|| unsupported(format!("{} elements do not fit u32 indexes", source.len)))?;
+    let indexes = device.upload("@index positions", &word_positions)?;
+    let gathered = crate::gpu::keys::gather(device, &source.buffer, &indexes)?;
+    Ok(DeviceVector::new(
+        source.ty.clone(),
+        positions.len(),
+        source.dict.clone(),
+        Arc::new(gathered),
+    ))
 }

@@ -64,14 +64,20 @@ impl Gen<'_> {
             let Some(x) = self.rows_var(|v| v.ty.is_basic()) else {
                 return;
             };
+            // Now and then more positions than a host step reads back one by one (a
+            // device vector's are gathered on the device).
             let len = self.max_len(self.p.vars[x].shape).max(1) as i64;
-            let n = 1 + self.rng.below(4);
+            let (n, highest) = if self.rng.chance(0.15) {
+                (17 + self.rng.below(8), (len - 1).min(64))
+            } else {
+                (1 + self.rng.below(4), (len - 1).min(4))
+            };
             let items: Vec<String> = (0..n)
                 .map(|_| {
                     if wrong {
                         format!("{}", if self.rng.chance(0.5) { -1 } else { len + 3 })
                     } else {
-                        format!("{}", self.rng.range(0, (len - 1).min(4)))
+                        format!("{}", self.rng.range(0, highest))
                     }
                 })
                 .collect();
