@@ -1,13 +1,13 @@
 //! Builtins outside kernels that the engine does itself on values with device parts,
 //! without reading them back: containers of device values (`@list`, `@keys`/`@values`, a
 //! list's cell), `@take`/`@drop` of a device vector (a slice on the device), and `@index` of
-//! one by host positions (a few elements read back alone, more gathered on the device). Each returns None where the CPU's
+//! one by host positions (a slice or a gather on the device). Each returns None where the CPU's
 //! own builtin is to run, with its checks and errors.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{location, GpuEngine};
+use super::GpuEngine;
 use crate::args::ArgValue;
 use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
@@ -44,10 +44,6 @@ pub(super) fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<V
         _ => None,
     }
 }
-
-/// Most positions `@index` of a device vector reads back one by one for the CPU (see
-/// [`GpuEngine::index_device_vector`]); more are gathered on the device.
-const FEW_POSITIONS: usize = 16;
 
 impl GpuEngine<'_> {
     /// `@take`/`@drop` of a device vector: sliced on the device (`gpu/slice.rs`) instead of
@@ -91,16 +87,15 @@ impl GpuEngine<'_> {
         }))
     }
 
-    /// `@index(v, i)` of a device vector by host positions, all in range. A few positions
-    /// (`first = @index(sorted, 0)`) are read back alone and the CPU gathers them; more are
-    /// gathered on the device into a vector of their own (`gpu::keys::gather`), which stays
-    /// there: only the positions go up, one word per word of an element. None where the
-    /// CPU's builtin runs on the whole value (a position out of range: its error).
+    /// `@index(v, i)` of a device vector by host positions, all in range, taken on the
+    /// device into a vector that stays there, so that the host does not wait for the work
+    /// that made `v`: consecutive positions are a slice (a prefix is `v`'s buffer seen
+    /// shorter), others a gather (`gpu::keys::gather`; only the positions go up). None where
+    /// the CPU's builtin runs (a position out of range: its error; `v` already on the host).
     pub(super) fn index_device_vector(
         &mut self,
         b: Builtin,
         args: &[ArgValue<'_>],
-        profile: &mut Profile,
     ) -> Option<Result<(Value, Placement)>> {
         let (
             Builtin::Index,
@@ -117,16 +112,25 @@ impl GpuEngine<'_> {
             .iter()
             .map(|&i| usize::try_from(i).ok().filter(|&i| i < source.len))
             .collect::<Option<Vec<usize>>>()?;
-        if positions.len() <= FEW_POSITIONS {
-            let read = self.read_back(b.step_name(), profile, |device| {
-                location::host_elements(device, source, &positions)
-            });
-            return Some(read.map(|v| (Value::Vector(v), Placement::Cpu)));
-        }
         let step = b.step_name();
-        let gathered = gather_on_device(self.device, source, &positions)
-            .map_err(|e| RuntimeError::new(format!("{step}: {e}")));
-        Some(gathered.map(|v| (Value::Device(v), Placement::GpuLibrary)))
+        let consecutive = positions.windows(2).all(|w| w[1] == w[0] + 1);
+        let taken = if consecutive {
+            let range = positions[0]..positions[0] + positions.len();
+            crate::gpu::slice::slice(self.device, source, range, step).map(|(v, how)| {
+                let placement = match how {
+                    crate::gpu::slice::Sliced::Prefix => Placement::Host,
+                    crate::gpu::slice::Sliced::Copied => Placement::GpuLibrary,
+                };
+                (v, placement)
+            })
+        } else {
+            gather_on_device(self.device, source, &positions).map(|v| (v, Placement::GpuLibrary))
+        };
+        Some(
+            taken
+                .map(|(v, placement)| (Value::Device(v), placement))
+                .map_err(|e| RuntimeError::new(format!("{step}: {e}"))),
+        )
     }
 }
 

@@ -307,43 +307,6 @@ pub(crate) fn host(device: &Device, value: &Value) -> Result<(Value, Moved)> {
     Ok((hosted, moved))
 }
 
-/// Elements `positions` (each below its length) of a device vector, read back in one read
-/// without the rest: a host step that takes a few elements (`@index(v, 0)`) reads those.
-pub(crate) fn host_elements(
-    device: &Device,
-    d: &DeviceVector,
-    positions: &[usize],
-) -> Result<(Vector, Moved)> {
-    let element = GpuElement::of_type(&d.ty)
-        .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
-    if let Some(p) = positions.iter().find(|&&p| p >= d.len) {
-        return Err(RuntimeError::new(format!(
-            "element {p} of a device vector of {}",
-            d.len
-        )));
-    }
-    let size = element.size();
-    let ranges: Vec<_> = positions
-        .iter()
-        .map(|&p| (d.buffer.raw(), p as u64 * size, size))
-        .collect();
-    let start = Instant::now();
-    let read = device
-        .download_ranges(&ranges)
-        .map_err(|e| RuntimeError::new(format!("downloading elements: {e}")))?;
-    let moved = Moved {
-        bytes: positions.len() as u64 * size,
-        time: start.elapsed(),
-    };
-    let bytes = read.concat();
-    let data = if size == 8 {
-        Downloaded::Wide(bytemuck::pod_collect_to_vec(&bytes))
-    } else {
-        Downloaded::Words(bytemuck::pod_collect_to_vec(&bytes))
-    };
-    Ok((vector_from_download(&d.ty, data, d.dict.clone())?, moved))
-}
-
 /// A device vector's host copy, downloaded the first time.
 /// Reads back, in one copy and one wait, every device vector of `values` (cells of lists
 /// included) whose elements are not on the host yet, so that the reads of [`host`] that

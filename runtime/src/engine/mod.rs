@@ -530,7 +530,7 @@ impl Accelerator for GpuEngine<'_> {
         if let Some(sliced) = self.slice_on_device(b, args, profile) {
             return Some(sliced);
         }
-        if let Some(elements) = self.index_device_vector(b, args, profile) {
+        if let Some(elements) = self.index_device_vector(b, args) {
             return Some(elements);
         }
         let gpu = placement::runs_on_gpu(b) || (b == Builtin::Each && each_runs_on_gpu(args));

@@ -35,9 +35,9 @@ impl CallSites for GpuCallSites {
             // A slice of a device vector, on the device (`GpuEngine::slice_on_device`; of a
             // host value or a list the CPU slices, listed in `--time`).
             || matches!(builtin, Builtin::Take | Builtin::Drop)
-            // Outside a kernel, elements of a device vector at host positions: gathered on
-            // the device (`GpuEngine::index_device_vector`; a few read back for the CPU, and
-            // host vectors indexed by the CPU, listed in `--time`).
+            // Outside a kernel, elements of a device vector at host positions: sliced or
+            // gathered on the device (`GpuEngine::index_device_vector`; host vectors the CPU
+            // indexes, listed in `--time`).
             || builtin == Builtin::Index
         {
             CallPlacement::GpuLibrary
