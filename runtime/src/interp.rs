@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::time::Instant;
 
 use crate::builtin::Builtin;
@@ -352,7 +352,7 @@ impl Interpreter<'_> {
         frame: &mut Frame,
     ) -> (RuntimeError, SourcePath) {
         let (mut first, mut first_path) = (error, path);
-        let mut unwritten: HashSet<Slot> = HashSet::new();
+        let mut unwritten: HashSet<Slot> = HashSet::default();
         if !failed_wrote {
             unwritten.extend(slots_inside(failed).1);
         }
@@ -543,7 +543,8 @@ impl Interpreter<'_> {
                 Ok(Flow::Next)
             }
             Step::Launch { kernel, inputs, at } => {
-                let mut values = HashMap::with_capacity(inputs.len());
+                let mut values =
+                    HashMap::with_capacity_and_hasher(inputs.len(), Default::default());
                 for slot in inputs {
                     values.insert(*slot, self.operand(&Operand::Slot(*slot), frame)?.clone());
                 }

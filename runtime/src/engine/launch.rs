@@ -5,7 +5,7 @@
 //! [`Value::Device`]; list outputs (per-group results, a few elements per group) are read
 //! back.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
@@ -143,9 +143,9 @@ pub(crate) fn launch(
         device,
         kernel,
         values: &values,
-        scratch: HashMap::new(),
-        compacted: HashMap::new(),
-        small_scratch: HashMap::new(),
+        scratch: HashMap::default(),
+        compacted: HashMap::default(),
+        small_scratch: HashMap::default(),
         pipelines,
         commands: None,
         device_time: std::time::Duration::ZERO,
@@ -169,7 +169,7 @@ pub(crate) fn launch(
     }
 
     // Outputs, at their capacity.
-    let mut outputs: HashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>> = HashMap::new();
+    let mut outputs: HashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>> = HashMap::default();
     for binding in &kernel.bindings {
         if let BufferRef::Output { slot, part } = &binding.buffer {
             let output = kernel
@@ -209,7 +209,7 @@ pub(crate) fn launch(
 
     // Inputs: device vectors bound as they are, host values uploaded once (see `location`).
     let mut input_buffers: Vec<Arc<GpuBuffer<u32>>> = Vec::new();
-    let mut input_index: HashMap<(Slot, ValuePart), usize> = HashMap::new();
+    let mut input_index: HashMap<(Slot, ValuePart), usize> = HashMap::default();
     for binding in &kernel.bindings {
         if let BufferRef::Input { slot, part } = &binding.buffer {
             if input_index.contains_key(&(*slot, *part)) {
@@ -312,7 +312,7 @@ pub(crate) fn launch(
     }
     run.flush()?;
     cost.device_time += run.device_time;
-    let mut reported_scratch = HashMap::new();
+    let mut reported_scratch = HashMap::default();
     for check in &kernel.checks {
         let recorded: &[ScratchId] = match &check.report {
             Some(CheckReport::Index(IndexReport {

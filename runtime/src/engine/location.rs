@@ -14,7 +14,7 @@
 //!
 //! Every byte either way is counted by the device (`Device::traffic`), which `--time` prints.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -172,7 +172,7 @@ impl Location {
     pub(crate) fn sweep(&mut self) {
         self.scalars.clear();
         let mut freed = 0;
-        let mut own = HashMap::new();
+        let mut own = HashMap::default();
         self.count_kept(&mut own);
         self.uploaded.retain(|_, (buffer, kept)| {
             let held = kept.owners() > own.get(&kept.address()).copied().unwrap_or(0);

@@ -18,7 +18,7 @@ mod location;
 mod placement;
 mod status;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::args::graph::{
     reach_index_arguments, reachable_arguments, search_arguments, Reachability,
@@ -95,10 +95,10 @@ impl<'d> GpuEngine<'d> {
             device,
             location: location::Location::default(),
             pending: status::PendingChecks::default(),
-            fetched: HashMap::new(),
-            listed: HashMap::new(),
-            listed_by_columns: HashMap::new(),
-            pipelines: HashMap::new(),
+            fetched: HashMap::default(),
+            listed: HashMap::default(),
+            listed_by_columns: HashMap::default(),
+            pipelines: HashMap::default(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -396,7 +396,7 @@ impl GpuEngine<'_> {
     /// memory and device buffers for the engine's life. What tables hold stays. The
     /// engine's own clones (these maps hold each other's data) are not owners.
     fn forget_run_values(&mut self) {
-        let mut own: HashMap<usize, usize> = HashMap::new();
+        let mut own: HashMap<usize, usize> = HashMap::default();
         self.location.count_kept(&mut own);
         let mut count = |address: usize| *own.entry(address).or_default() += 1;
         for (value, fetched) in self.fetched.values() {

@@ -1,6 +1,6 @@
 //! Typed device buffers: upload from slices, download into vectors.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::marker::PhantomData;
 
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! allocation, a scalar that steers control flow, the result), or when a query finishes.
 //! Also the host-time counters of device operations that `bench --time` reports.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread::ThreadId;
@@ -34,7 +34,7 @@ pub(crate) struct PerThread<T> {
 impl<T> Default for PerThread<T> {
     fn default() -> Self {
         PerThread {
-            by_thread: Mutex::new(HashMap::new()),
+            by_thread: Mutex::new(HashMap::default()),
         }
     }
 }

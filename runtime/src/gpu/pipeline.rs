@@ -1,6 +1,6 @@
 //! Compute pipelines (cached by WGSL text and entry point) and the recording of dispatches.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 

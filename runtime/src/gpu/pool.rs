@@ -36,7 +36,9 @@
 //! [`GpuBuffer`]: super::GpuBuffer
 //! [`Device::zeroed`]: super::Device::zeroed
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Mutex;
 
 /// Free buffers the pool keeps, in bytes, beyond which the oldest are destroyed. On a GPU,

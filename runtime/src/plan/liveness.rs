@@ -16,7 +16,9 @@
 //! that are not live after it. Clearing a slot only drops that reference: a value held
 //! elsewhere too (another slot, a list, a caller's frame) stays alive through its `Arc`s.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::{Arg, Expr, Operand, PlanFunction, Slot, Step};
@@ -93,7 +95,7 @@ impl std::fmt::Debug for LastUsesCache {
 /// Where each slot of `function` is used for the last time.
 pub fn last_uses(function: &PlanFunction) -> LastUses {
     let mut analysis = Analysis {
-        drops: HashMap::new(),
+        drops: HashMap::default(),
     };
     analysis.body(&function.body, &Live::new(), None);
     LastUses {
