@@ -5,7 +5,9 @@
 //! [`Value::Device`]; list outputs (per-group results, a few elements per group) are read
 //! back.
 
-use rustc_hash::FxHashMap as HashMap;
+// FxHash, not std's SipHash: these maps are keyed by slots, ids and addresses and built on
+// every launch, where SipHash was about a tenth of a warm run's host instructions.
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use super::encode::{dictionary_of, part_len, recode, vector_from_download, Downloaded};
@@ -66,7 +68,7 @@ pub(crate) fn launch(
     location: &mut Location,
     kernel: &KernelLaunch,
     pipelines: &mut KernelPipelines,
-    inputs: &HashMap<Slot, Value>,
+    inputs: &FxHashMap<Slot, Value>,
     cost: &mut LaunchCost,
     logged: &mut Vec<(ScratchId, u32)>,
     reports: &mut Option<Recorded>,
@@ -106,7 +108,8 @@ pub(crate) fn launch(
     // a slot for one comparison and leave its partner in another with the old codes.
     // The inputs as they are unless a slot is re-coded: copying the map per launch showed
     // in a warm run's host time.
-    let mut values: std::borrow::Cow<'_, HashMap<Slot, Value>> = std::borrow::Cow::Borrowed(inputs);
+    let mut values: std::borrow::Cow<'_, FxHashMap<Slot, Value>> =
+        std::borrow::Cow::Borrowed(inputs);
     let same = |a: &Arc<StrDict>, b: &Arc<StrDict>| Arc::ptr_eq(a, b) || **a == **b;
     for group in same_dictionary_groups(&kernel.requirements) {
         let mut dictionaries: Vec<Arc<StrDict>> = Vec::new();
@@ -143,9 +146,9 @@ pub(crate) fn launch(
         device,
         kernel,
         values: &values,
-        scratch: HashMap::default(),
-        compacted: HashMap::default(),
-        small_scratch: HashMap::default(),
+        scratch: FxHashMap::default(),
+        compacted: FxHashMap::default(),
+        small_scratch: FxHashMap::default(),
         pipelines,
         commands: None,
         device_time: std::time::Duration::ZERO,
@@ -169,7 +172,7 @@ pub(crate) fn launch(
     }
 
     // Outputs, at their capacity.
-    let mut outputs: HashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>> = HashMap::default();
+    let mut outputs: FxHashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>> = FxHashMap::default();
     for binding in &kernel.bindings {
         if let BufferRef::Output { slot, part } = &binding.buffer {
             let output = kernel
@@ -209,7 +212,7 @@ pub(crate) fn launch(
 
     // Inputs: device vectors bound as they are, host values uploaded once (see `location`).
     let mut input_buffers: Vec<Arc<GpuBuffer<u32>>> = Vec::new();
-    let mut input_index: HashMap<(Slot, ValuePart), usize> = HashMap::default();
+    let mut input_index: FxHashMap<(Slot, ValuePart), usize> = FxHashMap::default();
     for binding in &kernel.bindings {
         if let BufferRef::Input { slot, part } = &binding.buffer {
             if input_index.contains_key(&(*slot, *part)) {
@@ -312,7 +315,7 @@ pub(crate) fn launch(
     }
     run.flush()?;
     cost.device_time += run.device_time;
-    let mut reported_scratch = HashMap::default();
+    let mut reported_scratch = FxHashMap::default();
     for check in &kernel.checks {
         let recorded: &[ScratchId] = match &check.report {
             Some(CheckReport::Index(IndexReport {
@@ -374,7 +377,7 @@ pub(crate) fn launch(
         kernel.outputs.iter().filter_map(|o| o.layout.length()),
         &ranges,
     )?;
-    let mut read_with_counts: HashMap<usize, Vec<u8>> = with_count
+    let mut read_with_counts: FxHashMap<usize, Vec<u8>> = with_count
         .iter()
         .map(|(k, ..)| *k)
         .zip(read_with_counts)
@@ -479,7 +482,7 @@ pub(crate) fn launch(
 /// The flat value count and the offsets of a list output.
 fn list_output_shape(
     layout: &OutputLayout,
-    values: &HashMap<Slot, Value>,
+    values: &FxHashMap<Slot, Value>,
     kernel: &KernelLaunch,
     run: &mut Run<'_>,
 ) -> Result<(usize, Arc<Vec<usize>>)> {
@@ -562,9 +565,9 @@ fn hosted_check_inputs<'i>(
     device: &Device,
     location: &mut Location,
     kernel: &KernelLaunch,
-    inputs: &'i HashMap<Slot, Value>,
+    inputs: &'i FxHashMap<Slot, Value>,
     cost: &mut LaunchCost,
-) -> Result<std::borrow::Cow<'i, HashMap<Slot, Value>>> {
+) -> Result<std::borrow::Cow<'i, FxHashMap<Slot, Value>>> {
     let mut slots = Vec::new();
     for check in &kernel.launch_checks {
         match &check.rule {
@@ -601,7 +604,7 @@ fn length_value_slots(length: &Length, slots: &mut Vec<Slot>) {
 fn static_length(
     kernel: &KernelLaunch,
     length: &Length,
-    values: &HashMap<Slot, Value>,
+    values: &FxHashMap<Slot, Value>,
 ) -> Result<u64> {
     Ok(match length {
         Length::Constant(n) => *n,
@@ -665,8 +668,8 @@ fn first_recorded(
 /// What a launch whose checks name the failing element keeps for its pending check: its
 /// inputs and the scratch buffers where the kernel recorded positions and operands.
 pub(crate) struct Recorded {
-    values: HashMap<Slot, Value>,
-    scratch: HashMap<ScratchId, GpuBuffer<u32>>,
+    values: FxHashMap<Slot, Value>,
+    scratch: FxHashMap<ScratchId, GpuBuffer<u32>>,
 }
 
 impl Recorded {
@@ -813,7 +816,7 @@ fn index_message(
 fn check_arguments(
     kernel: &KernelLaunch,
     check: &LaunchCheck,
-    values: &HashMap<Slot, Value>,
+    values: &FxHashMap<Slot, Value>,
 ) -> Result<()> {
     let fail = |message: String| {
         Err(located(
@@ -865,7 +868,7 @@ fn check_arguments(
 }
 
 fn input<'v>(
-    values: &'v HashMap<Slot, Value>,
+    values: &'v FxHashMap<Slot, Value>,
     slot: Slot,
     kernel: &KernelLaunch,
 ) -> Result<&'v Value> {
@@ -881,13 +884,13 @@ fn input<'v>(
 struct Run<'a> {
     device: &'a Device,
     kernel: &'a KernelLaunch,
-    values: &'a HashMap<Slot, Value>,
-    scratch: HashMap<ScratchId, GpuBuffer<u32>>,
+    values: &'a FxHashMap<Slot, Value>,
+    scratch: FxHashMap<ScratchId, GpuBuffer<u32>>,
     /// Counts of compactions already read back.
-    compacted: HashMap<ScratchId, u64>,
+    compacted: FxHashMap<ScratchId, u64>,
     /// Scratch buffers of at most [`SMALL_SCRATCH_WORDS`] words read back whole (a
     /// compaction's count with the flag beside it).
-    small_scratch: HashMap<ScratchId, Vec<u32>>,
+    small_scratch: FxHashMap<ScratchId, Vec<u32>>,
     /// The kernel's pipelines compiled so far.
     pipelines: &'a mut KernelPipelines,
     /// Recorded work not yet submitted.
@@ -902,8 +905,8 @@ struct Run<'a> {
 struct Bound<'b> {
     kinds: &'b [BindingKind],
     inputs: &'b [Arc<GpuBuffer<u32>>],
-    input_index: &'b HashMap<(Slot, ValuePart), usize>,
-    outputs: &'b HashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>>,
+    input_index: &'b FxHashMap<(Slot, ValuePart), usize>,
+    outputs: &'b FxHashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>>,
 }
 
 /// The entry points a list kernel's strategy runs, in order, with their workgroups.

@@ -14,7 +14,7 @@
 //!
 //! Every byte either way is counted by the device (`Device::traffic`), which `--time` prints.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,7 @@ type Key = (usize, ValuePart, GpuElement);
 #[derive(Default)]
 pub(crate) struct Location {
     /// Device copies of host values.
-    uploaded: HashMap<Key, (Arc<GpuBuffer<u32>>, Kept)>,
+    uploaded: FxHashMap<Key, (Arc<GpuBuffer<u32>>, Kept)>,
     /// Bytes of those copies.
     uploaded_bytes: u64,
     /// One-element integer vectors that kernels computed on the device since the last read
@@ -159,7 +159,7 @@ impl Location {
     }
 
     /// Adds one to `counts` at the address of each part's data this map keeps.
-    pub(crate) fn count_kept(&self, counts: &mut HashMap<usize, usize>) {
+    pub(crate) fn count_kept(&self, counts: &mut FxHashMap<usize, usize>) {
         for (_, kept) in self.uploaded.values() {
             *counts.entry(kept.address()).or_default() += 1;
         }
@@ -172,7 +172,7 @@ impl Location {
     pub(crate) fn sweep(&mut self) {
         self.scalars.clear();
         let mut freed = 0;
-        let mut own = HashMap::default();
+        let mut own = FxHashMap::default();
         self.count_kept(&mut own);
         self.uploaded.retain(|_, (buffer, kept)| {
             let held = kept.owners() > own.get(&kept.address()).copied().unwrap_or(0);

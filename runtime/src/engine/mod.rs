@@ -18,7 +18,7 @@ mod location;
 mod placement;
 mod status;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::args::graph::{
     reach_index_arguments, reachable_arguments, search_arguments, Reachability,
@@ -71,17 +71,17 @@ pub struct GpuEngine<'d> {
     /// `@fetch` results per enum (the addresses of its domain and index), with the enum
     /// kept so the addresses stay its own: an enum column gives the same vector every run,
     /// and keeping it keeps its device copy in `location` too (no upload per warm run).
-    fetched: HashMap<(usize, usize), (Value, Value)>,
+    fetched: FxHashMap<(usize, usize), (Value, Value)>,
     /// Flat lists `@list` made of host key columns in this run, by the address of their
     /// values, with the list (so the address stays its own) and the columns (see
     /// `listed_columns`). Kept across runs: a table's columns are the same vectors every
     /// run, so a warm run finds its list here instead of concatenating the columns again.
-    listed: HashMap<usize, (Value, Vec<Value>)>,
+    listed: FxHashMap<usize, (Value, Vec<Value>)>,
     /// The address of each list of `listed` by the columns it was made of.
-    listed_by_columns: HashMap<Vec<ColumnKey>, usize>,
+    listed_by_columns: FxHashMap<Vec<ColumnKey>, usize>,
     /// The pipelines of the kernels launched, by the kernel's address (see
     /// `launch::KernelPipelines`).
-    pipelines: HashMap<usize, launch::KernelPipelines>,
+    pipelines: FxHashMap<usize, launch::KernelPipelines>,
     /// Bytes moved, over the engine's life.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -95,10 +95,10 @@ impl<'d> GpuEngine<'d> {
             device,
             location: location::Location::default(),
             pending: status::PendingChecks::default(),
-            fetched: HashMap::default(),
-            listed: HashMap::default(),
-            listed_by_columns: HashMap::default(),
-            pipelines: HashMap::default(),
+            fetched: FxHashMap::default(),
+            listed: FxHashMap::default(),
+            listed_by_columns: FxHashMap::default(),
+            pipelines: FxHashMap::default(),
             uploaded_bytes: 0,
             downloaded_bytes: 0,
         }
@@ -396,7 +396,7 @@ impl GpuEngine<'_> {
     /// memory and device buffers for the engine's life. What tables hold stays. The
     /// engine's own clones (these maps hold each other's data) are not owners.
     fn forget_run_values(&mut self) {
-        let mut own: HashMap<usize, usize> = HashMap::default();
+        let mut own: FxHashMap<usize, usize> = FxHashMap::default();
         self.location.count_kept(&mut own);
         let mut count = |address: usize| *own.entry(address).or_default() += 1;
         for (value, fetched) in self.fetched.values() {
@@ -666,7 +666,7 @@ impl Accelerator for GpuEngine<'_> {
     fn launch(
         &mut self,
         kernel: &Arc<KernelLaunch>,
-        inputs: &HashMap<Slot, Value>,
+        inputs: &FxHashMap<Slot, Value>,
         at: Location,
         context: &[u64],
         profile: &mut Profile,

@@ -1,6 +1,6 @@
 //! Typed device buffers: upload from slices, download into vectors.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 use std::marker::PhantomData;
 
 use std::sync::{Arc, Mutex};
@@ -134,13 +134,13 @@ impl Drop for PooledUniform {
 /// groups (see `pipeline`) find them too.
 #[derive(Default)]
 pub(crate) struct UniformCache {
-    by_bytes: HashMap<Box<[u8]>, Uniform>,
+    by_bytes: FxHashMap<Box<[u8]>, Uniform>,
 }
 
 /// Buffers holding the bytes of small uploads, by those bytes (see [`Device::upload`]).
 #[derive(Default)]
 pub(crate) struct UploadSources {
-    by_bytes: HashMap<Box<[u8]>, wgpu::Buffer>,
+    by_bytes: FxHashMap<Box<[u8]>, wgpu::Buffer>,
 }
 
 /// Uploads of at most this many bytes are copied on the device from a buffer that holds

@@ -4,7 +4,7 @@
 //! allocation, a scalar that steers control flow, the result), or when a query finishes.
 //! Also the host-time counters of device operations that `bench --time` reports.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread::ThreadId;
@@ -28,13 +28,13 @@ const RESOLVE_ALIGNMENT: u64 = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
 /// One `T` per thread: every engine runs its queries on one thread, and several engines may
 /// share a device (tests run in parallel), so each thread's logs are its own.
 pub(crate) struct PerThread<T> {
-    by_thread: Mutex<HashMap<ThreadId, T>>,
+    by_thread: Mutex<FxHashMap<ThreadId, T>>,
 }
 
 impl<T> Default for PerThread<T> {
     fn default() -> Self {
         PerThread {
-            by_thread: Mutex::new(HashMap::default()),
+            by_thread: Mutex::new(FxHashMap::default()),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Compute pipelines (cached by WGSL text and entry point) and the recording of dispatches.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -125,11 +125,11 @@ impl CachedPipeline {
 /// fast hash of the text picks the bucket, again confirmed by comparing the text.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    by_text: HashMap<u64, Vec<Arc<CachedPipeline>>>,
+    by_text: FxHashMap<u64, Vec<Arc<CachedPipeline>>>,
     /// With each address, whether the text there is one `template::rendered` made (never
     /// freed, so found at its address without comparing: a library kernel's look-up
     /// compared a text of kilobytes per dispatch).
-    by_address: HashMap<(usize, usize, u64), (Arc<CachedPipeline>, bool)>,
+    by_address: FxHashMap<(usize, usize, u64), (Arc<CachedPipeline>, bool)>,
 }
 
 /// Addresses remembered at most: texts of generated kernels come and go, so the map is

@@ -38,7 +38,7 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Mutex;
 
 /// Free buffers the pool keeps, in bytes, beyond which the oldest are destroyed. On a GPU,
@@ -63,7 +63,7 @@ pub(crate) struct BufferPool {
 struct State {
     /// Free buffers by class, each with the sequence number of its return, in reverse of
     /// wgpu's order of buffers (the next to hand out last).
-    free: HashMap<Class, Vec<(wgpu::Buffer, u64)>>,
+    free: FxHashMap<Class, Vec<(wgpu::Buffer, u64)>>,
     free_bytes: u64,
     returns: u64,
     /// Bytes of pooled buffers handed out and not given back.
@@ -77,7 +77,7 @@ struct State {
     /// `clear_buffer`s of reused buffers that must run before the next submission's work.
     clears: Option<wgpu::CommandEncoder>,
     /// The buffers `clears` clears.
-    cleared: HashSet<wgpu::Buffer>,
+    cleared: FxHashSet<wgpu::Buffer>,
     counts: PoolCounts,
 }
 

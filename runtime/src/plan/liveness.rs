@@ -18,7 +18,7 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
 use super::{Arg, Expr, Operand, PlanFunction, Slot, Step};
@@ -29,7 +29,7 @@ type Live = BTreeSet<usize>;
 #[derive(Debug, Default)]
 pub struct LastUses {
     /// Keyed by the step's address inside the function's (immutable) body.
-    drops: HashMap<usize, Vec<Slot>>,
+    drops: FxHashMap<usize, Vec<Slot>>,
 }
 
 impl LastUses {
@@ -95,7 +95,7 @@ impl std::fmt::Debug for LastUsesCache {
 /// Where each slot of `function` is used for the last time.
 pub fn last_uses(function: &PlanFunction) -> LastUses {
     let mut analysis = Analysis {
-        drops: HashMap::default(),
+        drops: FxHashMap::default(),
     };
     analysis.body(&function.body, &Live::new(), None);
     LastUses {
@@ -110,7 +110,7 @@ struct Loop<'a> {
 }
 
 struct Analysis {
-    drops: HashMap<usize, Vec<Slot>>,
+    drops: FxHashMap<usize, Vec<Slot>>,
 }
 
 impl Analysis {
