@@ -124,7 +124,8 @@ pub fn gather(
     indexes: &GpuBuffer<u32>,
 ) -> Result<GpuBuffer<u32>> {
     let n = indexes.len();
-    let out = device.zeroed::<u32>("gather output", n)?;
+    // Every element is written: no clear to record and run first.
+    let out = device.scratch_named::<u32>(&|| "gather output".to_string(), n)?;
     let mut commands = Commands::new(device, "gather");
     record_keys(
         &mut commands,
