@@ -191,6 +191,9 @@ pub enum Helper {
     DivF32OfF64,
     /// `widen_f32`: an f32 as f64, subnormals included (a GPU may flush them).
     WidenF32,
+    /// `narrow_f64`: an f64 rounded to f32 as the CPU's `as f32`, subnormal results included
+    /// (a GPU may flush them), beyond the f32 range an infinity.
+    NarrowF64,
     /// `sin_f32`, `cos_f32`, `tan_f32` of an f64 argument (an f32 or an integer): the f64
     /// functions rounded to f32, as the CPU's.
     TrigF32,
@@ -763,6 +766,29 @@ fn widen_f32(x: f32) -> f64 {
 }
 "
             }
+            Helper::NarrowF64 => {
+                "// An f64 rounded to f32 as the CPU's `as f32` does, chosen on the bits: a result below the
+// least normal f32 is rounded to a multiple of 2^-149 (round is to even, as IEEE's) and
+// made from its bits (f32(x) may flush it to 0: NVIDIA's did), one at or beyond halfway
+// from the largest f32 to 2^128 is an infinity.
+fn narrow_f64(x: f64) -> f32 {
+    let bits = bitcast<u64>(x);
+    let magnitude = bits & 0x7ffffffffffffffflu;
+    let sign = u32(bits >> 32u) & 0x80000000u;
+    if magnitude > 0x7ff0000000000000lu {
+        return special_f32(0x7fc00000u);
+    }
+    if magnitude >= 0x47effffff0000000lu {
+        return special_f32(sign | 0x7f800000u);
+    }
+    if magnitude < 0x3810000000000000lu {
+        let scaled = bitcast<f64>(magnitude) * bitcast<f64>(u64(149u + 1023u) << 52u);
+        return bitcast<f32>(sign | u32(round(scaled)));
+    }
+    return f32(x);
+}
+"
+            }
             Helper::TrigF32 => float_functions::TRIG_F32,
             Helper::ExpLogF32 => float_functions::EXP_LOG_F32,
             Helper::FunctionArgumentF64 => float_functions::FUNCTION_ARGUMENT_F64,
@@ -783,6 +809,7 @@ fn widen_f32(x: f32) -> f64 {
                 Helper::IeeeF64,
                 Helper::SpecialsF64,
             ],
+            Helper::NarrowF64 => &[Helper::SpecialsF32],
             Helper::TrigF32 | Helper::ExpLogF32 => {
                 &[Helper::WidenF32, Helper::SpecialsF32, Helper::SpecialsF64]
             }

@@ -261,6 +261,21 @@ impl Generator<'_> {
         if let Some(constant) = self.integer_constant_as_float(val, to) {
             return Ok(constant);
         }
+        // Between f32 and f64 through their bits where a subnormal is involved: a GPU may
+        // flush one to zero in a plain conversion (NVIDIA did: an f32 `@exp(-88)` divided as
+        // f64, or an f64 below 2^-126 assigned to an f32, came out 0, the CPU's not).
+        match (&val.ty, to) {
+            (Type::F32, Type::F64) => {
+                self.helper(Helper::WidenF32);
+                return Ok(cat!("widen_f32(", val.expr, ")"));
+            }
+            (Type::F64, Type::F32) => {
+                self.use_type("i64");
+                self.helper(Helper::NarrowF64);
+                return Ok(cat!("narrow_f64(", val.expr, ")"));
+            }
+            _ => {}
+        }
         wgsl::convert(&val.expr, &val.ty, to)
             .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
     }

@@ -30,7 +30,12 @@ impl Generator<'_> {
                     return Err(self.error(Some(builtin), format!("cannot sum {ty}")));
                 };
                 let acc = if sum_ty == Type::F64 { "f64" } else { "i64" };
-                let folded = wgsl::convert(&value.expr, &ty, &sum_ty).unwrap_or_default();
+                // An f32 widens through its bits (see `conv`: a subnormal must not vanish).
+                let folded = if ty == Type::F32 {
+                    self.conv(&value, &sum_ty)?
+                } else {
+                    wgsl::convert(&value.expr, &ty, &sum_ty).unwrap_or_default()
+                };
                 (
                     acc,
                     wgsl::zero(acc).to_string(),
