@@ -244,15 +244,9 @@ impl Generator<'_> {
         let [(a, len_a, ta), (b, _, tb)] = reads.as_slice() else {
             return Err(self.error(Some(Builtin::Append), "expects two arguments"));
         };
-        // Both reads stay in bounds whichever side the position falls on. An f32 side of an
-        // f64 result widens through its bits (see `conv`: a subnormal must not vanish).
-        let mut side = |read: String, ty: &Type| {
-            if *ty == Type::F32 && *result_ty == Type::F64 {
-                self.helper(Helper::WidenF32);
-                return Some(cat!("widen_f32(", wgsl::load(&read, ty), ")"));
-            }
-            wgsl::convert(&wgsl::load(&read, ty), ty, result_ty)
-        };
+        // Both reads stay in bounds whichever side the position falls on.
+        let mut side =
+            |read: String, ty: &Type| self.convert_expr(&wgsl::load(&read, ty), ty, result_ty);
         let x = side(format!("{a}[min(i, max({len_a}, 1u) - 1u)]"), ta);
         let y = side(format!("{b}[i - min(i, {len_a})]"), tb);
         let (Some(x), Some(y)) = (x, y) else {

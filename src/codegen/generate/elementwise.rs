@@ -126,12 +126,7 @@ impl Generator<'_> {
                 // a narrower integer), rounded to f32, as the CPU computes it.
                 let wide = |g: &mut Self| -> Result<String, CodegenError> {
                     g.use_type("f64");
-                    if x.ty == Type::F32 {
-                        g.helper(Helper::WidenF32);
-                        Ok(format!("widen_f32({})", x.expr))
-                    } else {
-                        g.conv(&x, &Type::F64)
-                    }
+                    g.conv(&x, &Type::F64)
                 };
                 match b {
                     // WGSL allows sqrt 2.5 ulp (NVIDIA approximates); the f64 root rounded to
@@ -261,28 +256,34 @@ impl Generator<'_> {
         if let Some(constant) = self.integer_constant_as_float(val, to) {
             return Ok(constant);
         }
-        // Between f32 and f64 through their bits where a subnormal is involved: a GPU may
-        // flush one to zero in a plain conversion (NVIDIA did: an f32 `@exp(-88)` divided as
-        // f64, or an f64 below 2^-126 assigned to an f32, came out 0, the CPU's not).
-        match (&val.ty, to) {
+        self.convert_expr(&val.expr, &val.ty, to)
+            .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
+    }
+
+    /// `expr`, of type `from`, in `to`'s register type ([`wgsl::convert`]), except between
+    /// f32 and f64, which go through the bits: a GPU may flush a subnormal to zero in a plain
+    /// conversion (NVIDIA did: an f32 `@exp(-88)` divided as f64, or an f64 below 2^-126
+    /// assigned to an f32, came out 0, the CPU's not). Every conversion of a value the
+    /// kernel computes or reads goes through here.
+    pub(super) fn convert_expr(&mut self, expr: &str, from: &Type, to: &Type) -> Option<String> {
+        match (from, to) {
             (Type::F32, Type::F64) => {
+                self.use_type("f64");
                 self.helper(Helper::WidenF32);
-                return Ok(cat!("widen_f32(", val.expr, ")"));
+                Some(cat!("widen_f32(", expr, ")"))
             }
             (Type::F64, Type::F32) => {
                 self.use_type("i64");
                 self.helper(Helper::NarrowF64);
-                return Ok(cat!("narrow_f64(", val.expr, ")"));
+                Some(cat!("narrow_f64(", expr, ")"))
             }
-            _ => {}
+            _ => wgsl::convert(expr, from, to),
         }
-        wgsl::convert(&val.expr, &val.ty, to)
-            .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
     }
 
     /// Converts the integer encoding of any value type to `to`'s register type.
-    pub(super) fn conv_raw(&self, val: &Val, to: &Type) -> Result<String, CodegenError> {
-        wgsl::convert(&val.expr, &val.ty, to)
+    pub(super) fn conv_raw(&mut self, val: &Val, to: &Type) -> Result<String, CodegenError> {
+        self.convert_expr(&val.expr, &val.ty, to)
             .ok_or_else(|| self.error(None, format!("no conversion from {} to {to}", val.ty)))
     }
 
@@ -699,12 +700,7 @@ impl Generator<'_> {
     /// rounded as the CPU's conversion rounds it).
     fn exact_f64(&mut self, val: &Val) -> Result<String, CodegenError> {
         self.use_type("f64");
-        if val.ty == Type::F32 {
-            self.helper(Helper::WidenF32);
-            Ok(format!("widen_f32({})", val.expr))
-        } else {
-            self.conv(val, &Type::F64)
-        }
+        self.conv(val, &Type::F64)
     }
 
     /// `x / y` in `result` (a float type): IEEE special values on the bits, and f32

@@ -176,14 +176,9 @@ impl Generator<'_> {
             let val = self.grouped_value(*local)?;
             let float = val.ty.is_float();
             let acc = if float { Type::F64 } else { Type::I64 };
-            // An f32 widens through its bits (see `conv`: a subnormal must not vanish).
-            let value = if val.ty == Type::F32 {
-                self.conv(&val, &acc)?
-            } else {
-                wgsl::convert(&val.expr, &val.ty, &acc).ok_or_else(|| {
-                    self.error(None, format!("cannot add up a value of type {}", val.ty))
-                })?
-            };
+            let value = self.convert_expr(&val.expr, &val.ty, &acc).ok_or_else(|| {
+                self.error(None, format!("cannot add up a value of type {}", val.ty))
+            })?;
             columns.push(Column {
                 local: *local,
                 float,

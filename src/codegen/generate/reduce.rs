@@ -30,12 +30,9 @@ impl Generator<'_> {
                     return Err(self.error(Some(builtin), format!("cannot sum {ty}")));
                 };
                 let acc = if sum_ty == Type::F64 { "f64" } else { "i64" };
-                // An f32 widens through its bits (see `conv`: a subnormal must not vanish).
-                let folded = if ty == Type::F32 {
-                    self.conv(&value, &sum_ty)?
-                } else {
-                    wgsl::convert(&value.expr, &ty, &sum_ty).unwrap_or_default()
-                };
+                let folded = self
+                    .convert_expr(&value.expr, &ty, &sum_ty)
+                    .unwrap_or_default();
                 (
                     acc,
                     wgsl::zero(acc).to_string(),
