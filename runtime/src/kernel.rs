@@ -28,9 +28,9 @@ use crate::types::Type;
 pub const KERNEL_WORKGROUP_SIZE: u32 = 256;
 /// Most workgroups one dispatch may use in a dimension (WebGPU's minimum limit).
 pub const MAX_DISPATCH_WORKGROUPS: u32 = 65_535;
-/// Workgroups of the first pass of a reduction: one partial result per workgroup, combined
-/// by a single workgroup in the next pass (each of its invocations folds
-/// `MAX_REDUCTION_WORKGROUPS / KERNEL_WORKGROUP_SIZE` partials in a fixed order).
+/// Workgroups of a reducing pass: one partial result per workgroup, combined by the last of
+/// them to finish (each of its invocations folds `MAX_REDUCTION_WORKGROUPS /
+/// KERNEL_WORKGROUP_SIZE` partials in a fixed order, the same whichever workgroup is last).
 pub const MAX_REDUCTION_WORKGROUPS: u32 = 1024;
 
 /// One generated kernel, ready to launch.
@@ -243,6 +243,12 @@ pub enum ValuePart {
     EnumKeys,
     /// The i64 row positions of an enum, one per row.
     EnumIndex,
+    /// A copy of an output's elements that the kernel writes into a buffer the host maps
+    /// (on a device with `MAPPABLE_PRIMARY_BUFFERS`), beside its [`ValuePart::Elements`]:
+    /// the host reads a one-element result without a copy on the device (about 7 us of the
+    /// round trip on an H200), while later kernels read the device's own buffer. Written
+    /// only, and only for outputs of a constant capacity.
+    HostReadable,
 }
 
 /// A scratch buffer of a launch: index into [`KernelLaunch::scratch`].
@@ -259,10 +265,10 @@ pub struct Scratch {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ScratchPurpose {
-    /// One partial result per workgroup of a reduction's first pass
+    /// One partial result per workgroup of a reducing pass
     /// ([`MAX_REDUCTION_WORKGROUPS`] elements), or per piece of a split cell: each workgroup
-    /// writes its own, and the pass folding them reads only those of the workgroups (pieces)
-    /// that ran.
+    /// writes its own, and the workgroup or pass folding them reads only those of the
+    /// workgroups (pieces) that ran.
     Partials,
     /// One `u32` flag (0/1) per thread: is the element kept by the compaction.
     Flags,
@@ -285,14 +291,17 @@ pub enum ScratchPurpose {
     GroupSlots,
     /// A grouped kernel's decline flag (word 0, not 0 when it declined) and group count
     /// (word 1, 0 when it declined), both written by the workgroup that settles the groups
-    /// (see [`ScratchPurpose::GroupsDone`]): the count is read as a [`Length::Compacted`].
+    /// (see [`ScratchPurpose::WorkgroupsDone`]): the count is read as a [`Length::Compacted`].
     GroupCount,
     /// A grouped kernel's sums: per accumulating workgroup, those of the slots it met, and
     /// per group their totals. Each is written before anything reads it.
     GroupSums,
-    /// A grouped kernel's count of accumulating workgroups done (one zero-initialised
-    /// `atomic<u32>`): the last one to count itself settles the groups.
-    GroupsDone,
+    /// The count of a pass's workgroups done (one `atomic<u32>`): the last one to count
+    /// itself finishes the pass's work (a grouped kernel's settle, a reduction's fold of the
+    /// partials) and sets the count back to zero. So the buffer is the kernel's own, kept
+    /// across its launches and zeroed once, when it is made: a clear per launch was a
+    /// command to record and a fill on the device every run.
+    WorkgroupsDone,
 }
 
 impl ScratchPurpose {
@@ -301,8 +310,15 @@ impl ScratchPurpose {
     pub fn atomic(&self) -> bool {
         matches!(
             self,
-            ScratchPurpose::Status | ScratchPurpose::LongCells | ScratchPurpose::GroupsDone
+            ScratchPurpose::Status | ScratchPurpose::LongCells | ScratchPurpose::WorkgroupsDone
         )
+    }
+
+    /// Whether the buffer is the kernel's own across launches (see
+    /// [`ScratchPurpose::WorkgroupsDone`]): zeroed when it is made, then left to the kernel,
+    /// which leaves it zero.
+    pub fn kept(&self) -> bool {
+        matches!(self, ScratchPurpose::WorkgroupsDone)
     }
 
     /// Whether the kernel relies on the buffer starting at zero (status words, flags,

@@ -231,6 +231,10 @@ pub struct DeviceVector {
     pub buffer: Arc<GpuBuffer<u32>>,
     /// The host copy, once some host step needed it.
     host: Arc<OnceLock<Vector>>,
+    /// The same elements in a buffer the host maps, where the kernel that computed them
+    /// wrote them there too ([`crate::kernel::ValuePart::HostReadable`]): the host reads
+    /// them without a copy on the device.
+    host_readable: Option<Arc<GpuBuffer<u32>>>,
 }
 
 impl DeviceVector {
@@ -246,7 +250,20 @@ impl DeviceVector {
             dict,
             buffer,
             host: Arc::new(OnceLock::new()),
+            host_readable: None,
         }
+    }
+
+    /// The vector with `buffer` holding the same elements where the host maps them.
+    pub fn with_host_readable(mut self, buffer: Arc<GpuBuffer<u32>>) -> DeviceVector {
+        self.host_readable = Some(buffer);
+        self
+    }
+
+    /// The buffer a read-back reads the elements from: the host-readable copy if the
+    /// kernel wrote one, else the device's own.
+    pub fn readable_buffer(&self) -> &Arc<GpuBuffer<u32>> {
+        self.host_readable.as_ref().unwrap_or(&self.buffer)
     }
 
     /// The host copy, if one was made.

@@ -3,7 +3,9 @@
 //! outliner would) and checks the launch description; the WGSL is snapshot.
 
 use horsec_runtime::builtin::Builtin;
-use horsec_runtime::kernel::{DictionarySource, Length, OutputLayout, ParamValue, Pass, ValuePart};
+use horsec_runtime::kernel::{
+    BufferRef, DictionarySource, Length, OutputLayout, ParamValue, Pass, ScratchPurpose, ValuePart,
+};
 use horsec_runtime::plan::Slot;
 use horsec_runtime::types::Type;
 
@@ -57,7 +59,7 @@ fn entry_points(module: &KernelModule) -> Vec<String> {
 }
 
 #[test]
-fn a_filtered_sum_is_one_pass_of_partials_and_one_of_folding() {
+fn a_filtered_sum_is_one_pass_whose_last_workgroup_folds_the_partials() {
     // q6 in small: s = sum(compress(x < 24, x * 0.5))
     let mut f = FunctionBuilder::new("main");
     let x = f.param("x", Type::F64);
@@ -72,7 +74,7 @@ fn a_filtered_sum_is_one_pass_of_partials_and_one_of_folding() {
     f.ret(vec![var(s)]);
     let program = program(f.finish());
     let module = kernel_of(&program, &[0, 1, 2, 3], 0, &[x], &[s]).expect("generates");
-    assert_eq!(entry_points(&module), ["main_pass", "finish_pass"]);
+    assert_eq!(entry_points(&module), ["main_pass"]);
     // f64 arithmetic reads its operands' bits as u64 (IEEE special values, `Helper::IeeeF64`).
     assert!(module.features.float64 && module.features.int64);
     assert_eq!(
@@ -82,11 +84,21 @@ fn a_filtered_sum_is_one_pass_of_partials_and_one_of_folding() {
             capacity: Length::Constant(1)
         }
     );
-    // The fold reads as many partials as the first pass had workgroups.
+    // The workgroups count themselves done in a buffer the kernel keeps across launches
+    // (the last sets it back to zero), and the one result is also written where the host
+    // maps it.
     assert!(module
-        .params
+        .scratch
         .iter()
-        .any(|p| p.value == ParamValue::Workgroups { pass: 0 }));
+        .any(|s| s.purpose == ScratchPurpose::WorkgroupsDone && s.purpose.kept()));
+    assert!(module
+        .wgsl
+        .contains("atomicStore(&workgroups_done[0], 0u);"));
+    assert!(module.bindings.iter().any(|b| b.buffer
+        == BufferRef::Output {
+            slot: module.outputs[0].slot,
+            part: ValuePart::HostReadable
+        }));
     insta::assert_snapshot!("codegen_filtered_sum", module.wgsl);
 }
 

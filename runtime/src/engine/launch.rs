@@ -43,9 +43,14 @@ pub struct LaunchCost {
 /// compares in full on every look-up (tens of kilobytes per dispatch: some 15 us of host
 /// time per warm run of TPC-H q1); this one is found by the kernel's address, which the
 /// kernel held here keeps its own.
+///
+/// It also keeps the kernel's scratch buffers that outlive a launch
+/// ([`ScratchPurpose::kept`](crate::kernel::ScratchPurpose::kept)): zeroed when made, and
+/// left zero by every launch.
 pub(crate) struct KernelPipelines {
     _kernel: Arc<KernelLaunch>,
     by_entry: Vec<(Box<str>, Arc<crate::gpu::Pipeline>)>,
+    kept_scratch: FxHashMap<ScratchId, Arc<GpuBuffer<u32>>>,
 }
 
 impl KernelPipelines {
@@ -53,6 +58,7 @@ impl KernelPipelines {
         KernelPipelines {
             _kernel: Arc::clone(kernel),
             by_entry: Vec::new(),
+            kept_scratch: FxHashMap::default(),
         }
     }
 }
@@ -162,6 +168,24 @@ pub(crate) fn launch(
         // At least 8 bytes: a binding of 8-byte elements needs one even when empty.
         let words = (n as usize * (scratch.element.size() as usize / 4)).max(2);
         let label = || format!("{} scratch {i}", kernel.name);
+        if scratch.purpose.kept() {
+            let kept = match run.pipelines.kept_scratch.get(&ScratchId(i)) {
+                Some(kept) if kept.len() >= words => Arc::clone(kept),
+                _ => {
+                    let made = device
+                        .zeroed_in::<u32>(run.commands(), &label, words)
+                        .map_err(gpu_error)?;
+                    let made = Arc::new(made);
+                    run.pipelines
+                        .kept_scratch
+                        .insert(ScratchId(i), Arc::clone(&made));
+                    made
+                }
+            };
+            run.scratch
+                .insert(ScratchId(i), GpuBuffer::view(&kept, kept.len()));
+            continue;
+        }
         let buffer = if scratch.purpose.zeroed() {
             device.zeroed_in::<u32>(run.commands(), &label, words)
         } else {
@@ -203,9 +227,13 @@ pub(crate) fn launch(
             // record and encode and a fill on the device every run: TPC-H q1 clears 24
             // outputs, and a compaction's outputs are cleared at their capacity (its input's
             // length).
-            let buffer = device
-                .scratch_named::<u32>(&|| format!("{}.{}", kernel.name, binding.name), words)
-                .map_err(gpu_error)?;
+            let label = || format!("{}.{}", kernel.name, binding.name);
+            let buffer = if *part == ValuePart::HostReadable {
+                device.host_readable_scratch::<u32>(&label, words)
+            } else {
+                device.scratch_named::<u32>(&label, words)
+            }
+            .map_err(gpu_error)?;
             outputs.insert((*slot, *part), Arc::new(buffer));
         }
     }
@@ -420,7 +448,13 @@ pub(crate) fn launch(
                         kernel.name, output.ty
                     )));
                 }
-                let vector = DeviceVector::new(output.ty.clone(), n, dict, buffer.clone());
+                let mut vector = DeviceVector::new(output.ty.clone(), n, dict, buffer.clone());
+                if let Some(host) = outputs
+                    .get(&(output.slot, ValuePart::HostReadable))
+                    .filter(|b| b.raw().usage().contains(wgpu::BufferUsages::MAP_READ))
+                {
+                    vector = vector.with_host_readable(Arc::clone(host));
+                }
                 if let Some(bytes) = read_with_counts.remove(&k) {
                     location::keep_host_copy(&vector, &bytes)?;
                 }

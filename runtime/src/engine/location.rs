@@ -331,7 +331,7 @@ pub(crate) fn prefetch(device: &Device, values: &[&Value]) -> Result<Moved> {
     for d in &vectors {
         let element = GpuElement::of_type(&d.ty)
             .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
-        ranges.push((d.buffer.raw(), 0, d.len as u64 * element.size()));
+        ranges.push((d.readable_buffer().raw(), 0, d.len as u64 * element.size()));
     }
     let start = Instant::now();
     let bytes = device
@@ -402,13 +402,14 @@ fn download(device: &Device, d: &DeviceVector) -> Result<Vector> {
     let element = GpuElement::of_type(&d.ty)
         .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
     let failed = |e: crate::gpu::GpuError| RuntimeError::new(format!("downloading a value: {e}"));
+    let buffer = d.readable_buffer();
     let data = if element.size() == 8 {
         // The same device buffer seen as 8-byte words: one copy from the staging memory
         // straight into the vector's allocation.
-        let wide = GpuBuffer::<u64>::wrap(d.buffer.raw().clone(), d.buffer.len() / 2);
+        let wide = GpuBuffer::<u64>::wrap(buffer.raw().clone(), buffer.len() / 2);
         Downloaded::Wide(device.download_range(&wide, 0, d.len).map_err(failed)?)
     } else {
-        Downloaded::Words(device.download_range(&d.buffer, 0, d.len).map_err(failed)?)
+        Downloaded::Words(device.download_range(buffer, 0, d.len).map_err(failed)?)
     };
     vector_from_download(&d.ty, data, d.dict.clone())
 }

@@ -20,6 +20,14 @@ const STORAGE_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
     .union(wgpu::BufferUsages::COPY_DST);
 
+/// Usage of a storage buffer the host maps (see [`Device::host_readable_scratch`]).
+const HOST_READABLE_USAGE: wgpu::BufferUsages = STORAGE_USAGE.union(wgpu::BufferUsages::MAP_READ);
+
+/// Largest buffer [`Device::host_readable_scratch`] places where the host maps it: it is
+/// for results of a few elements (on a discrete GPU the memory is the host's, which a
+/// kernel writes over the bus).
+const MAX_HOST_READABLE_BYTES: u64 = 4096;
+
 /// A device buffer holding `len` elements of `T`. An empty buffer still owns a few bytes,
 /// because wgpu cannot bind a zero-sized buffer. A buffer from [`Device::upload`] or
 /// [`Device::zeroed`] goes back to the device's pool when dropped (see `pool`); it may be
@@ -341,6 +349,34 @@ impl Device {
         Ok(self.storage_buffer(label, bytes)?.retyped(len))
     }
 
+    /// A storage buffer of `len` elements, contents undefined, that a kernel writes and the
+    /// host maps without a copy on the device, where the device can map storage
+    /// (`MAPPABLE_PRIMARY_BUFFERS`) and the buffer is small; elsewhere a buffer like
+    /// [`Device::scratch_named`]'s (whether it is mappable shows in its usage).
+    pub(crate) fn host_readable_scratch<T: bytemuck::Pod>(
+        &self,
+        label: Label<'_>,
+        len: usize,
+    ) -> Result<GpuBuffer<T>> {
+        let bytes = checked_bytes::<T>(self, label, len)?;
+        if !self.maps_storage() || bytes > MAX_HOST_READABLE_BYTES {
+            return self.scratch_named(label, len);
+        }
+        let size = class_bytes(bytes.next_multiple_of(4), MAX_HOST_READABLE_BYTES);
+        let buffer = match self.pool.take(size, HOST_READABLE_USAGE) {
+            Some(buffer) => buffer,
+            None => self.create_pooled(&label(), size, HOST_READABLE_USAGE)?,
+        };
+        Ok(GpuBuffer::<u8> {
+            buffer,
+            len: size as usize,
+            pool: Some(self.pool.clone()),
+            owner: None,
+            element: PhantomData,
+        }
+        .retyped(len))
+    }
+
     /// A storage buffer of at least `bytes` bytes (its size class), contents undefined.
     fn storage_buffer(&self, label: Label<'_>, bytes: u64) -> Result<GpuBuffer<u8>> {
         self.storage_buffer_reused(label, bytes).map(|(b, _)| b)
@@ -536,6 +572,14 @@ impl Device {
                 ranges.iter().map(|r| r.2).sum::<u64>() + status_bytes.saturating_sub(4),
             );
         }
+        if let [(buffer, offset, count)] = ranges {
+            if status_bytes == 0
+                && buffer.usage().contains(wgpu::BufferUsages::MAP_READ)
+                && offset % wgpu::MAP_ALIGNMENT == 0
+            {
+                return self.read_mapped(buffer, *offset, *count).map(|b| vec![b]);
+            }
+        }
         let total = bytes + status_bytes;
         let make_error = |label, message| GpuError::Command { label, message };
         // At the end of the held work (see `Device::hold`), in one submission.
@@ -615,6 +659,39 @@ impl Device {
     }
 }
 
+impl Device {
+    /// Reads `bytes` bytes at `offset` of `buffer`, a buffer the host maps that a kernel
+    /// wrote (see [`Device::host_readable_scratch`]), by mapping it: the held work goes to
+    /// the queue with no copy after it. With no status words to read (they need a copy).
+    fn read_mapped(&self, buffer: &wgpu::Buffer, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+        let make_error = |label, message| GpuError::Command { label, message };
+        let (_, submission) = self.capture_errors("download", make_error, || {
+            self.submit_recorded("download", |_| ())
+        })??;
+        let mapped = bytes.next_multiple_of(4).max(4);
+        let slice = buffer.slice(offset..offset + mapped);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |result| {
+            // The receiver outlives the poll below; a failed send cannot happen.
+            let _ = sender.send(result);
+        });
+        self.flush()?;
+        self.wait_for_map(&receiver, None)?;
+        self.finished_through(submission);
+        let values = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::Readback(e.to_string()))?[..bytes as usize]
+            .to_vec();
+        buffer.unmap();
+        if self.status_failed() {
+            return Err(GpuError::Readback(
+                super::deferred::KERNEL_FAILED.to_string(),
+            ));
+        }
+        Ok(values)
+    }
+}
+
 /// The buffer of the last read-back of its kind (staging, gathered), for the next one that
 /// fits: creating a buffer of hundreds of megabytes per read-back costs more than the copy.
 #[derive(Debug, Default)]
@@ -662,5 +739,36 @@ impl Device {
                 mapped_at_creation: false,
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gpu::require_gpu_or_skip;
+
+    #[test]
+    fn a_small_result_where_the_host_maps_it_is_read_without_a_copy() {
+        let Some(device) = require_gpu_or_skip() else {
+            return;
+        };
+        let buffer = device
+            .host_readable_scratch::<u32>(&|| "result".to_string(), 2)
+            .expect("made");
+        let mapped = buffer.raw().usage().contains(wgpu::BufferUsages::MAP_READ);
+        // Where the device maps storage, the buffer is mappable; elsewhere a plain one.
+        assert_eq!(mapped, device.maps_storage());
+        device
+            .queue
+            .write_buffer(buffer.raw(), 0, bytemuck::cast_slice(&[7u32, 9]));
+        // Read twice: a mapping is given back (unmapped) after each read.
+        for _ in 0..2 {
+            assert_eq!(device.download(&buffer).expect("read"), [7, 9]);
+        }
+        assert_eq!(device.download_range(&buffer, 1, 1).expect("read"), [9]);
+        // A larger buffer is never placed in host memory.
+        let large = device
+            .host_readable_scratch::<u32>(&|| "large".to_string(), 1 << 20)
+            .expect("made");
+        assert!(!large.raw().usage().contains(wgpu::BufferUsages::MAP_READ));
     }
 }

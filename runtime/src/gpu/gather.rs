@@ -129,7 +129,7 @@ impl Device {
     /// Whether a gather pass may write straight into a buffer the host maps: wgpu allows a
     /// mappable storage buffer only with `MAPPABLE_PRIMARY_BUFFERS`. On a discrete GPU that
     /// buffer lives in host memory, which suits a read-back (the copy went there too).
-    fn maps_storage(&self) -> bool {
+    pub(crate) fn maps_storage(&self) -> bool {
         self.gathers_into_mapped
             .load(std::sync::atomic::Ordering::Relaxed)
     }

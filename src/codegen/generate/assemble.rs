@@ -238,7 +238,8 @@ impl Generator<'_> {
             let reduction = self.reductions[*k].clone();
             let element = self.output_element(*local, &reduction.result)?;
             let buffer = self.output_binding(*local, ValuePart::Elements, element);
-            reduction_outputs.push((*k, buffer));
+            let host = self.output_binding(*local, ValuePart::HostReadable, element);
+            reduction_outputs.push((*k, buffer, host));
             outputs.push(KernelOutput {
                 slot: Self::slot(*local),
                 ty: reduction.result.clone(),
@@ -250,17 +251,18 @@ impl Generator<'_> {
             });
         }
         let has_reductions = !self.reductions.is_empty();
-        let main_pass_index = passes.len() + usize::from(!groups.is_empty());
-        let partials_param = if has_reductions {
-            Some(self.param(
-                "partials".to_string(),
-                ParamValue::Workgroups {
-                    pass: main_pass_index,
+        // The main pass's workgroups done: the last folds the partials.
+        let done = has_reductions.then(|| {
+            self.scratch_binding(
+                Scratch {
+                    element: GpuElement::U32,
+                    elements: Length::Constant(1),
+                    purpose: ScratchPurpose::WorkgroupsDone,
                 },
-            ))
-        } else {
-            None
-        };
+                "workgroups_done".to_string(),
+            )
+            .1
+        });
 
         // Text.
         let mut entries = String::new();
@@ -360,6 +362,10 @@ impl Generator<'_> {
                 );
             }
         }
+        if let Some(done) = &done {
+            text += &self.reduction_fold(&partial_names, &reduction_outputs, done);
+            entries += "var<workgroup> reduction_ticket: u32;\n\n";
+        }
         text += "}\n";
         entries += &text;
         passes.push(Pass::Entry {
@@ -373,62 +379,95 @@ impl Generator<'_> {
                 },
             },
         });
-        if let Some(partials) = partials_param {
-            let mut text = self.entry_header("finish_pass");
-            for (k, r) in self.reductions.iter().enumerate() {
-                let (sum_name, count_name) = &partial_names[k];
-                let _ = writeln!(text, "    var acc{k}: {} = {};", r.acc, r.identity);
-                let _ = writeln!(text, "    var count{k}: u32 = 0u;");
-                // Each invocation folds the partials local_id, local_id + 256, … in order.
-                let _ = writeln!(
-                    text,
-                    "    for (var p = local_id.x; p < {partials}; p = p + WORKGROUP_SIZE) {{"
-                );
-                let _ = writeln!(
-                    text,
-                    "        acc{k} = {};",
-                    combine(r.op, r.acc, &format!("acc{k}"), &format!("{sum_name}[p]"))
-                );
-                if let Some(count_name) = count_name {
-                    let _ = writeln!(text, "        count{k} = count{k} + {count_name}[p];");
-                }
-                text += "    }\n";
-                let _ = writeln!(
-                    text,
-                    "    let total{k} = workgroup_{}_{}(local_id.x, acc{k});",
-                    combine_name(r.op),
-                    r.acc
-                );
-                if r.counted {
-                    let _ = writeln!(
-                        text,
-                        "    let total_count{k} = workgroup_sum_u32(local_id.x, count{k});"
-                    );
-                }
-            }
-            text += "    if local_id.x == 0u {\n";
-            for (k, buffer) in &reduction_outputs {
-                let r = &self.reductions[*k];
-                let _ = writeln!(text, "        {buffer}[0] = {};", finish_value(r, *k));
-            }
-            for (k, r) in self.reductions.iter().enumerate() {
-                if let Some(bit) = r.empty_bit {
-                    let _ = writeln!(
-                        text,
-                        "        if total_count{k} == 0u {{ atomicOr(&status[0], {}u); }}",
-                        1u32 << bit
-                    );
-                }
-            }
-            text += "    }\n}\n";
-            entries += "\n";
-            entries += &text;
-            passes.push(Pass::Entry {
-                entry_point: "finish_pass".to_string(),
-                dispatch: Dispatch::Single,
-            });
-        }
         self.finish(entries, passes, outputs)
+    }
+
+    /// The end of a reducing main pass: the last of its workgroups to finish folds their
+    /// partials (in workgroup order, the same whichever is last) into the results. Each
+    /// workgroup writes its partials before it counts itself done in `done` (the barrier
+    /// orders them before the count, at device scope); the last reads them after its count,
+    /// and sets the count back to zero for the next launch. No workgroup waits for another,
+    /// and there is no second dispatch (a few microseconds of the device's round trip).
+    /// Each result also goes where the host maps it (`ValuePart::HostReadable`): a query's
+    /// sum is read without a copy on the device. On an H200 at SF 1, TPC-H q6 went from
+    /// 0.085-0.103 ms a warm run to 0.075-0.077 with both (4 processes each, alternating).
+    fn reduction_fold(
+        &self,
+        partial_names: &[(String, Option<String>)],
+        reduction_outputs: &[(usize, String, String)],
+        done: &str,
+    ) -> String {
+        let mut text = format!(
+            "    storageBarrier();
+    if local_id.x == 0u {{
+        reduction_ticket = atomicAdd(&{done}[0], 1u);
+    }}
+    if workgroupUniformLoad(&reduction_ticket) + 1u != num_workgroups.x {{
+        return;
+    }}
+    storageBarrier();
+    if local_id.x == 0u {{
+        atomicStore(&{done}[0], 0u);
+    }}
+"
+        );
+        // In a block of its own: its totals are named as the workgroup's own above.
+        let mut fold = String::new();
+        for (k, r) in self.reductions.iter().enumerate() {
+            let (sum_name, count_name) = &partial_names[k];
+            let _ = writeln!(fold, "    var fold{k}: {} = {};", r.acc, r.identity);
+            let _ = writeln!(fold, "    var fold_count{k}: u32 = 0u;");
+            // Each invocation folds the partials local_id, local_id + 256, … in order.
+            fold +=
+                "    for (var p = local_id.x; p < num_workgroups.x; p = p + WORKGROUP_SIZE) {\n";
+            let _ = writeln!(
+                fold,
+                "        fold{k} = {};",
+                combine(r.op, r.acc, &format!("fold{k}"), &format!("{sum_name}[p]"))
+            );
+            if let Some(count_name) = count_name {
+                let _ = writeln!(
+                    fold,
+                    "        fold_count{k} = fold_count{k} + {count_name}[p];"
+                );
+            }
+            fold += "    }\n";
+            let _ = writeln!(
+                fold,
+                "    let total{k} = workgroup_{}_{}(local_id.x, fold{k});",
+                combine_name(r.op),
+                r.acc
+            );
+            if r.counted {
+                let _ = writeln!(
+                    fold,
+                    "    let total_count{k} = workgroup_sum_u32(local_id.x, fold_count{k});"
+                );
+            }
+        }
+        fold += "    if local_id.x == 0u {\n";
+        for (k, buffer, host) in reduction_outputs {
+            let r = &self.reductions[*k];
+            let _ = writeln!(fold, "        let result{k} = {};", finish_value(r, *k));
+            let _ = writeln!(fold, "        {buffer}[0] = result{k};");
+            let _ = writeln!(fold, "        {host}[0] = result{k};");
+        }
+        for (k, r) in self.reductions.iter().enumerate() {
+            if let Some(bit) = r.empty_bit {
+                let _ = writeln!(
+                    fold,
+                    "        if total_count{k} == 0u {{ atomicOr(&status[0], {}u); }}",
+                    1u32 << bit
+                );
+            }
+        }
+        fold += "    }\n";
+        text += "    {\n";
+        for line in fold.lines() {
+            let _ = writeln!(text, "    {line}");
+        }
+        text += "    }\n";
+        text
     }
 
     /// The row reads of the kernel's element statements that every row makes (outside any

@@ -241,7 +241,7 @@ impl Generator<'_> {
             Scratch {
                 element: GpuElement::U32,
                 elements: Length::Constant(1),
-                purpose: ScratchPurpose::GroupsDone,
+                purpose: ScratchPurpose::WorkgroupsDone,
             },
             "group_done".to_string(),
         );
@@ -722,7 +722,8 @@ fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
         text += "    // The last workgroup to finish settles the groups. Each writes its tags and
     // partials before it counts itself done (the barrier orders them before the count, at
     // device scope); the last reads them all after its count (the barrier orders its reads
-    // after it). No workgroup waits for another.
+    // after it), and sets the count back to zero for the next launch (every workgroup has
+    // counted itself by then). No workgroup waits for another.
     storageBarrier();
     if local_id.x == 0u {
         grouped_ticket = atomicAdd(&group_done[0], 1u);
@@ -730,6 +731,9 @@ fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
     let ticket = workgroupUniformLoad(&grouped_ticket);
     if ticket + 1u == num_workgroups.x {
         storageBarrier();
+        if local_id.x == 0u {
+            atomicStore(&group_done[0], 0u);
+        }
         grouped_settle(local_id.x);
     }
 }

@@ -19,6 +19,7 @@ impl Generator<'_> {
             ValuePart::ListOffsets => "_offsets",
             ValuePart::EnumKeys => "_keys",
             ValuePart::EnumIndex => "_index",
+            ValuePart::HostReadable => "_host",
         };
         let name = cat!("in_", self.name(local), suffix);
         self.use_type(element.wgsl());
@@ -44,10 +45,10 @@ impl Generator<'_> {
         part: ValuePart,
         element: GpuElement,
     ) -> String {
-        let suffix = if part == ValuePart::ListValues {
-            "_values"
-        } else {
-            ""
+        let suffix = match part {
+            ValuePart::ListValues => "_values",
+            ValuePart::HostReadable => "_host",
+            _ => "",
         };
         let name = cat!("out_", self.name(local), suffix);
         self.use_type(element.wgsl());
