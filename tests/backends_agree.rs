@@ -1251,3 +1251,8 @@ fn taking_more_elements_than_there_are_keeps_them_all() {
 fn take_and_drop_of_a_device_vector_slice_it_on_the_device() {
     answers_on_the_gpu("take_and_drop_on_the_device");
 }
+
+#[test]
+fn tolist_cells_give_the_geometry_of_the_list_kernels_after_it() {
+    answers_on_the_gpu("tolist_of_device_and_host_vectors");
+}

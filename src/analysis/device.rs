@@ -275,7 +275,10 @@ pub fn call_properties(
                 (Device::Gpu, reads_at(0))
             }
         }
-        B::ToList => (Device::Gpu, reads_at(0)),
+        // A list of one-element cells: a step of its own (the engine builds a device vector's
+        // list on the device), whose cells give the geometry of the list kernels after it.
+        // Fused, it left its kernel without an input list for its cells, on the CPU.
+        B::ToList => (Device::Library, none),
         B::Len | B::Count | B::Sum | B::Avg | B::Min | B::Max => (
             Device::Gpu,
             CallSync {

@@ -1,7 +1,8 @@
 //! Builtins outside kernels that the engine does itself on values with device parts,
 //! without reading them back: containers of device values (`@list`, `@keys`/`@values`, a
-//! list's cell), `@take`/`@drop` of a device vector (a slice on the device), and `@index` of
-//! one by host positions (a slice or a gather on the device). Each returns None where the CPU's
+//! list's cell), `@take`/`@drop` of a device vector (a slice on the device), `@index` of
+//! one by host positions (a slice or a gather on the device), and `@tolist` of one (its
+//! elements as one-element cells, the offsets made on the device). Each returns None where the CPU's
 //! own builtin is to run, with its checks and errors.
 
 use std::borrow::Cow;
@@ -13,7 +14,7 @@ use crate::builtin::Builtin;
 use crate::error::{Result, RuntimeError};
 use crate::kernel::GpuElement;
 use crate::profile::{Placement, Profile};
-use crate::value::{DeviceVector, List, Value};
+use crate::value::{DeviceList, DeviceVector, List, Value};
 
 /// Container builtins over values with device parts, done without reading anything back:
 /// `@list` of device vectors, `@keys`/`@values` of a dictionary, a cell of a list. None
@@ -84,6 +85,31 @@ impl GpuEngine<'_> {
                 crate::gpu::slice::Sliced::Copied => Placement::GpuLibrary,
             };
             (Value::Device(value), placement)
+        }))
+    }
+
+    /// `@tolist(v)` of a device vector: a device list whose values are `v`'s buffer as it is
+    /// and whose offsets `0, 1, …, n` a kernel writes, so that the list kernels after it read
+    /// it where it is. None for a host vector (the CPU's builtin builds its list, a container
+    /// on the host).
+    pub(super) fn tolist_on_device(
+        &mut self,
+        b: Builtin,
+        args: &[ArgValue<'_>],
+    ) -> Option<Result<(Value, Placement)>> {
+        let (Builtin::ToList, [ArgValue::Value(Value::Device(vector))]) = (b, args) else {
+            return None;
+        };
+        let step = b.step_name();
+        let offsets = crate::gpu::keys::iota(self.device, vector.len + 1)
+            .map_err(|e| RuntimeError::new(format!("{step}: {e}")));
+        Some(offsets.map(|offsets| {
+            let list = DeviceList {
+                values: vector.clone(),
+                offsets: Arc::new(offsets),
+                cells: vector.len,
+            };
+            (Value::DeviceList(list), Placement::GpuLibrary)
         }))
     }
 

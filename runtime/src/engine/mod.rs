@@ -533,6 +533,9 @@ impl Accelerator for GpuEngine<'_> {
         if let Some(elements) = self.index_device_vector(b, args) {
             return Some(elements);
         }
+        if let Some(list) = self.tolist_on_device(b, args) {
+            return Some(list);
+        }
         let gpu = placement::runs_on_gpu(b) || (b == Builtin::Each && each_runs_on_gpu(args));
         // A step that computes comes, on the CPU or in a library kernel whose host work
         // (argument checks, key encoding, dictionaries) comes before its dispatches: the

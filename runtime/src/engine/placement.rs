@@ -26,7 +26,11 @@ pub struct GpuCallSites;
 
 impl CallSites for GpuCallSites {
     fn placement(&self, builtin: Builtin, function_arg: Option<Builtin>) -> CallPlacement {
-        if is_host_builtin(builtin) {
+        // `@tolist` of a device vector: its offsets made on the device
+        // (`GpuEngine::tolist_on_device`; of a host vector the list is built on the host).
+        if builtin == Builtin::ToList {
+            CallPlacement::GpuLibrary
+        } else if is_host_builtin(builtin) {
             CallPlacement::Host
         } else if runs_on_gpu(builtin)
             // `@each(@unique, l)`: a library kernel when `l` is a flat list (the usual case;
