@@ -493,16 +493,26 @@ fn unordered_f32(a: f32, b: f32) -> bool {
     return max(class_f32(a), class_f32(b)) == 3u;
 }
 
+// An f32's place among the f32 values, as an integer that compares as the value does (+0
+// and -0 alike; NaN is the caller's to exclude): a GPU may flush a subnormal operand of a
+// float comparison to zero (NVIDIA made 1e-40 == 0 true, where the CPU's is false), and
+// integers compare as they are.
+fn order_f32(x: f32) -> i32 {
+    let bits = bitcast<i32>(x);
+    let magnitude = bits & 0x7fffffff;
+    return select(magnitude, -magnitude, bits < 0);
+}
+
 // The least and greatest of two floats with NaN after every number (the order of keys):
 // @min skips NaN, @max of anything with a NaN is NaN.
 fn min_f32(a: f32, b: f32) -> f32 {
     let nan_a = class_f32(a) == 3u;
-    return select(a, b, class_f32(b) != 3u && (nan_a || b < a));
+    return select(a, b, class_f32(b) != 3u && (nan_a || order_f32(b) < order_f32(a)));
 }
 
 fn max_f32(a: f32, b: f32) -> f32 {
     let nan_a = class_f32(a) == 3u;
-    return select(a, b, !nan_a && (class_f32(b) == 3u || b > a));
+    return select(a, b, !nan_a && (class_f32(b) == 3u || order_f32(b) > order_f32(a)));
 }
 "
             }

@@ -391,11 +391,17 @@ impl Generator<'_> {
             }
             if let Some(suffix) = self.ieee_float(&common) {
                 // A NaN operand makes every comparison false and `!=` true, whatever the
-                // compiler assumes (`x == x` folds to true).
-                return Ok(if op == "!=" {
-                    format!("(({cx} != {cy}) || unordered_{suffix}({cx}, {cy}))")
+                // compiler assumes (`x == x` folds to true). f32 values compare by their
+                // places in the order (`order_f32`): NVIDIA flushes subnormal operands.
+                let (ox, oy) = if suffix == "f32" {
+                    (format!("order_f32({cx})"), format!("order_f32({cy})"))
                 } else {
-                    format!("(({cx} {op} {cy}) && !unordered_{suffix}({cx}, {cy}))")
+                    (cx.clone(), cy.clone())
+                };
+                return Ok(if op == "!=" {
+                    format!("(({ox} != {oy}) || unordered_{suffix}({cx}, {cy}))")
+                } else {
+                    format!("(({ox} {op} {oy}) && !unordered_{suffix}({cx}, {cy}))")
                 });
             }
             return Ok(format!("({cx} {op} {cy})"));
