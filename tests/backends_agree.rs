@@ -1256,3 +1256,21 @@ fn take_and_drop_of_a_device_vector_slice_it_on_the_device() {
 fn tolist_cells_give_the_geometry_of_the_list_kernels_after_it() {
     answers_on_the_gpu("tolist_of_device_and_host_vectors");
 }
+
+/// f32 arithmetic with subnormal operands gives the CPU's bits, not only its value within
+/// the usual tolerance: a subnormal result off by one unit is a relative error of up to 1.
+#[test]
+fn f32_arithmetic_on_subnormals_rounds_as_the_cpu_to_the_last_bit() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let path = program("f32_arithmetic_on_subnormals");
+    let db = tpch(0.01);
+    let cpu = run_tsv(&path, &db).expect("the CPU answers");
+    let (gpu, cpu_steps) = run_gpu_tsv(&path, &db, device).expect("the GPU answers");
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    assert_eq!(cpu.lines().count(), gpu.lines().count());
+    for (row, (c, g)) in cpu.lines().zip(gpu.lines()).enumerate() {
+        assert_eq!(g, c, "row {row}");
+    }
+}

@@ -441,12 +441,114 @@ fn opaque_f32(x: f32) -> f32 {
     return special_f32(bitcast<u32>(x));
 }
 
+// Arithmetic on subnormal f32 operands without a float operation that sees a subnormal:
+// NVIDIA flushes subnormal operands of f32 comparisons and conversions to zero, and the
+// CPU keeps them. Scaling by 2^24 on the bits is exact and makes an f32 below 2^-101
+// normal; scaling back on the bits is exact where the value is.
+
+// x * 2^24, x finite, not zero and below 2^-101 in magnitude: a normal f32.
+fn scaled_up_f32(x: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    let magnitude = bits & 0x7fffffffu;
+    if magnitude >= 0x00800000u {
+        return bitcast<f32>(bits + (24u << 23u));
+    }
+    // frac * 2^-149 is frac * 2^-125 scaled: normalized, its leading bit goes.
+    let lead = firstLeadingBit(magnitude);
+    let fraction = (magnitude << (23u - lead)) & 0x007fffffu;
+    return bitcast<f32>((bits & 0x80000000u) | ((lead + 2u) << 23u) | fraction);
+}
+
+// r * 2^-24 for a normal or zero r that is exact there (a multiple of 2^-125 below 2^-102).
+fn scaled_down_f32(r: f32) -> f32 {
+    let bits = bitcast<u32>(r);
+    let sign = bits & 0x80000000u;
+    let exponent = (bits >> 23u) & 0xffu;
+    if exponent > 24u {
+        return bitcast<f32>(bits - (24u << 23u));
+    }
+    if exponent == 0u {
+        return bitcast<f32>(sign);
+    }
+    let significand = (bits & 0x007fffffu) | 0x00800000u;
+    return bitcast<f32>(sign | (significand >> (25u - exponent)));
+}
+
+// a + b for finite, nonzero a and b, one of them subnormal. From 2^-101 up, a subnormal is
+// below half the spacing of the f32 values on either side of the other operand: the sum is
+// that operand. Below, the sum of the scaled operands rounds as the sum does (a sum below
+// 2^-126 is a multiple of 2^-149, exact, as its scaled one is).
+fn sum_with_subnormal_f32(a: f32, b: f32) -> f32 {
+    let ma = bitcast<u32>(a) & 0x7fffffffu;
+    let mb = bitcast<u32>(b) & 0x7fffffffu;
+    if max(ma, mb) >= (26u << 23u) {
+        return select(a, b, mb > ma);
+    }
+    return scaled_down_f32(opaque_f32(scaled_up_f32(a)) + opaque_f32(scaled_up_f32(b)));
+}
+
+// a * b for finite, nonzero a and b, one of them subnormal. With the subnormal scaled up,
+// the hardware's product of two normal f32 rounds as the product does where that is at
+// least 2^-126 (then exact to scale down). Below, the product is a subnormal or zero: it is
+// rounded from the exact 48-bit product of the significands, to a multiple of 2^-149, to
+// even (the scaled product, rounded to 24 bits first, would round twice).
+fn product_with_subnormal_f32(a: f32, b: f32) -> f32 {
+    let sign = (bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u;
+    let a_is_subnormal = (bitcast<u32>(a) & 0x7f800000u) == 0u;
+    let small = select(b, a, a_is_subnormal);
+    let other = select(a, b, a_is_subnormal);
+    let exponent = (bitcast<u32>(other) >> 23u) & 0xffu;
+    if exponent == 0u {
+        // Both subnormal: below 2^-252.
+        return bitcast<f32>(sign);
+    }
+    let scaled = opaque_f32(scaled_up_f32(small)) * opaque_f32(other);
+    if ((bitcast<u32>(scaled) >> 23u) & 0xffu) > 24u {
+        return scaled_down_f32(scaled);
+    }
+    // small is fraction * 2^-149 and other significand * 2^(exponent - 150): the product is
+    // their significands' product * 2^(exponent - 150) units of 2^-149, exponent at most 150
+    // here (from 151 up the product is at least 2^-126).
+    let ms = bitcast<u32>(small) & 0x007fffffu;
+    let mo = (bitcast<u32>(other) & 0x007fffffu) | 0x00800000u;
+    let low = (ms & 0xffffu) * (mo & 0xffffu);
+    let mid = (ms & 0xffffu) * (mo >> 16u) + (ms >> 16u) * (mo & 0xffffu);
+    let lo = low + (mid << 16u);
+    let hi = (ms >> 16u) * (mo >> 16u) + (mid >> 16u) + select(0u, 1u, lo < low);
+    let shift = 150u - exponent;
+    var units = 0u;
+    var half = false;
+    var rest = false;
+    if shift < 32u {
+        units = (lo >> shift) | (hi << (32u - shift));
+        half = ((lo >> (shift - 1u)) & 1u) != 0u;
+        rest = (lo & ((1u << (shift - 1u)) - 1u)) != 0u;
+    } else if shift < 49u {
+        let t = shift - 32u;
+        units = hi >> t;
+        if t == 0u {
+            half = (lo >> 31u) != 0u;
+            rest = (lo & 0x7fffffffu) != 0u;
+        } else {
+            half = ((hi >> (t - 1u)) & 1u) != 0u;
+            rest = (hi & ((1u << (t - 1u)) - 1u)) != 0u || lo != 0u;
+        }
+    }
+    if half && (rest || (units & 1u) != 0u) {
+        units = units + 1u;
+    }
+    return bitcast<f32>(sign | units);
+}
+
 fn plus_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
         return opaque_f32(a) + opaque_f32(b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
+    if ca == 1u && cb == 1u {
+        return sum_with_subnormal_f32(a, b);
+    }
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) != negative_f32(b));
     var sum = select(a + b, nan_f32(), nan);
     if ca == 0u || cb == 0u {
@@ -464,6 +566,9 @@ fn minus_f32(a: f32, b: f32) -> f32 {
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
+    if ca == 1u && cb == 1u {
+        return sum_with_subnormal_f32(a, bitcast<f32>(bitcast<u32>(b) ^ 0x80000000u));
+    }
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) == negative_f32(b));
     var difference = select(a - b, nan_f32(), nan);
     if ca == 0u || cb == 0u {
@@ -481,6 +586,9 @@ fn mul_f32(a: f32, b: f32) -> f32 {
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
+    if ca == 1u && cb == 1u {
+        return product_with_subnormal_f32(a, b);
+    }
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
     var product = select(a * b, nan_f32(), nan);
     if !nan && (ca == 0u || cb == 0u) {
