@@ -611,6 +611,26 @@ fn order_f32(x: f32) -> i32 {
     return select(magnitude, -magnitude, bits < 0);
 }
 
+// The ceiling and floor of an f32, a subnormal's decided on its bits (1 or -0, +0 or -1).
+// The zero is the operand's sign bit, not a constant: lavapipe made a choice between the
+// constants 1 and -0 of a condition into the condition as a float, +0 (and one between +0
+// and -1 into its negation, -0).
+fn ceil_f32(x: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    if (bits & 0x7f800000u) == 0u && (bits & 0x007fffffu) != 0u {
+        return special_f32(select(0x3f800000u, bits & 0x80000000u, (bits & 0x80000000u) != 0u));
+    }
+    return ceil(x);
+}
+
+fn floor_f32(x: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    if (bits & 0x7f800000u) == 0u && (bits & 0x007fffffu) != 0u {
+        return special_f32(select(bits & 0x80000000u, 0xbf800000u, (bits & 0x80000000u) != 0u));
+    }
+    return floor(x);
+}
+
 // The least and greatest of two floats with NaN after every number (the order of keys):
 // @min skips NaN, @max of anything with a NaN is NaN.
 fn min_f32(a: f32, b: f32) -> f32 {

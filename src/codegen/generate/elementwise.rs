@@ -500,6 +500,19 @@ impl Generator<'_> {
         let cx = self.conv(x, result)?;
         let float = result.is_float();
         let zero = wgsl::zero(wgsl::register_type(result).unwrap_or("i32"));
+        // An f32 is negated and made positive on its sign bit, and its sign, ceiling and
+        // floor are decided on its bits where it is subnormal: NVIDIA flushes subnormal
+        // operands of f32 operations (the CPU's -1e-40 is not 0, its ceil is 1).
+        let f32_bits = wgsl::register_type(result) == Some("f32");
+        if f32_bits && matches!(b, B::Neg | B::Abs | B::Ceil | B::Floor) {
+            self.ieee_float(&Type::F32);
+            return Ok(match b {
+                B::Neg => format!("bitcast<f32>(bitcast<u32>({cx}) ^ 0x80000000u)"),
+                B::Abs => format!("bitcast<f32>(bitcast<u32>({cx}) & 0x7fffffffu)"),
+                B::Ceil => format!("ceil_f32({cx})"),
+                _ => format!("floor_f32({cx})"),
+            });
+        }
         Ok(match b {
             B::Neg => wgsl::wrap_narrow(format!("(-({cx}))"), result),
             B::Abs if *result == Type::Bool => cx,
@@ -536,6 +549,13 @@ impl Generator<'_> {
                     let nonzero = format!("(({high} | u32({})) != 0u)", x.expr);
                     format!(
                         "select(select({keep}, {minus}, {negative}), {one}, {nonzero} && !{negative})"
+                    )
+                } else if wgsl::register_type(&x.ty) == Some("f32") {
+                    // On the bits (see `f32_bits`): a NaN keeps itself, as the CPU's.
+                    self.ieee_float(&Type::F32);
+                    let ordered = format!("(class_f32({sign_of}) != 3u)");
+                    format!(
+                        "select(select({keep}, {minus}, order_f32({sign_of}) < 0 && {ordered}), {one}, order_f32({sign_of}) > 0 && {ordered})"
                     )
                 } else {
                     format!(
