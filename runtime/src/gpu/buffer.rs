@@ -363,18 +363,8 @@ impl Device {
             return self.scratch_named(label, len);
         }
         let size = class_bytes(bytes.next_multiple_of(4), MAX_HOST_READABLE_BYTES);
-        let buffer = match self.pool.take(size, HOST_READABLE_USAGE) {
-            Some(buffer) => buffer,
-            None => self.create_pooled(&label(), size, HOST_READABLE_USAGE)?,
-        };
-        Ok(GpuBuffer::<u8> {
-            buffer,
-            len: size as usize,
-            pool: Some(self.pool.clone()),
-            owner: None,
-            element: PhantomData,
-        }
-        .retyped(len))
+        let (buffer, _) = self.pooled(label, size, HOST_READABLE_USAGE)?;
+        Ok(buffer.retyped(len))
     }
 
     /// A storage buffer of at least `bytes` bytes (its size class), contents undefined.
@@ -391,6 +381,17 @@ impl Device {
             bytes.next_multiple_of(4),
             limit.max(bytes.next_multiple_of(4)),
         );
+        self.pooled(label, size, STORAGE_USAGE)
+    }
+
+    /// A buffer of exactly `size` bytes and `usage` from the pool, or a new one for it; and
+    /// whether it was reused.
+    fn pooled(
+        &self,
+        label: Label<'_>,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<(GpuBuffer<u8>, bool)> {
         let wrap = |buffer: wgpu::Buffer| GpuBuffer {
             buffer,
             len: size as usize,
@@ -398,10 +399,10 @@ impl Device {
             owner: None,
             element: PhantomData,
         };
-        if let Some(buffer) = self.pool.take(size, STORAGE_USAGE) {
+        if let Some(buffer) = self.pool.take(size, usage) {
             return Ok((wrap(buffer), true));
         }
-        let buffer = self.create_pooled(&label(), size, STORAGE_USAGE)?;
+        let buffer = self.create_pooled(&label(), size, usage)?;
         Ok((wrap(buffer), false))
     }
 
@@ -616,24 +617,7 @@ impl Device {
         })?;
         let (recorded, submission) = recorded?;
         let (status, target) = recorded?;
-        let (sender, receiver) = std::sync::mpsc::channel();
-        target
-            .buffer
-            .slice(..total)
-            .map_async(wgpu::MapMode::Read, move |result| {
-                // The receiver outlives the poll below; a failed send cannot happen.
-                let _ = sender.send(result);
-            });
-        self.flush()?;
-        self.wait_for_map(&receiver, None)?;
-        // The read-back's submission is done, and every one before it.
-        self.finished_through(submission);
-        let (values, words) = {
-            let view = target
-                .buffer
-                .slice(..total)
-                .get_mapped_range()
-                .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let (values, words) = self.map_read(&target.buffer, 0..total, submission, |view| {
             let mut values = Vec::with_capacity(ranges.len());
             let mut at = 0usize;
             for &(_, _, count) in ranges {
@@ -645,8 +629,7 @@ impl Device {
                 bytemuck::pod_collect_to_vec::<u8, u32>(&view[at..at + masks.len() * 4])
             });
             (values, words)
-        };
-        target.buffer.unmap();
+        })?;
         self.keep_read_target(target);
         if let (Some((_, masks)), Some(words)) = (&status, &words) {
             self.status_read(words, masks)?;
@@ -669,7 +652,28 @@ impl Device {
             self.submit_recorded("download", |_| ())
         })??;
         let mapped = bytes.next_multiple_of(4).max(4);
-        let slice = buffer.slice(offset..offset + mapped);
+        let values = self.map_read(buffer, offset..offset + mapped, submission, |view| {
+            view[..bytes as usize].to_vec()
+        })?;
+        if self.status_failed() {
+            return Err(GpuError::Readback(
+                super::deferred::KERNEL_FAILED.to_string(),
+            ));
+        }
+        Ok(values)
+    }
+
+    /// Maps `range` of `buffer` once `submission` (which wrote it) is done, gives the
+    /// mapped bytes to `read`, and unmaps: both read-backs, through a staging copy and
+    /// straight from a buffer the host maps, end here.
+    fn map_read<R>(
+        &self,
+        buffer: &wgpu::Buffer,
+        range: std::ops::Range<u64>,
+        submission: u64,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        let slice = buffer.slice(range);
         let (sender, receiver) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |result| {
             // The receiver outlives the poll below; a failed send cannot happen.
@@ -677,18 +681,16 @@ impl Device {
         });
         self.flush()?;
         self.wait_for_map(&receiver, None)?;
+        // The read-back's submission is done, and every one before it.
         self.finished_through(submission);
-        let values = slice
-            .get_mapped_range()
-            .map_err(|e| GpuError::Readback(e.to_string()))?[..bytes as usize]
-            .to_vec();
+        let read = {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| GpuError::Readback(e.to_string()))?;
+            read(&view)
+        };
         buffer.unmap();
-        if self.status_failed() {
-            return Err(GpuError::Readback(
-                super::deferred::KERNEL_FAILED.to_string(),
-            ));
-        }
-        Ok(values)
+        Ok(read)
     }
 }
 

@@ -416,7 +416,9 @@ impl Generator<'_> {
         for (k, r) in self.reductions.iter().enumerate() {
             let (sum_name, count_name) = &partial_names[k];
             let _ = writeln!(fold, "    var fold{k}: {} = {};", r.acc, r.identity);
-            let _ = writeln!(fold, "    var fold_count{k}: u32 = 0u;");
+            if count_name.is_some() {
+                let _ = writeln!(fold, "    var fold_count{k}: u32 = 0u;");
+            }
             // Each invocation folds the partials local_id, local_id + 256, … in order.
             fold +=
                 "    for (var p = local_id.x; p < num_workgroups.x; p = p + WORKGROUP_SIZE) {\n";
