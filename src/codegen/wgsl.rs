@@ -441,6 +441,17 @@ fn opaque_f32(x: f32) -> f32 {
     return special_f32(bitcast<u32>(x));
 }
 
+// -x and |x| on the sign bit, through bits the compiler cannot see are x's: NVIDIA's made a
+// flip of the sign bit a float negation, which flushes a subnormal (-1e-40 came out -0 on
+// an H200, driver 580).
+fn negated_f32(x: f32) -> f32 {
+    return special_f32(bitcast<u32>(x) ^ 0x80000000u);
+}
+
+fn magnitude_f32(x: f32) -> f32 {
+    return special_f32(bitcast<u32>(x) & 0x7fffffffu);
+}
+
 // Arithmetic on subnormal f32 operands without a float operation that sees a subnormal:
 // NVIDIA flushes subnormal operands of f32 comparisons and conversions to zero, and the
 // CPU keeps them. Scaling by 2^24 on the bits is exact and makes an f32 below 2^-101
@@ -474,7 +485,8 @@ fn scaled_down_f32(r: f32) -> f32 {
     return bitcast<f32>(sign | (significand >> (25u - exponent)));
 }
 
-// a + b for finite, nonzero a and b, one of them subnormal. From 2^-101 up, a subnormal is
+// a + b for finite, nonzero a and b, one of them subnormal or both below 2^-101 (the sum
+// below 2^-126: see plus_f32). From 2^-101 up, a subnormal is
 // below half the spacing of the f32 values on either side of the other operand: the sum is
 // that operand. Below, the sum of the scaled operands rounds as the sum does (a sum below
 // 2^-126 is a multiple of 2^-149, exact, as its scaled one is).
@@ -489,33 +501,45 @@ fn sum_with_subnormal_f32(a: f32, b: f32) -> f32 {
 
 // a * b for finite, nonzero a and b, one of them subnormal. With the subnormal scaled up,
 // the hardware's product of two normal f32 rounds as the product does where that is at
-// least 2^-126 (then exact to scale down). Below, the product is a subnormal or zero: it is
-// rounded from the exact 48-bit product of the significands, to a multiple of 2^-149, to
-// even (the scaled product, rounded to 24 bits first, would round twice).
+// least 2^-126 (then exact to scale down). Below, the product is rounded as small_product_f32
+// rounds it (the scaled product, rounded to 24 bits first, would round twice).
 fn product_with_subnormal_f32(a: f32, b: f32) -> f32 {
-    let sign = (bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u;
     let a_is_subnormal = (bitcast<u32>(a) & 0x7f800000u) == 0u;
     let small = select(b, a, a_is_subnormal);
     let other = select(a, b, a_is_subnormal);
-    let exponent = (bitcast<u32>(other) >> 23u) & 0xffu;
-    if exponent == 0u {
+    if (bitcast<u32>(other) & 0x7f800000u) == 0u {
         // Both subnormal: below 2^-252.
-        return bitcast<f32>(sign);
+        return bitcast<f32>((bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u);
     }
     let scaled = opaque_f32(scaled_up_f32(small)) * opaque_f32(other);
     if ((bitcast<u32>(scaled) >> 23u) & 0xffu) > 24u {
         return scaled_down_f32(scaled);
     }
-    // small is fraction * 2^-149 and other significand * 2^(exponent - 150): the product is
-    // their significands' product * 2^(exponent - 150) units of 2^-149, exponent at most 150
-    // here (from 151 up the product is at least 2^-126).
-    let ms = bitcast<u32>(small) & 0x007fffffu;
-    let mo = (bitcast<u32>(other) & 0x007fffffu) | 0x00800000u;
+    return small_product_f32(a, b);
+}
+
+// a * b for finite a and b whose product is below 2^-125 in magnitude, where the f32 values
+// are the multiples of 2^-149: rounded to even from the exact product of the significands
+// (48 bits, from 16-bit limbs). A GPU that flushes subnormal results makes such a product of
+// two normal operands 0 (NVIDIA's did), where the CPU's is subnormal.
+fn small_product_f32(a: f32, b: f32) -> f32 {
+    let sign = (bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u;
+    // x is its significand times 2^(max(exponent, 1) - 150), a subnormal's without the
+    // leading bit: the product is ms * mo units of 2^-149 shifted right by `shift`.
+    let ea = (bitcast<u32>(a) >> 23u) & 0xffu;
+    let eb = (bitcast<u32>(b) >> 23u) & 0xffu;
+    let ms = (bitcast<u32>(a) & 0x007fffffu) | select(0x00800000u, 0u, ea == 0u);
+    let mo = (bitcast<u32>(b) & 0x007fffffu) | select(0x00800000u, 0u, eb == 0u);
+    let exponents = max(ea, 1u) + max(eb, 1u);
+    if exponents >= 151u {
+        // Exact: a product below 2^-125 with a shift of 0 or less has fewer than 24 bits.
+        return bitcast<f32>(sign | ((ms * mo) << (exponents - 151u)));
+    }
+    let shift = 151u - exponents;
     let low = (ms & 0xffffu) * (mo & 0xffffu);
     let mid = (ms & 0xffffu) * (mo >> 16u) + (ms >> 16u) * (mo & 0xffffu);
     let lo = low + (mid << 16u);
     let hi = (ms >> 16u) * (mo >> 16u) + (mid >> 16u) + select(0u, 1u, lo < low);
-    let shift = 150u - exponent;
     var units = 0u;
     var half = false;
     var rest = false;
@@ -540,9 +564,16 @@ fn product_with_subnormal_f32(a: f32, b: f32) -> f32 {
     return bitcast<f32>(sign | units);
 }
 
+// A sum of normal operands below 2^-126 (a GPU that flushes subnormal results makes it 0)
+// is of operands below 2^-101, and exact: sum_with_subnormal_f32 computes it scaled.
 fn plus_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return opaque_f32(a) + opaque_f32(b);
+        let sum = opaque_f32(a) + opaque_f32(b);
+        let largest = max(bitcast<u32>(a) & 0x7fffffffu, bitcast<u32>(b) & 0x7fffffffu);
+        if normal_f32(sum) || class_f32(sum) == 2u || largest >= (26u << 23u) {
+            return sum;
+        }
+        return sum_with_subnormal_f32(a, b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -562,17 +593,17 @@ fn plus_f32(a: f32, b: f32) -> f32 {
 
 fn minus_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return opaque_f32(a) - opaque_f32(b);
+        return plus_f32(a, negated_f32(b));
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
     if ca == 1u && cb == 1u {
-        return sum_with_subnormal_f32(a, bitcast<f32>(bitcast<u32>(b) ^ 0x80000000u));
+        return sum_with_subnormal_f32(a, negated_f32(b));
     }
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 2u && negative_f32(a) == negative_f32(b));
     var difference = select(a - b, nan_f32(), nan);
     if ca == 0u || cb == 0u {
-        difference = select(a, -b, ca == 0u);
+        difference = select(a, negated_f32(b), ca == 0u);
         if ca == 0u && cb == 0u {
             difference = signed_zero_f32(negative_f32(a) && !negative_f32(b));
         }
@@ -580,9 +611,15 @@ fn minus_f32(a: f32, b: f32) -> f32 {
     return difference;
 }
 
+// A product of normal operands below 2^-125 is rounded by small_product_f32 (a GPU that
+// flushes subnormal results makes one below 2^-126 0).
 fn mul_f32(a: f32, b: f32) -> f32 {
     if normal_f32(a) && normal_f32(b) {
-        return opaque_f32(a) * opaque_f32(b);
+        let product = opaque_f32(a) * opaque_f32(b);
+        if ((bitcast<u32>(product) >> 23u) & 0xffu) > 1u {
+            return product;
+        }
+        return small_product_f32(a, b);
     }
     let ca = class_f32(a);
     let cb = class_f32(b);
@@ -798,7 +835,7 @@ fn div_f32(a: f32, b: f32) -> f32 {
     let ca = class_f32(a);
     let cb = class_f32(b);
     let negative = negative_f32(a) != negative_f32(b);
-    var q = f32(f64(a) / f64(b));
+    var q = narrow_f64(widen_f32(a) / widen_f32(b));
     if ca == 2u || cb == 0u {
         q = select(special_f32(0x7f800000u), special_f32(0xff800000u), negative);
     }
@@ -819,8 +856,8 @@ fn div_f32(a: f32, b: f32) -> f32 {
 // off, and a function of the quotient (cos of a large one) anything. Special values as
 // div_f32's: an operand is zero, infinite or NaN exactly when its f32 rounding is.
 fn div_f32_of_f64(a: f64, b: f64) -> f32 {
-    let q = div_f32(f32(a), f32(b));
-    return select(q, f32(div_f64(a, b)), class_f32(q) == 1u);
+    let q = div_f32(narrow_f64(a), narrow_f64(b));
+    return select(q, narrow_f64(div_f64(a, b)), class_f32(q) == 1u);
 }
 "
             }
@@ -862,7 +899,7 @@ fn mod_i64(a: i64, b: i64, bit: u32) -> i64 {
                 "// a - b * floor(a / b) as the CPU computes it in f32 (see mod_f64).
 fn mod_f32(a: f32, b: f32) -> f32 {
     let q = div_f32(a, b);
-    var f = floor(q);
+    var f = floor_f32(q);
     if class_f32(q) >= 2u {
         f = q;
     } else if class_f32(f) == 0u {
@@ -939,7 +976,12 @@ fn narrow_f64(x: f64) -> f32 {
     pub fn requires(self) -> &'static [Helper] {
         match self {
             Helper::CivilFromDays => &[Helper::FloorDiv],
-            Helper::DivF32 => &[Helper::IeeeF32, Helper::SpecialsF32],
+            Helper::DivF32 => &[
+                Helper::IeeeF32,
+                Helper::SpecialsF32,
+                Helper::WidenF32,
+                Helper::NarrowF64,
+            ],
             Helper::DivF32OfF64 => &[
                 Helper::DivF32,
                 Helper::IeeeF32,

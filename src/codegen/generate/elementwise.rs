@@ -507,8 +507,8 @@ impl Generator<'_> {
         if f32_bits && matches!(b, B::Neg | B::Abs | B::Ceil | B::Floor) {
             self.ieee_float(&Type::F32);
             return Ok(match b {
-                B::Neg => format!("bitcast<f32>(bitcast<u32>({cx}) ^ 0x80000000u)"),
-                B::Abs => format!("bitcast<f32>(bitcast<u32>({cx}) & 0x7fffffffu)"),
+                B::Neg => format!("negated_f32({cx})"),
+                B::Abs => format!("magnitude_f32({cx})"),
                 B::Ceil => format!("ceil_f32({cx})"),
                 _ => format!("floor_f32({cx})"),
             });
@@ -781,12 +781,25 @@ impl Generator<'_> {
         }
     }
 
+    /// Adds `helper` and, transitively, the helpers it calls, with the parameters and
+    /// types their text uses.
     pub(super) fn helper(&mut self, helper: Helper) {
-        for &required in helper.requires().iter().chain([&helper]) {
-            if matches!(required, Helper::SpecialsF32 | Helper::SpecialsF64) {
+        if !self.helpers.insert(helper) {
+            return;
+        }
+        match helper {
+            Helper::SpecialsF32 | Helper::SpecialsF64 => {
                 self.param("zero".to_string(), ParamValue::Zero);
             }
-            self.helpers.insert(required);
+            Helper::WidenF32 => self.use_type("f64"),
+            Helper::NarrowF64 => {
+                self.use_type("f64");
+                self.use_type("u64");
+            }
+            _ => {}
+        }
+        for &required in helper.requires() {
+            self.helper(required);
         }
     }
 }
