@@ -441,15 +441,16 @@ fn opaque_f32(x: f32) -> f32 {
     return special_f32(bitcast<u32>(x));
 }
 
-// -x and |x| on the sign bit, through bits the compiler cannot see are x's: NVIDIA's made a
-// flip of the sign bit a float negation, which flushes a subnormal (-1e-40 came out -0 on
-// an H200, driver 580).
+// -x and |x| on the sign bit, with a mask the compiler cannot see is the sign bit's: NVIDIA's
+// made an xor of a float's bits with the sign bit a float negation, which flushes a
+// subnormal (-1e-40 came out -0 on an H200, driver 580, also with the result's bits taken
+// through params.zero).
 fn negated_f32(x: f32) -> f32 {
-    return special_f32(bitcast<u32>(x) ^ 0x80000000u);
+    return bitcast<f32>(bitcast<u32>(x) ^ (0x80000000u | params.zero));
 }
 
 fn magnitude_f32(x: f32) -> f32 {
-    return special_f32(bitcast<u32>(x) & 0x7fffffffu);
+    return bitcast<f32>(bitcast<u32>(x) & (0x7fffffffu | params.zero));
 }
 
 // Arithmetic on subnormal f32 operands without a float operation that sees a subnormal:
