@@ -92,3 +92,54 @@ fn q6_is_one_kernel_with_one_reduction() {
     // The last of its workgroups to finish folds the partials: one dispatch.
     assert_eq!(entries, ["main_pass"]);
 }
+
+#[test]
+fn q1_copies_its_group_count_and_results_into_one_buffer_the_host_maps() {
+    use horsec_runtime::kernel::{GpuElement, Length, OutputLayout, ScratchPurpose};
+    let Some(dir) = queries_dir() else {
+        return;
+    };
+    let modules = generate(&dir, 1).expect("q1 generates");
+    let grouped = modules
+        .iter()
+        .find(|m| {
+            m.scratch
+                .iter()
+                .any(|s| s.purpose == ScratchPurpose::GroupCount)
+        })
+        .expect("q1 has a grouped kernel");
+    let copies: Vec<_> = grouped
+        .scratch
+        .iter()
+        .filter_map(|s| match &s.purpose {
+            ScratchPurpose::GroupResults { count, outputs } => Some((s, *count, outputs)),
+            _ => None,
+        })
+        .collect();
+    let [(scratch, count, outputs)] = copies.as_slice() else {
+        panic!("one group results buffer, not {}", copies.len());
+    };
+    assert_eq!(grouped.scratch[count.0].purpose, ScratchPurpose::GroupCount);
+    // Every output the group count sizes, in order, after the flag and the count, each at
+    // its capacity.
+    let sized: Vec<usize> = (0..grouped.outputs.len())
+        .filter(|&k| matches!(grouped.outputs[k].layout, OutputLayout::Vector { .. }))
+        .collect();
+    assert_eq!(sized.len(), 10, "q1's two keys and eight aggregates");
+    assert_eq!(outputs.iter().map(|(k, _)| *k).collect::<Vec<_>>(), sized);
+    let mut at = 2;
+    for &(k, offset) in outputs.iter() {
+        assert_eq!(offset, at, "output {k}");
+        let output = &grouped.outputs[k];
+        let OutputLayout::Vector {
+            capacity: Length::Constant(capacity),
+            ..
+        } = &output.layout
+        else {
+            panic!("output {k} has a constant capacity");
+        };
+        let element = GpuElement::of_type(&output.ty).expect("a GPU layout");
+        at += capacity * element.size() / 4;
+    }
+    assert_eq!(scratch.elements, Length::Constant(at));
+}

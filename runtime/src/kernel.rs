@@ -296,6 +296,17 @@ pub enum ScratchPurpose {
     /// A grouped kernel's sums: per accumulating workgroup, those of the slots it met, and
     /// per group their totals. Each is written before anything reads it.
     GroupSums,
+    /// What the host reads after a grouped kernel, in one buffer it maps (where the device
+    /// allows it: `Device::host_readable_scratch`): the `count` scratch's two words (the
+    /// decline flag and the group count), then from each word offset of `outputs` that
+    /// output's elements, at its capacity. The workgroup that settles the groups writes
+    /// them there besides their own buffers, so the read-back is one mapping: no gather
+    /// pass, no copy and no second submission after the kernel.
+    GroupResults {
+        count: ScratchId,
+        /// (index in [`KernelLaunch::outputs`], word offset).
+        outputs: Vec<(usize, u64)>,
+    },
     /// The count of a pass's workgroups done (one `atomic<u32>`): the last one to count
     /// itself finishes the pass's work (a grouped kernel's settle, a reduction's fold of the
     /// partials) and sets the count back to zero. So the buffer is the kernel's own, kept
@@ -331,7 +342,14 @@ impl ScratchPurpose {
                 | ScratchPurpose::GroupSlots
                 | ScratchPurpose::GroupCount
                 | ScratchPurpose::GroupSums
+                | ScratchPurpose::GroupResults { .. }
         )
+    }
+
+    /// Whether the host reads the buffer whole after the launch, so that it is placed where
+    /// the host maps it (see [`ScratchPurpose::GroupResults`]).
+    pub fn host_read(&self) -> bool {
+        matches!(self, ScratchPurpose::GroupResults { .. })
     }
 }
 

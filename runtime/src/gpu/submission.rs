@@ -386,6 +386,28 @@ impl Device {
         Ok((value, number))
     }
 
+    /// The number of the submission after which nothing is held, none made when nothing is
+    /// held (no work, no pool clears), else [`Device::submit_recorded`]'s: for a read-back
+    /// that maps a buffer earlier work wrote and records nothing itself. A grouped kernel's
+    /// launch goes to the queue at its dispatch, so an empty command buffer after it would
+    /// only cost the host a submission.
+    pub(crate) fn submit_held(&self, label: &str) -> Result<u64> {
+        {
+            let held = self.held.lock().map_err(|_| poisoned_queue())?;
+            if held.open.is_none()
+                && held.commands.is_empty()
+                && held.encoders.is_empty()
+                && !self.pool.has_clears()
+            {
+                return Ok(self.submissions.load(Ordering::SeqCst));
+            }
+        }
+        let make_error = |label, message| GpuError::Command { label, message };
+        let (_, number) =
+            self.capture_errors(label, make_error, || self.submit_recorded(label, |_| ()))??;
+        Ok(number)
+    }
+
     /// Bytes of work (buffers bound or copied) held command buffers reach before they go
     /// to the queue without waiting for a read-back (see `Device::hold`).
     pub fn submit_bytes(&self) -> u64 {

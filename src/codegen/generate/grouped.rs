@@ -16,8 +16,10 @@
 //!    it writes nothing (the engine runs the unfused statements instead). Then it adds
 //!    each group's sums over the workgroups, in workgroup order, so every sum's order is
 //!    fixed by the data alone, and writes per group: its number (for `@keys`), its key,
-//!    its results, and its epilogue's values. No workgroup waits for another, so the pass
-//!    needs no forward-progress guarantee.
+//!    its results, and its epilogue's values. It copies the group count and those outputs
+//!    into one buffer the host maps (`ScratchPurpose::GroupResults`), so the read-back after
+//!    the kernel is one mapping. No workgroup waits for another, so the pass needs no
+//!    forward-progress guarantee.
 //!
 //! The settle was a pass of its own (one workgroup), and before that three (ranks, one
 //! workgroup per accumulator, results). On an H100, for TPC-H q1 at SF 1, that pass took
@@ -277,9 +279,12 @@ impl Generator<'_> {
         // Outputs: each as long as the group count, the flag one element.
         let group_length = Length::Compacted(count_id);
         let mut outputs = Vec::new();
+        // Each output as written: its index in `outputs`, element and buffer.
+        let mut written: Vec<(usize, GpuElement, String)> = Vec::new();
         let mut output = |g: &mut Self, local: LocalId, ty: Type| -> Result<String, CodegenError> {
             let element = g.output_element(local, &ty)?;
             let buffer = g.output_binding(local, ValuePart::Elements, element);
+            written.push((outputs.len(), element, buffer.clone()));
             outputs.push(KernelOutput {
                 slot: Self::slot(local),
                 ty,
@@ -361,6 +366,40 @@ impl Generator<'_> {
             }
             finish_lines.splice(0..0, lines.statements);
             finish_lines.insert(0, "let i = g;".to_string());
+        }
+        // The same values where the host maps them, after the group count and its flag (see
+        // `ScratchPurpose::GroupResults`): the read-back after the kernel maps one buffer.
+        // Each value is read back from its own buffer, just written by this invocation.
+        let mut copies = Vec::with_capacity(written.len());
+        let mut offset = 2u64;
+        for (k, element, _) in &written {
+            copies.push((*k, offset));
+            offset += groups as u64 * (element.size() / 4);
+        }
+        self.use_type("u64");
+        let (_, results) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(offset),
+                purpose: ScratchPurpose::GroupResults {
+                    count: count_id,
+                    outputs: copies.clone(),
+                },
+            },
+            "group_results".to_string(),
+        );
+        for ((_, element, buffer), (_, at)) in written.iter().zip(&copies) {
+            if element.size() == 8 {
+                finish_lines.extend([
+                    "{".to_string(),
+                    format!("    let bits = bitcast<u64>({buffer}[g]);"),
+                    format!("    {results}[{at}u + 2u * g] = u32(bits & 4294967295lu);"),
+                    format!("    {results}[{at}u + 2u * g + 1u] = u32(bits >> 32u);"),
+                    "}".to_string(),
+                ]);
+            } else {
+                finish_lines.push(format!("{results}[{at}u + g] = bitcast<u32>({buffer}[g]);"));
+            }
         }
         // The launch resolves parameters before the pass runs: one that is (or depends on)
         // the group count would read the count before this pass has written it, and the
@@ -822,6 +861,8 @@ fn grouped_settle(local: u32) {
         let declined = atomicLoad(&grouped_declined) != 0u;
         {count}[0] = select(0u, 1u, declined);
         {count}[1] = select(total, 0u, declined);
+        {results}[0] = select(0u, 1u, declined);
+        {results}[1] = select(total, 0u, declined);
         grouped_live = select(total, 0u, declined);
     }}
     let live = workgroupUniformLoad(&grouped_live);

@@ -19,7 +19,8 @@ use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
     Access, BufferRef, CellPasses, CellStrategy, CheckReport, DictionarySource, IndexReport,
     IndexSource, KernelLaunch, LaunchRequirement, Length, OutputLayout, ParamValue, Pass,
-    ScratchId, ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, THREAD_CELL_MAX,
+    ScratchId, ScratchPurpose, ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS,
+    THREAD_CELL_MAX,
 };
 use crate::plan::Slot;
 use crate::types::Type;
@@ -192,6 +193,8 @@ pub(crate) fn launch(
         }
         let buffer = if scratch.purpose.zeroed() {
             device.zeroed_in::<u32>(run.commands(), &label, words)
+        } else if scratch.purpose.host_read() {
+            device.host_readable_scratch::<u32>(&label, words)
         } else {
             device.scratch_named::<u32>(&label, words)
         }
@@ -373,6 +376,9 @@ pub(crate) fn launch(
         });
     }
 
+    // A grouped kernel's count and outputs, from the one buffer its settle copied them to.
+    let mut read_with_counts = run.read_group_results()?;
+
     // The compactions' counts that size the outputs, read back together: one wait for the
     // launch instead of one per compacted output (TPC-H q7's first kernel compacts four).
     // Small outputs those counts size come in the same read (`location::read_with_count`).
@@ -405,15 +411,11 @@ pub(crate) fn launch(
         .iter()
         .map(|(_, buffer, bytes)| (buffer.raw(), 0, *bytes))
         .collect();
-    let read_with_counts = run.read_counts(
+    let read = run.read_counts(
         kernel.outputs.iter().filter_map(|o| o.layout.length()),
         &ranges,
     )?;
-    let mut read_with_counts: FxHashMap<usize, Vec<u8>> = with_count
-        .iter()
-        .map(|(k, ..)| *k)
-        .zip(read_with_counts)
-        .collect();
+    read_with_counts.extend(with_count.iter().map(|(k, ..)| *k).zip(read));
 
     // Outputs as values: vectors stay on the device, lists are read back.
     let mut produced = Vec::with_capacity(kernel.outputs.len());
@@ -878,6 +880,70 @@ impl<'a> Run<'a> {
             self.compacted.insert(id, n);
         }
         Ok(extra)
+    }
+
+    /// The words of a [`ScratchPurpose::GroupResults`] buffer, read back in one range after
+    /// the work so far: its group count is recorded as [`Run::read_counts`] records one
+    /// (with the decline flag beside it), and each output's elements (at its capacity) are
+    /// returned by output index, as the host copies `read_counts` reads with a count.
+    fn read_group_results(&mut self) -> Result<FxHashMap<usize, Vec<u8>>> {
+        let kernel = self.kernel;
+        let Some((id, count, outputs)) =
+            kernel
+                .scratch
+                .iter()
+                .enumerate()
+                .find_map(|(i, scratch)| match &scratch.purpose {
+                    ScratchPurpose::GroupResults { count, outputs } => {
+                        Some((ScratchId(i), *count, outputs))
+                    }
+                    _ => None,
+                })
+        else {
+            return Ok(FxHashMap::default());
+        };
+        if self.compacted.contains_key(&count) {
+            return Ok(FxHashMap::default());
+        }
+        self.flush()?;
+        let buffer = self.scratch_buffer(id)?;
+        let bytes = 4 * buffer.len() as u64;
+        let read = self
+            .device
+            .download_ranges(&[(buffer.raw(), 0, bytes)])
+            .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
+        let bytes = read.into_iter().next().unwrap_or_default();
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
+        let (Some(&flag), Some(&groups)) = (words.first(), words.get(1)) else {
+            return Err(RuntimeError::new(format!(
+                "{}: a group results buffer of {} bytes",
+                kernel.name,
+                bytes.len()
+            )));
+        };
+        self.small_scratch.insert(count, vec![flag, groups]);
+        self.compacted.insert(count, u64::from(groups));
+        let mut copies = FxHashMap::default();
+        for &(k, offset) in outputs {
+            let output = kernel.outputs.get(k).ok_or_else(|| {
+                RuntimeError::new(format!("{}: group results of no output {k}", kernel.name))
+            })?;
+            let size = crate::kernel::GpuElement::of_type(&output.ty)
+                .map(|e| e.size())
+                .ok_or_else(|| {
+                    RuntimeError::new(format!("{}: {} has no GPU layout", kernel.name, output.ty))
+                })?;
+            let start = 4 * offset as usize;
+            let end = start + u64::from(groups).saturating_mul(size) as usize;
+            let elements = bytes.get(start..end).ok_or_else(|| {
+                RuntimeError::new(format!(
+                    "{}: {groups} groups past the group results buffer",
+                    kernel.name
+                ))
+            })?;
+            copies.insert(k, elements.to_vec());
+        }
+        Ok(copies)
     }
 
     /// The words of a small scratch buffer, read back (once) after the work so far.
