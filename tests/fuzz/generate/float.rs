@@ -5,8 +5,11 @@ use super::*;
 
 /// How an argument is brought near where the functions bend: divided (by [`DIVISORS`]),
 /// multiplied (by [`FACTORS`]: large products for the trigonometric ones' argument reduction,
-/// `@exp` overflowing, negative values), or shifted (by [`SHIFTS`]: next to 1 for `@acosh`,
-/// `@atanh`, `@log`).
+/// `@exp` overflowing, negative values, f32 subnormals), or shifted (by [`SHIFTS`]: next to 1
+/// for `@acosh`, `@atanh`, `@log`, far below 0 for an `@exp` that is an f32 subnormal).
+/// Subnormal f32 values are where GPUs part from the CPU: NVIDIA flushes them in
+/// comparisons, conversions and negation (see `tests/programs/backends_agree/
+/// f32_arithmetic_on_subnormals.hir`), which values of TPC-H columns rarely reach.
 const STEPS: &[(B, u32)] = &[(B::Div, 5), (B::Mul, 2), (B::Minus, 2)];
 
 const FACTORS: &[(f64, u32)] = &[
@@ -16,9 +19,10 @@ const FACTORS: &[(f64, u32)] = &[
     (1000.0, 1),
     (65536.0, 1),
     (1.0e7, 1),
+    (1.0e-40, 1),
 ];
 
-const SHIFTS: &[(f64, u32)] = &[(1.0, 3), (-1.0, 1), (0.5, 1), (100.0, 1)];
+const SHIFTS: &[(f64, u32)] = &[(1.0, 3), (-1.0, 1), (0.5, 1), (100.0, 1), (-100.0, 1)];
 
 /// Divisors that bring TPC-H values (prices up to 10^5, keys up to 6·10^3, quantities up to
 /// 50, discounts and taxes below 1) into the ranges where the functions bend: |x| <= 1 for
@@ -100,8 +104,12 @@ impl Gen<'_> {
                     } else {
                         weighted(&mut self.rng, &[(Type::F32, 1), (Type::F64, 1)])
                     };
+                    // HorseIR literals have no exponent: a tiny factor is written out (Rust's
+                    // Display), the others as Debug writes them (`1.0`, not `1`).
                     let text = if ty == Type::I32 {
                         format!("{value}:i32")
+                    } else if value.abs() < 1e-5 {
+                        format!("{value}:{ty}")
                     } else {
                         format!("{value:?}:{ty}")
                     };
