@@ -513,13 +513,14 @@ impl<'a> Generator<'a> {
             .get(self.current.0)
             .and_then(|fact| fact.get(&local))
             .unwrap_or(&Shape::Wildcard);
-        let dictionary = matches!(ty, Type::Sym | Type::Str)
-            .then_some(DictionarySource::Input(Self::slot(local)));
         let element_of = |ty: &Type| match ty {
             Type::List(cell) => (**cell).clone(),
             other => other.clone(),
         };
         let cell_ty = element_of(&ty);
+        // A list's strings index its values' dictionary (`dictionary_of` of the list).
+        let dictionary = matches!(cell_ty, Type::Sym | Type::Str)
+            .then_some(DictionarySource::Input(Self::slot(local)));
         let Some(element) = GpuElement::of_type(&cell_ty) else {
             return Err(self.error(
                 None,

@@ -90,6 +90,10 @@ impl Gen<'_> {
                 self.p.vars[x].reordered = true;
                 continue;
             }
+            // Branches made again may use no reordered value after all: `x` is reordered
+            // exactly when what it is computed from is (the bound siblings' analysis reads
+            // the program so, and finds no sibling for a value marked beyond that).
+            self.p.vars[x].reordered = reordered;
             break (lines, uses, calls);
         };
         self.push(

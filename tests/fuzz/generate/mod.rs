@@ -428,6 +428,7 @@ impl<'s> Gen<'s> {
             (22, 2), // index_of
             (23, 4), // floating function
             (24, 6), // grouped aggregation (a grouped kernel's shape)
+            (25, 1), // tolist + each
         ];
         let kind = weighted(&mut self.rng, kinds);
         match kind {
@@ -462,7 +463,8 @@ impl<'s> Gen<'s> {
             21 => self.index_assign(),
             22 => self.index_of(),
             23 => self.float_function(),
-            _ => self.grouped_aggregation(),
+            24 => self.grouped_aggregation(),
+            _ => self.tolist_each(),
         }
     }
 

@@ -76,6 +76,40 @@ impl Gen<'_> {
         self.p.vars[key].reordered = self.p.vars[k].reordered;
     }
 
+    /// Each element its own cell (`@tolist`), reduced per cell and razed: the list
+    /// kernels after it take their cells from the list `@tolist` makes (on the device, its
+    /// offsets by a kernel).
+    pub(super) fn tolist_each(&mut self) {
+        // Not a reordered float: `@min` and `@max` of its cells would decide on it, as
+        // `tests/fuzz/bound.rs` reads them.
+        let Some(x) = self.rows_var(|v| v.ty.is_basic() && v.ty != Type::Complex && !v.reordered)
+        else {
+            return;
+        };
+        let shape = self.p.vars[x].shape;
+        let reducer = *self.rng.pick(&[B::Sum, B::Avg, B::Min, B::Max, B::Len]);
+        let x_ty = self.p.vars[x].ty.clone();
+        let Some(agg_ty) = each_result(reducer, &Type::List(Box::new(x_ty.clone()))) else {
+            return;
+        };
+        let agg = self.new_var("tl", agg_ty.clone(), shape);
+        let (v, xn) = (self.name(agg).to_string(), self.name(x).to_string());
+        let lines = vec![
+            format!("{v}_cells:? = @tolist({xn});"),
+            format!("{v}_each:? = @each(@{}, {v}_cells);", reducer.name()),
+            format!("{v}:{agg_ty} = @raze({v}_each);"),
+        ];
+        self.push(
+            Stmt {
+                lines,
+                defs: vec![agg],
+                uses: vec![x],
+                calls: Vec::new(),
+            },
+            &[agg],
+        );
+    }
+
     /// The shape the outliner turns into one grouped kernel (`outline::grouped`): a key
     /// of a small domain (a bool, i8 or i16 computed from an i32 column, and at times a
     /// char column beside it), the rows kept by a mask (all, most or none), grouped, with
