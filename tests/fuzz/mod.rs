@@ -19,7 +19,8 @@
 //!   inverse trigonometric, hyperbolic and inverse hyperbolic, `@pi`; `generate::FLOAT_FUNCTIONS`)
 //!   of f32, f64, integer and bool values, in kernels, user functions and loop updates, and in
 //!   statements of their own whose argument is first divided into the functions' domains or
-//!   by zero (infinities, NaN), or converted to f32 or f64 by a declaration, and whose result
+//!   by zero (infinities, NaN), multiplied down to f32 subnormals (NVIDIA flushes them where
+//!   the CPU keeps them), or converted to f32 or f64 by a declaration, and whose result
 //!   is sometimes declared in the other precision or fed to a second function: the GPU
 //!   computes the f32 ones in f64 in its kernels, and runs the f64 ones on the CPU;
 //! - `@compress`, `@where`, `@index` (with positions from `@where`, `@unique`, `@order`,
@@ -28,7 +29,8 @@
 //!   `@len`, `@vector`, `@range`, `@reverse`, `@take`/`@drop` (by more than there are too),
 //!   `@append`;
 //! - `@group` on one or two key columns with `@each_right(@index, ...)`, `@each` of a
-//!   reduction and `@raze`; the shape of a grouped kernel (a bool, i8 or i16 key computed
+//!   reduction and `@raze`, and `@each` of a reduction over `@tolist`'s one-element cells;
+//!   the shape of a grouped kernel (a bool, i8 or i16 key computed
 //!   in the kernel, at times with a char column, the rows kept by a mask, `@sum`, `@len`
 //!   and `@avg` per group: about one program in 35 forms one, against one in 4,000 from
 //!   the general group-by); `@join_index` with `@eq` (and `@lt`/`@neq`/`@geq` on small
