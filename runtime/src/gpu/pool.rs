@@ -318,12 +318,12 @@ impl BufferPool {
             .unwrap_or(true)
     }
 
-    /// The pending clears as a command buffer to submit ahead of the next work, if any.
     /// Whether clears are pending for the next submission.
     pub(crate) fn has_clears(&self) -> bool {
         self.state.lock().is_ok_and(|state| state.clears.is_some())
     }
 
+    /// The pending clears as a command buffer to submit ahead of the next work, if any.
     pub(crate) fn take_clears(&self) -> Option<wgpu::CommandBuffer> {
         let mut state = self.state.lock().ok()?;
         state.cleared.clear();

@@ -13,6 +13,10 @@
 //! launch parameters and the row index, combined by conversions and arithmetic, with
 //! constants that are finite and not zero. Anything else (a literal in the text, a helper
 //! that makes a special value, a variable made elsewhere) keeps the checks.
+//!
+//! Only f64 operations skip them: f32 ones always go through their helpers, since a GPU
+//! may flush an f32 subnormal operand or result to zero (NVIDIA does), which only the
+//! helpers' tests on the bits see; NVIDIA keeps f64 subnormals.
 
 use super::*;
 
