@@ -448,6 +448,52 @@ fn time_reports_the_bytes_moved_and_a_second_run_loads_cached_pipelines() {
 }
 
 #[test]
+fn time_reports_gpu_busy_from_timestamps_in_every_timed_run() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    if !device.has_timestamps() {
+        eprintln!("SKIPPED: this adapter writes no timestamps");
+        return;
+    }
+    let run = horsec(&["run", "queries/tpch/q6.hir", "--backend", "gpu", "--time"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let report = text(&run.stderr);
+    let busy = report
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("GPU busy (timestamps)"))
+        .unwrap_or_else(|| panic!("no GPU busy line in\n{report}"));
+    let ms = |field: &str| -> f64 {
+        field
+            .parse()
+            .unwrap_or_else(|_| panic!("`{field}` is not a time in ms"))
+    };
+    let first = busy.split_whitespace().next().unwrap_or_default();
+    assert!(ms(first) > 0.0, "{report}");
+    // Several timed runs in one process: each reads the timestamps its kernels wrote from
+    // the same host-readable log, which every run maps and gives back.
+    let bench = horsec(&[
+        "bench",
+        "--gpu-only",
+        "--runs",
+        "3",
+        "--warm-up",
+        "0",
+        "--time",
+        "queries/tpch/q6.hir",
+    ]);
+    assert!(bench.status.success(), "{}", text(&bench.stderr));
+    let table = text(&bench.stdout) + &text(&bench.stderr);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("q6 "))
+        .unwrap_or_else(|| panic!("no q6 row in\n{table}"));
+    // query, compile, gpu cold, gpu, kernels, busy, ...
+    let busy = row.split_whitespace().nth(5).unwrap_or_default();
+    assert!(ms(busy) > 0.0, "{table}");
+}
+
+#[test]
 fn a_length_mismatch_the_compiler_proves_is_a_located_compile_error_on_both_backends() {
     let program = "tests/programs/errors/literal_length_mismatch.hir";
     let check = horsec(&["check", program]);

@@ -492,26 +492,17 @@ impl Device {
         start: usize,
         count: usize,
     ) -> Result<Vec<T>> {
-        self.read_range(Some((source, start, count)), true)
+        self.read_range(Some((source, start, count)))
     }
 
     /// Reads back only the status words logged so far (see `deferred`).
     pub(crate) fn read_status_log(&self) -> Result<()> {
-        self.read_range::<u32>(None, true).map(|_| ())
-    }
-
-    /// A read-back not counted in [`Device::traffic`]: the profile's own timestamps.
-    pub(crate) fn download_uncounted<T: bytemuck::Pod>(
-        &self,
-        source: &GpuBuffer<T>,
-    ) -> Result<Vec<T>> {
-        self.read_range(Some((source, 0, source.len())), false)
+        self.read_range::<u32>(None).map(|_| ())
     }
 
     fn read_range<T: bytemuck::Pod>(
         &self,
         source: Option<(&GpuBuffer<T>, usize, usize)>,
-        counted: bool,
     ) -> Result<Vec<T>> {
         let size = std::mem::size_of::<T>() as u64;
         let mut ranges = Vec::with_capacity(1);
@@ -525,7 +516,7 @@ impl Device {
             }
             ranges.push((source.raw(), start as u64 * size, count as u64 * size));
         }
-        let bytes = self.read_bytes(&ranges, counted)?;
+        let bytes = self.read_bytes(&ranges)?;
         // The mapping's alignment is not guaranteed to suit `T`: copy, don't cast.
         Ok(bytes
             .first()
@@ -550,14 +541,10 @@ impl Device {
                 buffer.size()
             )));
         }
-        self.read_bytes(ranges, true)
+        self.read_bytes(ranges)
     }
 
-    fn read_bytes(
-        &self,
-        ranges: &[(&wgpu::Buffer, u64, u64)],
-        counted: bool,
-    ) -> Result<Vec<Vec<u8>>> {
+    fn read_bytes(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
         let bytes: u64 = ranges.iter().map(|r| r.2.next_multiple_of(4)).sum();
         let status_bytes = self.status_copy_bytes();
         if bytes == 0 && status_bytes == 0 {
@@ -568,11 +555,9 @@ impl Device {
             }
             return Ok(ranges.iter().map(|_| Vec::new()).collect());
         }
-        if counted {
-            self.count_download(
-                ranges.iter().map(|r| r.2).sum::<u64>() + status_bytes.saturating_sub(4),
-            );
-        }
+        self.count_download(
+            ranges.iter().map(|r| r.2).sum::<u64>() + status_bytes.saturating_sub(4),
+        );
         if let [(buffer, offset, count)] = ranges {
             if status_bytes == 0
                 && buffer.usage().contains(wgpu::BufferUsages::MAP_READ)
@@ -663,7 +648,7 @@ impl Device {
     /// Maps `range` of `buffer` once `submission` (which wrote it) is done, gives the
     /// mapped bytes to `read`, and unmaps: both read-backs, through a staging copy and
     /// straight from a buffer the host maps, end here.
-    fn map_read<R>(
+    pub(super) fn map_read<R>(
         &self,
         buffer: &wgpu::Buffer,
         range: std::ops::Range<u64>,
