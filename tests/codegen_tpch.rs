@@ -94,8 +94,8 @@ fn q6_is_one_kernel_with_one_reduction() {
 }
 
 #[test]
-fn q1_copies_its_group_count_and_results_into_one_buffer_the_host_maps() {
-    use horsec_runtime::kernel::{GpuElement, Length, OutputLayout, ScratchPurpose};
+fn q1_writes_its_group_count_and_results_only_into_one_buffer_the_host_maps() {
+    use horsec_runtime::kernel::{BufferRef, GpuElement, Length, OutputLayout, ScratchPurpose};
     let Some(dir) = queries_dir() else {
         return;
     };
@@ -142,4 +142,12 @@ fn q1_copies_its_group_count_and_results_into_one_buffer_the_host_maps() {
         at += capacity * element.size() / 4;
     }
     assert_eq!(scratch.elements, Length::Constant(at));
+    // No output has a buffer of its own: the launch takes each from that one.
+    let bound: Vec<&str> = grouped
+        .bindings
+        .iter()
+        .filter(|b| matches!(b.buffer, BufferRef::Output { .. }))
+        .map(|b| b.name.as_str())
+        .collect();
+    assert!(bound.is_empty(), "output buffers bound: {bound:?}");
 }

@@ -98,6 +98,38 @@ fn a_checked_builtin_over_the_groups_runs_in_the_epilogue() {
     grouped("epilogue_checks", Ran::Grouped);
 }
 
+/// A grouped kernel writes its results only where the host maps them (they come back with
+/// the group count), so they live on the host; the GPU steps that read them later, a sort
+/// and two kernels, get them uploaded and answer as the CPU does.
+#[test]
+fn results_read_by_later_gpu_steps_are_uploaded_to_them() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let name = "results_feed_later_gpu_steps";
+    let profile = gpu_answers_as_cpu("grouped", name, device);
+    let steps: Vec<(Placement, String)> = profile
+        .steps()
+        .map(|(placement, step, _)| (placement, step.to_string()))
+        .collect();
+    assert!(
+        profile.cpu_compute_steps().is_empty(),
+        "{name}: steps ran on the CPU: {steps:?}"
+    );
+    let library = |builtin: &str| {
+        steps
+            .iter()
+            .any(|(p, s)| *p == Placement::GpuLibrary && s.contains(builtin))
+    };
+    assert!(!library("group_aggregate"), "declined: {steps:?}");
+    assert!(library("order"), "{steps:?}");
+    let kernels = steps
+        .iter()
+        .filter(|(p, _)| *p == Placement::GpuKernel)
+        .count();
+    assert_eq!(kernels, 3, "the grouped kernel and two after it: {steps:?}");
+}
+
 /// The epilogue checks each group's value once the groups are counted; a failing check
 /// fails the run with the CPU's message. (Guarded by a length the launch resolved before
 /// the kernel had counted the groups, the check never ran and the run answered no rows.)

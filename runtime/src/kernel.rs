@@ -300,8 +300,9 @@ pub enum ScratchPurpose {
     /// allows it: `Device::host_readable_scratch`): the `count` scratch's two words (the
     /// decline flag and the group count), then from each word offset of `outputs` that
     /// output's elements, at its capacity. The workgroup that settles the groups writes
-    /// them there besides their own buffers, so the read-back is one mapping: no gather
-    /// pass, no copy and no second submission after the kernel.
+    /// them only there, so the read-back is one mapping (no gather pass, no copy and no
+    /// second submission after the kernel), and those outputs bind no buffer of their own:
+    /// the launch makes them host values from these words.
     GroupResults {
         count: ScratchId,
         /// (index in [`KernelLaunch::outputs`], word offset).

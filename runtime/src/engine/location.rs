@@ -364,15 +364,27 @@ pub(crate) fn read_with_count(capacity: u64, element: GpuElement) -> bool {
 /// Keeps `bytes`, the first elements of `d`'s buffer read back, as its host copy (at most
 /// `d.len` of them are kept).
 pub(crate) fn keep_host_copy(d: &DeviceVector, bytes: &[u8]) -> Result<()> {
-    let element = GpuElement::of_type(&d.ty)
-        .ok_or_else(|| RuntimeError::new(format!("{} values have no GPU layout", d.ty)))?;
-    let size = d.len * element.size() as usize;
+    d.set_host(vector_from_bytes(&d.ty, d.len, d.dict.clone(), bytes)?);
+    Ok(())
+}
+
+/// The host vector of `len` elements of `ty` whose device words are the first bytes of
+/// `bytes` (read back with a count, see [`keep_host_copy`]): a value that lives only on the
+/// host, for outputs a kernel wrote only where the host maps them (a grouped kernel's, see
+/// `ScratchPurpose::GroupResults`). A kernel that binds it later uploads it.
+pub(crate) fn vector_from_bytes(
+    ty: &crate::types::Type,
+    len: usize,
+    dict: Option<Arc<crate::value::StrDict>>,
+    bytes: &[u8],
+) -> Result<Vector> {
+    let element = GpuElement::of_type(ty)
+        .ok_or_else(|| RuntimeError::new(format!("{ty} values have no GPU layout")))?;
+    let size = len * element.size() as usize;
     let bytes = bytes.get(..size).ok_or_else(|| {
         RuntimeError::new(format!(
-            "a read-back of {} bytes for {} elements of {}",
+            "a read-back of {} bytes for {len} elements of {ty}",
             bytes.len(),
-            d.len,
-            d.ty
         ))
     })?;
     let data = if element.size() == 8 {
@@ -380,8 +392,7 @@ pub(crate) fn keep_host_copy(d: &DeviceVector, bytes: &[u8]) -> Result<()> {
     } else {
         Downloaded::Words(bytemuck::pod_collect_to_vec(bytes))
     };
-    d.set_host(vector_from_download(&d.ty, data, d.dict.clone())?);
-    Ok(())
+    vector_from_download(ty, data, dict)
 }
 
 fn host_vector(device: &Device, d: &DeviceVector) -> Result<(Vector, Moved)> {

@@ -16,10 +16,12 @@
 //!    it writes nothing (the engine runs the unfused statements instead). Then it adds
 //!    each group's sums over the workgroups, in workgroup order, so every sum's order is
 //!    fixed by the data alone, and writes per group: its number (for `@keys`), its key,
-//!    its results, and its epilogue's values. It copies the group count and those outputs
-//!    into one buffer the host maps (`ScratchPurpose::GroupResults`), so the read-back after
-//!    the kernel is one mapping. No workgroup waits for another, so the pass needs no
-//!    forward-progress guarantee.
+//!    its results, and its epilogue's values. It writes them, after the group count, only
+//!    into one buffer the host maps (`ScratchPurpose::GroupResults`): the read-back after
+//!    the kernel is one mapping, and the outputs are host values with no buffers of their
+//!    own (a later GPU step that reads one gets it uploaded: at most `MAX_GROUPS`
+//!    elements). No workgroup waits for another, so the pass needs no forward-progress
+//!    guarantee.
 //!
 //! The settle was a pass of its own (one workgroup), and before that three (ranks, one
 //! workgroup per accumulator, results). On an H100, for TPC-H q1 at SF 1, that pass took
@@ -289,23 +291,28 @@ impl Generator<'_> {
         // Outputs: each as long as the group count, the flag one element.
         let group_length = Length::Compacted(count_id);
         let mut outputs = Vec::new();
-        // Each output as written: its index in `outputs`, element and buffer.
+        // Each output as written: its index in `outputs`, element and value. An output has
+        // no buffer of its own: the settle writes its values only where the host maps them
+        // (after the group count), and the launch takes them from there as host values. A
+        // grouped kernel ends a query's aggregation (TPC-H q1's and q8's feed only the
+        // result table), and a buffer bound per output cost the host their allocation and
+        // wgpu's tracking at encoding, submission and clean-up on every run.
         let mut written: Vec<(usize, GpuElement, String)> = Vec::new();
-        let mut output = |g: &mut Self, local: LocalId, ty: Type| -> Result<String, CodegenError> {
-            let element = g.output_element(local, &ty)?;
-            let buffer = g.output_binding(local, ValuePart::Elements, element);
-            written.push((outputs.len(), element, buffer.clone()));
-            outputs.push(KernelOutput {
-                slot: Self::slot(local),
-                ty,
-                layout: OutputLayout::Vector {
-                    length: group_length.clone(),
-                    capacity: Length::Constant(groups as u64),
-                },
-                dictionary: None,
-            });
-            Ok(buffer)
-        };
+        let mut output =
+            |g: &mut Self, local: LocalId, ty: Type, value: String| -> Result<(), CodegenError> {
+                let element = g.output_element(local, &ty)?;
+                written.push((outputs.len(), element, value));
+                outputs.push(KernelOutput {
+                    slot: Self::slot(local),
+                    ty,
+                    layout: OutputLayout::Vector {
+                        length: group_length.clone(),
+                        capacity: Length::Constant(groups as u64),
+                    },
+                    dictionary: None,
+                });
+                Ok(())
+            };
         // Each group's values, as the finish pass writes them: its number, its keys, its
         // results.
         let mut per_group: Vec<(LocalId, Type, String)> = Vec::new();
@@ -364,22 +371,19 @@ impl Generator<'_> {
         let mut finish_lines = Vec::new();
         for (local, ty, value) in &per_group {
             if self.kernel.outputs.contains(local) {
-                let buffer = output(&mut self, *local, ty.clone())?;
-                finish_lines.push(format!("{buffer}[g] = {value};"));
+                output(&mut self, *local, ty.clone(), value.clone())?;
             }
         }
         if !grouped.epilogue.is_empty() {
             let lines = self.grouped_epilogue(&grouped, &per_group, &group_length)?;
             for (local, ty, line) in lines.outputs {
-                let buffer = output(&mut self, local, ty)?;
-                finish_lines.push(format!("{buffer}[i] = {line};"));
+                output(&mut self, local, ty, line)?;
             }
-            finish_lines.splice(0..0, lines.statements);
+            finish_lines.extend(lines.statements);
             finish_lines.insert(0, "let i = g;".to_string());
         }
-        // The same values where the host maps them, after the group count and its flag (see
+        // The values where the host maps them, after the group count and its flag (see
         // `ScratchPurpose::GroupResults`): the read-back after the kernel maps one buffer.
-        // Each value is read back from its own buffer, just written by this invocation.
         let mut copies = Vec::with_capacity(written.len());
         let mut offset = 2u64;
         for (k, element, _) in &written {
@@ -398,17 +402,25 @@ impl Generator<'_> {
             },
             "group_results".to_string(),
         );
-        for ((_, element, buffer), (_, at)) in written.iter().zip(&copies) {
+        for ((_, element, value), (_, at)) in written.iter().zip(&copies) {
+            // Through a variable of the stored type, so that a literal has that type too.
+            let ty = element.wgsl();
             if element.size() == 8 {
                 finish_lines.extend([
                     "{".to_string(),
-                    format!("    let bits = bitcast<u64>({buffer}[g]);"),
+                    format!("    let value: {ty} = {value};"),
+                    "    let bits = bitcast<u64>(value);".to_string(),
                     format!("    {results}[{at}u + 2u * g] = u32(bits & 4294967295lu);"),
                     format!("    {results}[{at}u + 2u * g + 1u] = u32(bits >> 32u);"),
                     "}".to_string(),
                 ]);
             } else {
-                finish_lines.push(format!("{results}[{at}u + g] = bitcast<u32>({buffer}[g]);"));
+                finish_lines.extend([
+                    "{".to_string(),
+                    format!("    let value: {ty} = {value};"),
+                    format!("    {results}[{at}u + g] = bitcast<u32>(value);"),
+                    "}".to_string(),
+                ]);
             }
         }
         // The launch resolves parameters before the pass runs: one that is (or depends on)

@@ -439,6 +439,20 @@ pub(crate) fn launch(
             })
         };
         let value = match &output.layout {
+            // Written only where the host maps them (a grouped kernel's outputs): a host
+            // value, from the bytes read back with its count.
+            OutputLayout::Vector { length, .. }
+                if !outputs.contains_key(&(output.slot, ValuePart::Elements)) =>
+            {
+                let n = run.resolve(length)? as usize;
+                let bytes = read_with_counts.remove(&k).ok_or_else(|| {
+                    RuntimeError::new(format!(
+                        "{}: output slot {} has neither a buffer nor values read back",
+                        kernel.name, output.slot.0
+                    ))
+                })?;
+                Value::Vector(location::vector_from_bytes(&output.ty, n, dict, &bytes)?)
+            }
             OutputLayout::Vector { length, .. } => {
                 let n = run.resolve(length)? as usize;
                 let buffer = buffer_of(ValuePart::Elements)?;
