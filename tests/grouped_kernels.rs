@@ -23,11 +23,9 @@ enum Ran {
 }
 
 /// Runs `tests/programs/grouped/{name}.hir` on both backends, asserts they answer alike
-/// with no step on the CPU, and that the aggregation ran as `expected`.
-fn grouped(name: &str, expected: Ran) {
-    let Some(device) = gpu() else {
-        return;
-    };
+/// with no step on the CPU, and gives the GPU run's steps (None without a GPU).
+fn gpu_steps(name: &str) -> Option<Vec<(Placement, String)>> {
+    let device = gpu()?;
     let profile = gpu_answers_as_cpu("grouped", name, device);
     let steps: Vec<(Placement, String)> = profile
         .steps()
@@ -37,6 +35,15 @@ fn grouped(name: &str, expected: Ran) {
         profile.cpu_compute_steps().is_empty(),
         "{name}: steps ran on the CPU: {steps:?}"
     );
+    Some(steps)
+}
+
+/// Runs `tests/programs/grouped/{name}.hir` as [`gpu_steps`] does, and asserts that the
+/// aggregation ran as `expected`.
+fn grouped(name: &str, expected: Ran) {
+    let Some(steps) = gpu_steps(name) else {
+        return;
+    };
     let library_aggregation = steps
         .iter()
         .any(|(p, s)| *p == Placement::GpuLibrary && s.contains("group_aggregate"));
@@ -103,19 +110,9 @@ fn a_checked_builtin_over_the_groups_runs_in_the_epilogue() {
 /// and two kernels, get them uploaded and answer as the CPU does.
 #[test]
 fn results_read_by_later_gpu_steps_are_uploaded_to_them() {
-    let Some(device) = gpu() else {
+    let Some(steps) = gpu_steps("results_feed_later_gpu_steps") else {
         return;
     };
-    let name = "results_feed_later_gpu_steps";
-    let profile = gpu_answers_as_cpu("grouped", name, device);
-    let steps: Vec<(Placement, String)> = profile
-        .steps()
-        .map(|(placement, step, _)| (placement, step.to_string()))
-        .collect();
-    assert!(
-        profile.cpu_compute_steps().is_empty(),
-        "{name}: steps ran on the CPU: {steps:?}"
-    );
     let library = |builtin: &str| {
         steps
             .iter()

@@ -393,25 +393,27 @@ impl Device {
                 if log.used_bytes + bytes > TIMESTAMP_LOG_BYTES {
                     return false;
                 }
-                let buffer = log.buffer.get_or_insert_with(|| {
+                let make = |label: &str, usage: wgpu::BufferUsages| {
                     self.costs.buffers.time(|| {
                         self.device.create_buffer(&wgpu::BufferDescriptor {
-                            label: Some("timestamp log"),
+                            label: Some(label),
                             size: TIMESTAMP_LOG_BYTES,
-                            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                            usage,
                             mapped_at_creation: false,
                         })
                     })
+                };
+                let buffer = log.buffer.get_or_insert_with(|| {
+                    make(
+                        "timestamp log",
+                        wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    )
                 });
                 let readable = log.readable.get_or_insert_with(|| {
-                    self.costs.buffers.time(|| {
-                        self.device.create_buffer(&wgpu::BufferDescriptor {
-                            label: Some("timestamp log, host-readable"),
-                            size: TIMESTAMP_LOG_BYTES,
-                            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                            mapped_at_creation: false,
-                        })
-                    })
+                    make(
+                        "timestamp log, host-readable",
+                        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    )
                 });
                 let at = log.used_bytes;
                 encoder.resolve_query_set(set, 0..2 * pairs, buffer, at);
