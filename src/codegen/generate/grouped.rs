@@ -44,7 +44,10 @@ use horsec_runtime::args::group::Reduction;
 /// Most accumulators (values and the count, times groups) one invocation keeps. For TPC-H
 /// q1 at SF 1 (six accumulators a group, four groups met) on an H200, 24 (four groups in
 /// registers, fewer registers) took 126 us of GPU time against 119 with 48, and 30 or 36
-/// were no faster either.
+/// were no faster either. Accumulators in workgroup memory instead of registers (each
+/// invocation its own column of them, at an address from the row's rank: no switch and few
+/// registers, but four groups in the 48 KiB NVIDIA gives a workgroup) took 163-217 us, a
+/// load and a store of workgroup memory per addition.
 const ACCUMULATORS: usize = 48;
 // The settle keeps the groups' totals in the sum arrays past their first workgroup's worth
 // of values (`GROUPED_TOTALS`): every accumulator's total fits there.
@@ -605,7 +608,9 @@ fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
         // that slot's accumulators change. (Adding `select(0, x, rank == g)` to every
         // group's accumulators instead, with no branch, took q1's kernel at SF 1 on an
         // H200 from 119 us to 188; keeping the last slot's rank in a register, to skip the
-        // look-up when a row repeats it, to 123.)
+        // look-up when a row repeats it, to 123; keeping every slot's tag met in a register
+        // and finding the rank among them with selects, the workgroup's atomics only for a
+        // tag not met yet, to 154.)
         // (Built by concatenation: groups times columns lines, twice per kernel.)
         let add = |r: &str| -> String {
             let mut lines = vec![
