@@ -1,0 +1,522 @@
+//! Assembly of a grouped kernel (see [`crate::outline::kernel::GroupedAggregation`]): the
+//! kernel's statements, then a group aggregation over the rows its masks keep, without
+//! writing them.
+//!
+//! Every key column is a bool, char, i8 or i16, so a row's key is a *slot* in the product
+//! of their ranges (first column most significant: slots ascend in key order). One pass,
+//! `main_pass`, reads the rows once:
+//! 1. Each workgroup gives the slots it meets entries of its own (`grouped_local_rank`, at
+//!    most `GROUPED_GROUPS`), adds each kept row into its entry's accumulators in
+//!    registers, and writes per entry the workgroup's sums and the slot they belong to (a
+//!    workgroup meeting more slots than it has entries says so). Then it counts itself
+//!    done (`group_done`).
+//! 2. The last workgroup to count itself done settles the groups (`grouped_settle`): it
+//!    gathers the distinct slots the workgroups met and ranks them in key order. With more
+//!    groups than the kernel holds it declines: the flag is set, the group count is 0, and
+//!    it writes nothing (the engine runs the unfused statements instead). Then it adds
+//!    each group's sums over the workgroups, in workgroup order, so every sum's order is
+//!    fixed by the data alone, and writes per group: its number (for `@keys`), its key,
+//!    its results, and its epilogue's values. It writes them, after the group count, only
+//!    into one buffer the host maps (`ScratchPurpose::GroupResults`): the read-back after
+//!    the kernel is one mapping, and the outputs are host values with no buffers of their
+//!    own (a later GPU step that reads one gets it uploaded: at most `MAX_GROUPS`
+//!    elements). No workgroup waits for another, so the pass needs no forward-progress
+//!    guarantee.
+//!
+//! The settle was a pass of its own (one workgroup), and before that three (ranks, one
+//! workgroup per accumulator, results). On an H100, for TPC-H q1 at SF 1, that pass took
+//! 32 us of GPU time after the 117 us of the accumulating one (148 us in all, both in one
+//! submission or not), and the host recorded its dispatch. Folded into the accumulating
+//! pass the kernel took 146 us; with each run's loads written out one by one (see
+//! `run_sum`) 136.5 us, and with the workgroups' entries found in loops of constant bounds
+//! 133.5 us: the settle now adds some 17 us after the last workgroup's rows.
+//!
+//! Where q1's GPU time goes at SF 1 (H200, 119 us in all, throw-away builds that left one
+//! part out): without the settle 103 us; with every row added to one group instead of the
+//! switch (ranks still found) 106 us; with no ranks and no switch 62 us, which is about
+//! what streaming its 264 MB costs. So ranks, the switch and the workgroups' sums take some
+//! 40 us together, the settle 16 us. (Leaving the workgroups' sums out is no measure: the
+//! compiler then drops the additions and the value columns' loads.)
+
+use super::*;
+use horsec_runtime::args::group::Reduction;
+
+mod accumulate;
+mod epilogue;
+mod settle;
+
+/// Most accumulators (values and the count, times groups) one invocation keeps. For TPC-H
+/// q1 at SF 1 (six accumulators a group, four groups met) on an H200, 24 (four groups in
+/// registers, fewer registers) took 126 us of GPU time against 119 with 48, and 30 or 36
+/// were no faster either. Accumulators in workgroup memory instead of registers (each
+/// invocation its own column of them, at an address from the row's rank: no switch and few
+/// registers, but four groups in the 48 KiB NVIDIA gives a workgroup) took 163-217 us, a
+/// load and a store of workgroup memory per addition.
+const ACCUMULATORS: usize = 48;
+// The settle keeps the groups' totals in the sum arrays past their first workgroup's worth
+// of values (`GROUPED_TOTALS`): every accumulator's total fits there.
+const _: () = assert!(ACCUMULATORS <= (BATCH - 1) * KERNEL_WORKGROUP_SIZE as usize);
+/// Most groups a grouped kernel adds up.
+const MAX_GROUPS: usize = 16;
+/// Accumulators one workgroup sum adds at once: two arrays of this many per invocation
+/// (i64 and f64) take 16 KiB, WebGPU's least workgroup memory.
+const BATCH: usize = 4;
+/// Most workgroups of the accumulating pass: few enough that every one is resident at
+/// once on a large GPU, so that its sums at the end are paid once per workgroup slot.
+const MAX_GROUPED_WORKGROUPS: u32 = 256;
+/// Rows each invocation of the accumulating pass has in flight: it adds these while the
+/// loads of as many following rows are under way. Each invocation handles some 90 rows of
+/// TPC-H q1 at SF 1 one after another, every step waiting on memory: on an H100 the
+/// kernel's GPU time went 0.18 → 0.16 ms with 2 (4 was no faster, and slower with 48
+/// accumulators: registers).
+const ROWS_IN_FLIGHT: u32 = 2;
+/// Accumulating workgroups whose partials of one accumulator one invocation of the settle
+/// adds, in order, before the runs' sums are added by a tree.
+const GROUPED_RUN: u32 = 16;
+/// Values of one accumulator (one per invocation) that one invocation adds in order, at the
+/// end of each accumulating workgroup (see `grouped_sum_*`).
+const SUM_RUN: u32 = 16;
+/// Most slots of a key domain: a slot and its tag (slot + 1, 0 meaning none) are u32s.
+const MAX_DOMAIN: u64 = u32::MAX as u64;
+
+/// The epilogue of a grouped kernel, at group `i`: its statements' lines, then each output
+/// (local, type, value as stored).
+struct Epilogue {
+    statements: Vec<String>,
+    outputs: Vec<(LocalId, Type, String)>,
+}
+
+/// A key column as the slot computation sees it.
+struct KeyWord {
+    /// The column's value as a `u32` below `range`.
+    word: String,
+    range: u64,
+    ty: Type,
+}
+
+/// A value column: its accumulator type and value per row.
+struct Column {
+    local: LocalId,
+    float: bool,
+    value: String,
+}
+
+/// What the accumulating pass and the settle both need: how many groups a workgroup holds,
+/// the value columns and their accumulators, and the names of the buffers they share.
+struct GroupedLayout {
+    /// Groups one workgroup holds (`GROUPED_GROUPS`), and the most the kernel adds up.
+    groups: usize,
+    /// The value columns, each once.
+    columns: Vec<Column>,
+    /// Each column's accumulator: (float, slot).
+    slot_of: Vec<(bool, usize)>,
+    /// Integer accumulators per group (slot 0 the count), and float ones.
+    int_slots: usize,
+    float_slots: usize,
+    /// Whether a row is kept, and its slot in the key domain (WGSL at row `i`).
+    keep: String,
+    slot: String,
+    /// Bindings: the workgroups' integer and float partials, the group count, and the
+    /// buffer the host maps.
+    partials_i: String,
+    partials_f: Option<String>,
+    count: String,
+    results: String,
+}
+
+impl Generator<'_> {
+    pub(super) fn assemble_grouped(mut self) -> Result<KernelLaunch, CodegenError> {
+        let Some(grouped) = self.kernel.grouped.clone() else {
+            return Err(CodegenError::malformed(&self.kernel.name, "not grouped"));
+        };
+        self.current = *self.kernel.statements.last().unwrap_or(&self.current);
+        if !self.reductions.is_empty() {
+            return Err(self.error(None, "a grouped kernel with reductions of its own"));
+        }
+        let (length, n) = self.vector_launch()?;
+
+        // The rows kept: every key and value column must exist at the same rows.
+        let mut kept: Option<Vec<String>> = None;
+        let columns_read = grouped
+            .keys
+            .iter()
+            .chain(grouped.results.iter().filter_map(|r| match &r.value {
+                Some(Operand::Local(l, _)) => Some(l),
+                _ => None,
+            }))
+            .copied()
+            .collect::<Vec<_>>();
+        for &local in &columns_read {
+            let val = self.grouped_value(local)?;
+            let mut condition: Vec<String> = self
+                .guard(local, &length)
+                .into_iter()
+                .chain(val.active.iter().cloned())
+                .collect();
+            condition.sort();
+            condition.dedup();
+            match &kept {
+                None => kept = Some(condition),
+                Some(k) if *k == condition => {}
+                Some(_) => {
+                    return Err(self.error(
+                        None,
+                        "key and value columns kept by different masks (grouped on the host)",
+                    ))
+                }
+            }
+        }
+        let keep = match kept.unwrap_or_default() {
+            c if c.is_empty() => "true".to_string(),
+            c => c.join(" && "),
+        };
+
+        // Keys: slots in the product of their ranges.
+        let mut words = Vec::with_capacity(grouped.keys.len());
+        for &key in &grouped.keys {
+            let val = self.grouped_value(key)?;
+            let (word, range) = match val.ty {
+                Type::Bool => (format!("select(0u, 1u, {})", val.expr), 2),
+                Type::Char => (val.expr.clone(), 256),
+                Type::I8 => (format!("u32({} + 128i)", val.expr), 256),
+                Type::I16 => (format!("u32({} + 32768i)", val.expr), 65536),
+                ref other => return Err(self.error(None, format!("a grouped key of type {other}"))),
+            };
+            words.push(KeyWord {
+                word,
+                range,
+                ty: val.ty.clone(),
+            });
+        }
+        let mut strides = vec![1u64; words.len()];
+        let mut domain = 1u64;
+        for (k, word) in words.iter().enumerate().rev() {
+            strides[k] = domain;
+            domain = domain.saturating_mul(word.range);
+        }
+        if domain > MAX_DOMAIN {
+            return Err(self.error(
+                None,
+                format!("a key domain of {domain} slots (grouped on the host above {MAX_DOMAIN})"),
+            ));
+        }
+        let slot = words
+            .iter()
+            .zip(&strides)
+            .map(|(w, s)| format!("({}) * {s}u", w.word))
+            .collect::<Vec<_>>()
+            .join(" + ");
+
+        // Value columns, each once, in order of first use; slot 0 of the integers is the
+        // count.
+        let mut columns: Vec<Column> = Vec::new();
+        for result in &grouped.results {
+            let Some(Operand::Local(local, _)) = &result.value else {
+                continue;
+            };
+            if columns.iter().any(|c| c.local == *local) {
+                continue;
+            }
+            let val = self.grouped_value(*local)?;
+            let float = val.ty.is_float();
+            let acc = if float { Type::F64 } else { Type::I64 };
+            let value = self.convert_expr(&val.expr, &val.ty, &acc).ok_or_else(|| {
+                self.error(None, format!("cannot add up a value of type {}", val.ty))
+            })?;
+            columns.push(Column {
+                local: *local,
+                float,
+                value,
+            });
+        }
+        let float_slots = columns.iter().filter(|c| c.float).count();
+        let int_slots = 1 + columns.len() - float_slots;
+        let groups = (ACCUMULATORS / (float_slots + int_slots)).min(MAX_GROUPS);
+        if groups < 2 {
+            return Err(self.error(
+                None,
+                "too many value columns to add up in registers (grouped on the host)",
+            ));
+        }
+        // Each column's accumulator: (float, slot).
+        let mut slot_of: Vec<(bool, usize)> = Vec::with_capacity(columns.len());
+        let (mut next_float, mut next_int) = (0, 1);
+        for column in &columns {
+            if column.float {
+                slot_of.push((true, next_float));
+                next_float += 1;
+            } else {
+                slot_of.push((false, next_int));
+                next_int += 1;
+            }
+        }
+        let slot_of_local = |local: &LocalId| {
+            columns
+                .iter()
+                .position(|c| c.local == *local)
+                .map(|k| slot_of[k])
+        };
+
+        // Scratch.
+        self.use_type("i64");
+        // The slots each accumulating workgroup met (slot + 1 per entry, 0 unused), then
+        // per workgroup whether it met more than it holds.
+        let max_workgroups = u64::from(MAX_GROUPED_WORKGROUPS);
+        self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(max_workgroups * (groups as u64 + 1)),
+                purpose: ScratchPurpose::GroupSlots,
+            },
+            "group_tags".to_string(),
+        );
+        // The decline flag, then the group count (0 when declined): the count is the last
+        // word, as of an offsets buffer.
+        let (count_id, count) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(2),
+                purpose: ScratchPurpose::GroupCount,
+            },
+            "group_count".to_string(),
+        );
+        // The accumulating workgroups done: the last to finish settles the groups.
+        self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(1),
+                purpose: ScratchPurpose::WorkgroupsDone,
+            },
+            "group_done".to_string(),
+        );
+        let max_partials = u64::from(MAX_GROUPED_WORKGROUPS);
+        let int_entries = int_slots * groups;
+        let float_entries = float_slots * groups;
+        let partials = |g: &mut Self, element: GpuElement, elements: u64, name: &str| {
+            g.scratch_binding(
+                Scratch {
+                    element,
+                    elements: Length::Constant(elements.max(1)),
+                    purpose: ScratchPurpose::GroupSums,
+                },
+                name.to_string(),
+            )
+            .1
+        };
+        let partials_i = partials(
+            &mut self,
+            GpuElement::I64,
+            max_partials * int_entries as u64,
+            "partials_i",
+        );
+        let partials_f = (float_slots > 0).then(|| {
+            partials(
+                &mut self,
+                GpuElement::F64,
+                max_partials * float_entries as u64,
+                "partials_f",
+            )
+        });
+
+        // Outputs: each as long as the group count, the flag one element.
+        let group_length = Length::Compacted(count_id);
+        let mut outputs = Vec::new();
+        // Each output as written: its index in `outputs`, element and value. An output has
+        // no buffer of its own: the settle writes its values only where the host maps them
+        // (after the group count), and the launch takes them from there as host values. A
+        // grouped kernel ends a query's aggregation (TPC-H q1's and q8's feed only the
+        // result table), and a buffer bound per output cost the host their allocation and
+        // wgpu's tracking at encoding, submission and clean-up on every run.
+        let mut written: Vec<(usize, GpuElement, String)> = Vec::new();
+        let mut output =
+            |g: &mut Self, local: LocalId, ty: Type, value: String| -> Result<(), CodegenError> {
+                let element = g.output_element(local, &ty)?;
+                written.push((outputs.len(), element, value));
+                outputs.push(KernelOutput {
+                    slot: Self::slot(local),
+                    ty,
+                    layout: OutputLayout::Vector {
+                        length: group_length.clone(),
+                        capacity: Length::Constant(groups as u64),
+                    },
+                    dictionary: None,
+                });
+                Ok(())
+            };
+        // Each group's values, as the finish pass writes them: its number, its keys, its
+        // results.
+        let mut per_group: Vec<(LocalId, Type, String)> = Vec::new();
+        if let Some(first) = grouped.first {
+            per_group.push((first, Type::I64, "i64(g)".to_string()));
+        }
+        for &key in &grouped.key_outputs {
+            let k = grouped.keys.iter().position(|&c| c == key).ok_or_else(|| {
+                CodegenError::malformed(&self.kernel.name, "a key output is no key")
+            })?;
+            let word = &words[k];
+            let decoded = format!("((slot / {}u) % {}u)", strides[k], word.range);
+            // Parenthesized: the epilogue's statements take it as an operand (`k * k` of
+            // an i8 key was `i32(w) - 128i * i32(w) - 128i`).
+            let value = match word.ty {
+                Type::I8 => format!("(i32({decoded}) - 128i)"),
+                Type::I16 => format!("(i32({decoded}) - 32768i)"),
+                _ => decoded,
+            };
+            per_group.push((key, word.ty.clone(), value));
+        }
+        for result in &grouped.results {
+            let value_ty = match &result.value {
+                Some(Operand::Local(l, _)) => Some(self.grouped_value(*l)?.ty),
+                _ => None,
+            };
+            let ty = result.reduction.result_type(value_ty.as_ref());
+            let total = |(float, s): (bool, usize)| {
+                if float {
+                    format!("grouped_f[GROUPED_TOTALS + {s}u * GROUPED_GROUPS + g]")
+                } else {
+                    format!("grouped_i[GROUPED_TOTALS + {s}u * GROUPED_GROUPS + g]")
+                }
+            };
+            let slot = match &result.value {
+                Some(Operand::Local(l, _)) => slot_of_local(l),
+                _ => None,
+            };
+            let value = match (result.reduction, slot) {
+                (Reduction::Len, _) => "count".to_string(),
+                (Reduction::Avg, Some(s)) => format!("(f64({}) / f64(count))", total(s)),
+                (Reduction::Sum, Some(s)) if ty == Type::F64 && !s.0 => {
+                    format!("f64({})", total(s))
+                }
+                (Reduction::Sum, Some(s)) => total(s),
+                (_, None) => {
+                    return Err(self.error(
+                        None,
+                        format!("`{}` without a value column", result.reduction.name()),
+                    ))
+                }
+            };
+            per_group.push((result.target, ty, value));
+        }
+        // Written where something besides the epilogue reads them.
+        let mut finish_lines = Vec::new();
+        for (local, ty, value) in &per_group {
+            if self.kernel.outputs.contains(local) {
+                output(&mut self, *local, ty.clone(), value.clone())?;
+            }
+        }
+        if !grouped.epilogue.is_empty() {
+            let lines = self.grouped_epilogue(&grouped, &per_group, &group_length)?;
+            for (local, ty, line) in lines.outputs {
+                output(&mut self, local, ty, line)?;
+            }
+            finish_lines.extend(lines.statements);
+            finish_lines.insert(0, "let i = g;".to_string());
+        }
+        // The values where the host maps them, after the group count and its flag (see
+        // `ScratchPurpose::GroupResults`): the read-back after the kernel maps one buffer.
+        let mut copies = Vec::with_capacity(written.len());
+        let mut offset = 2u64;
+        for (k, element, _) in &written {
+            copies.push((*k, offset));
+            offset += groups as u64 * (element.size() / 4);
+        }
+        self.use_type("u64");
+        let (_, results) = self.scratch_binding(
+            Scratch {
+                element: GpuElement::U32,
+                elements: Length::Constant(offset),
+                purpose: ScratchPurpose::GroupResults {
+                    count: count_id,
+                    outputs: copies.clone(),
+                },
+            },
+            "group_results".to_string(),
+        );
+        for ((_, element, value), (_, at)) in written.iter().zip(&copies) {
+            // Through a variable of the stored type, so that a literal has that type too.
+            let ty = element.wgsl();
+            if element.size() == 8 {
+                finish_lines.extend([
+                    "{".to_string(),
+                    format!("    let value: {ty} = {value};"),
+                    "    let bits = bitcast<u64>(value);".to_string(),
+                    format!("    {results}[{at}u + 2u * g] = u32(bits & 4294967295lu);"),
+                    format!("    {results}[{at}u + 2u * g + 1u] = u32(bits >> 32u);"),
+                    "}".to_string(),
+                ]);
+            } else {
+                finish_lines.extend([
+                    "{".to_string(),
+                    format!("    let value: {ty} = {value};"),
+                    format!("    {results}[{at}u + g] = bitcast<u32>(value);"),
+                    "}".to_string(),
+                ]);
+            }
+        }
+        // The launch resolves parameters before the pass runs: one that is (or depends on)
+        // the group count would read the count before this pass has written it, and the
+        // launch would keep that stale count for the outputs' length too.
+        let reads_count = self.params.iter().any(|p| {
+            let ParamValue::Length(length) = &p.value else {
+                return false;
+            };
+            let mut counts = Vec::new();
+            length.compactions(&mut counts);
+            counts.contains(&count_id)
+        });
+        if reads_count {
+            return Err(self.error(None, "a parameter that needs the group count"));
+        }
+        // The decline flag: word 0 of the count buffer, read back with the count.
+        outputs.push(KernelOutput {
+            slot: Self::slot(grouped.declined),
+            ty: Type::Bool,
+            layout: OutputLayout::Flag {
+                scratch: count_id,
+                word: 0,
+            },
+            dictionary: None,
+        });
+
+        // Passes.
+        let partials_param = self.param("partials".to_string(), ParamValue::Workgroups { pass: 0 });
+        let layout = GroupedLayout {
+            groups,
+            columns,
+            slot_of,
+            int_slots,
+            float_slots,
+            keep,
+            slot,
+            partials_i,
+            partials_f,
+            count,
+            results,
+        };
+        let mut text = self.accumulating_pass(&layout, &n);
+        text += &settle::settle(&layout, &partials_param, &finish_lines);
+        let passes = vec![Pass::Entry {
+            entry_point: "main_pass".to_string(),
+            dispatch: Dispatch::Elements {
+                length,
+                max_workgroups: MAX_GROUPED_WORKGROUPS,
+            },
+        }];
+        self.finish(text, passes, outputs)
+    }
+
+    /// A key or value column of the grouped aggregation: one value per row of the kernel.
+    fn grouped_value(&self, local: LocalId) -> Result<Val, CodegenError> {
+        match self.values.get(&local) {
+            Some(val) if val.level == Level::Element && !val.list => Ok(val.clone()),
+            Some(_) => Err(self.error(
+                None,
+                format!("{} is not one value per row", self.name(local)),
+            )),
+            None => Err(CodegenError::malformed(
+                &self.kernel.name,
+                &format!("{} is not a value of the kernel", self.name(local)),
+            )),
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The settle of a grouped kernel (`grouped_settle`), run by the last accumulating
+//! workgroup to finish: the distinct slots the workgroups met, ranked in key order (or a
+//! decline), each group's sums over the workgroups in workgroup order, and its results.
+
+use super::*;
+
+// One invocation of the settle per accumulating workgroup combines that workgroup's
+// partials.
+const _: () = assert!(MAX_GROUPED_WORKGROUPS <= KERNEL_WORKGROUP_SIZE);
+
+/// The settle's functions (module text after `main_pass`), given the name of the parameter
+/// holding the number of accumulating workgroups and the lines writing each group's values
+/// at group `g`.
+pub(super) fn settle(
+    layout: &GroupedLayout,
+    partials_param: &str,
+    finish_lines: &[String],
+) -> String {
+    let GroupedLayout {
+        groups,
+        int_slots,
+        float_slots,
+        ref partials_i,
+        ref partials_f,
+        ref count,
+        ref results,
+        ..
+    } = *layout;
+    let mut text = String::new();
+    text += "// Adds a slot's tag (slot + 1) to the distinct ones met, in the first free entry
+// (which entry does not matter: ranks come from the tags); more than GROUPED_GROUPS decline.
+fn grouped_seen_insert(tag: u32) {
+    var k = 0u;
+    loop {
+        if k == GROUPED_GROUPS {
+            atomicStore(&grouped_declined, 1u);
+            return;
+        }
+        let held = atomicLoad(&grouped_seen[k]);
+        if held == tag {
+            return;
+        }
+        if held == 0u {
+            let claim = atomicCompareExchangeWeak(&grouped_seen[k], 0u, tag);
+            if claim.exchanged || claim.old_value == tag {
+                return;
+            }
+            if claim.old_value == 0u {
+                // A spurious failure: the entry is still free.
+                continue;
+            }
+        }
+        k = k + 1u;
+    }
+}
+
+";
+    let mut tail = String::new();
+    text +=
+        "// The groups, by one workgroup (invocation `local`) once every accumulating one is done.
+fn grouped_settle(local: u32) {
+";
+    let _ = write!(
+        text,
+        "    // Invocation p holds accumulating workgroup p's tags, read at once (a dispatched
+    // workgroup writes all of its own; the others' are not written).
+    var own: array<u32, GROUPED_GROUPS>;
+    if local < {partials_param} {{
+        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+            own[k] = group_tags[local * GROUPED_GROUPS + k];
+        }}
+        if group_tags[GROUPED_TAGS + local] != 0u {{
+            atomicStore(&grouped_declined, 1u);
+        }}
+    }}
+    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+        if own[k] != 0u {{
+            grouped_seen_insert(own[k]);
+        }}
+    }}
+    workgroupBarrier();
+    // A group's rank: the tags met below its own.
+    if local < GROUPED_GROUPS {{
+        let tag = atomicLoad(&grouped_seen[local]);
+        if tag != 0u {{
+            var rank = 0u;
+            for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+                let other = atomicLoad(&grouped_seen[k]);
+                if other != 0u && other < tag {{
+                    rank = rank + 1u;
+                }}
+            }}
+            grouped_slots[rank] = tag - 1u;
+        }}
+    }}
+    if local == 0u {{
+        var total = 0u;
+        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+            if atomicLoad(&grouped_seen[k]) != 0u {{
+                total = total + 1u;
+            }}
+        }}
+        let declined = atomicLoad(&grouped_declined) != 0u;
+        {count}[0] = select(0u, 1u, declined);
+        {count}[1] = select(total, 0u, declined);
+        {results}[0] = select(0u, 1u, declined);
+        {results}[1] = select(total, 0u, declined);
+        grouped_live = select(total, 0u, declined);
+    }}
+    let live = workgroupUniformLoad(&grouped_live);
+"
+    );
+    // Each group's sums over the workgroups. Invocations work in runs of GROUPED_RUN
+    // workgroups, run r holding workgroups r, r + GROUPED_RUNS, ... (a warp's reads of
+    // `grouped_entries` then fall in distinct banks; consecutive workgroups per run read
+    // one bank, though on an H100 q1's kernel took the same time either way): each adds
+    // its run's partials of one accumulator in that order, then the runs' sums are
+    // added by a fixed tree (GROUPED_RUNS per accumulator), for GROUPED_LANES
+    // accumulators at once. Accumulators are numbered group-major
+    // (`a = g * slots + s`), as the accumulating pass numbers them. (A tree over all
+    // the workgroups for four accumulators at a time took 27 of the pass's 39 us for q1
+    // at SF 1 on an H100.)
+    let entry_words = groups.div_ceil(4);
+    let float_decl = if partials_f.is_some() {
+        "        var acc_f: f64 = 0.0lf;\n"
+    } else {
+        ""
+    };
+    // The loads are unconditional (indexes kept in bounds, the values not taken
+    // masked out) and written out one by one before the first add, so that a run's
+    // loads are in flight together: loaded under a condition, each waited for the one
+    // before (34 us for the separate settle pass against 32), and in a loop the sums
+    // and the results took 19 us of q1's kernel at SF 1 on an H100, against 10 written
+    // out.
+    let run_sum = |acc: &str,
+                   zero: &str,
+                   partials: &str,
+                   entries: &str,
+                   slots: usize,
+                   live: &str| {
+        let mut text = format!(
+            "        if a < {live} {{
+            let g = a / {slots}u;
+            let s = a % {slots}u;
+"
+        );
+        for i in 0..GROUPED_RUN {
+            let _ = writeln!(
+                    text,
+                    "            let p{i} = {i}u * GROUPED_RUNS + run;
+            let k{i} = grouped_entry(p{i}, g);
+            let v{i} = {partials}[p{i} * {entries} + s * GROUPED_GROUPS + min(k{i}, GROUPED_GROUPS - 1u)];"
+                );
+        }
+        for i in 0..GROUPED_RUN {
+            let _ = writeln!(
+                    text,
+                    "            {acc} = {acc} + select({zero}, v{i}, p{i} < {partials_param} && k{i} < GROUPED_GROUPS);"
+                );
+        }
+        text += "        }\n";
+        text
+    };
+    let mut adds = format!(
+        "        var acc_i: i64 = 0li;\n{float_decl}{}",
+        run_sum(
+            "acc_i",
+            "0li",
+            partials_i,
+            "GROUPED_INT_ENTRIES",
+            int_slots,
+            "live_i"
+        )
+    );
+    let mut tree = String::from(
+        "                grouped_i[local] = grouped_i[local] + grouped_i[local + half];\n",
+    );
+    let mut store = format!(
+            "            if a < live_i {{
+                grouped_i[GROUPED_TOTALS + (a % {int_slots}u) * GROUPED_GROUPS + a / {int_slots}u] = grouped_i[local];
+            }}
+"
+        );
+    let mut live_floats = "0u".to_string();
+    if let Some(partials_f) = &partials_f {
+        adds += &run_sum(
+            "acc_f",
+            "0.0lf",
+            partials_f,
+            "GROUPED_FLOAT_ENTRIES",
+            float_slots,
+            "live_f",
+        );
+        tree += "                grouped_f[local] = grouped_f[local] + grouped_f[local + half];\n";
+        let _ = write!(
+                store,
+                "            if a < live_f {{
+                grouped_f[GROUPED_TOTALS + (a % {float_slots}u) * GROUPED_GROUPS + a / {float_slots}u] = grouped_f[local];
+            }}
+"
+            );
+        live_floats = format!("live * {float_slots}u");
+    }
+    adds += "        grouped_i[local] = acc_i;\n";
+    if partials_f.is_some() {
+        adds += "        grouped_f[local] = acc_f;\n";
+    }
+    let _ = write!(
+        text,
+        "    // Each accumulating workgroup's entry of each group (255 where it met none), a byte
+    // each: where its partials of that group are. Loops of constant bounds only, so that
+    // the compiler unrolls them and `own` stays in registers (indexed by a loop variable
+    // of a bound known only at run time, it was local memory: 3 us of q1's 136.5 at SF 1
+    // on an H100).
+    if local < {partials_param} {{
+        for (var w = 0u; w < {entry_words}u; w = w + 1u) {{
+            var word = 0u;
+            for (var j = 0u; j < 4u; j = j + 1u) {{
+                let g = w * 4u + j;
+                var entry = 255u;
+                if g < live {{
+                    let tag = grouped_slots[g] + 1u;
+                    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+                        if own[k] == tag {{
+                            entry = k;
+                        }}
+                    }}
+                }}
+                word = word | (entry << (8u * j));
+            }}
+            grouped_entries[w * GROUPED_RUNS * GROUPED_RUN + local] = word;
+        }}
+    }}
+    workgroupBarrier();
+    let lane = local / GROUPED_RUNS;
+    let run = local % GROUPED_RUNS;
+    let live_i = live * {int_slots}u;
+    let live_f = {live_floats};
+    let batches = (max(live_i, live_f) + GROUPED_LANES - 1u) / GROUPED_LANES;
+    for (var batch = 0u; batch < batches; batch = batch + 1u) {{
+        let a = batch * GROUPED_LANES + lane;
+{adds}        for (var half = GROUPED_RUNS / 2u; half > 0u; half = half / 2u) {{
+            workgroupBarrier();
+            if run < half {{
+{tree}            }}
+        }}
+        if run == 0u {{
+{store}        }}
+        workgroupBarrier();
+    }}
+"
+    );
+    // The entry helper and the table it reads (module scope).
+    let _ = write!(
+        tail,
+        "const GROUPED_RUN: u32 = {GROUPED_RUN}u;
+const GROUPED_RUNS: u32 = {MAX_GROUPED_WORKGROUPS}u / GROUPED_RUN;
+const GROUPED_LANES: u32 = WORKGROUP_SIZE / GROUPED_RUNS;
+var<workgroup> grouped_entries: array<u32, {}>;
+
+// The entry accumulating workgroup p gave group g (GROUPED_GROUPS or more: none).
+fn grouped_entry(p: u32, g: u32) -> u32 {{
+    return (grouped_entries[(g / 4u) * GROUPED_RUNS * GROUPED_RUN + p] >> (8u * (g % 4u))) & 255u;
+}}
+",
+        u64::from(MAX_GROUPED_WORKGROUPS) * entry_words as u64
+    );
+    // Per group: its number, key and results (the sums written by invocation 0 above).
+    let _ = write!(
+        text,
+        "    workgroupBarrier();
+    for (var g = local; g < live; g = g + WORKGROUP_SIZE) {{
+        let slot = grouped_slots[g];
+        let count = grouped_i[GROUPED_TOTALS + g];
+{}    }}
+}}
+",
+        indent(finish_lines, 2)
+    );
+    text += "\n";
+    text += &tail;
+    text
+}
