@@ -11,6 +11,8 @@ mod common;
 use std::path::PathBuf;
 
 use common::{gpu, gpu_answers_as_cpu, run_gpu_profiled, tpch};
+use horsec::codegen;
+use horsec::driver::{compile, Stage};
 use horsec_runtime::profile::Placement;
 
 /// How a program's aggregation ran on the GPU.
@@ -83,6 +85,49 @@ fn an_i16_key_with_negative_values_comes_back_in_key_order() {
 #[test]
 fn element_wise_work_over_the_groups_runs_in_the_grouped_kernel_after_the_aggregation() {
     grouped("epilogue_arithmetic", Ran::Grouped);
+}
+
+/// Whether the grouped kernel of `tests/programs/grouped/{name}.hir` looks its rows' ranks
+/// up through hints (`grouped_rank`) before the walk of the entries.
+fn looks_ranks_up_through_hints(name: &str) -> bool {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/programs/grouped/{name}.hir"));
+    let text = std::fs::read_to_string(&path).expect("the program");
+    let compiled = compile(&path.display().to_string(), &text, Stage::Outline);
+    let (Some(typed), Some(outlined)) = (compiled.typed.as_ref(), compiled.outlined.as_ref())
+    else {
+        panic!(
+            "{name} does not compile:\n{}",
+            compiled.render_diagnostics()
+        );
+    };
+    let modules = codegen::generate_program(typed, outlined).expect("it generates");
+    let grouped: Vec<_> = modules
+        .iter()
+        .filter(|m| m.wgsl.contains("fn grouped_local_rank"))
+        .collect();
+    let [grouped] = grouped.as_slice() else {
+        panic!("{name}: one grouped kernel, not {}", grouped.len());
+    };
+    grouped.wgsl.contains("fn grouped_rank")
+}
+
+/// Four keys whose tags share rank hints two by two: each pair's rows keep finding the
+/// other's hint and take the walk, and the answer is the CPU's.
+#[test]
+fn ranks_found_past_colliding_hints_are_right() {
+    assert!(looks_ranks_up_through_hints("colliding_rank_hints"));
+    grouped("colliding_rank_hints", Ran::Grouped);
+}
+
+/// Keys of 2^28 slots: a tag and a rank no longer share a word, so the kernel walks the
+/// entries for every row, and answers as the CPU does.
+#[test]
+fn keys_too_wide_for_hints_find_their_ranks_by_the_walk_alone() {
+    assert!(!looks_ranks_up_through_hints(
+        "key_domain_too_wide_for_hints"
+    ));
+    grouped("key_domain_too_wide_for_hints", Ran::Grouped);
 }
 
 #[test]

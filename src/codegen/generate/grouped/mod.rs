@@ -6,10 +6,11 @@
 //! of their ranges (first column most significant: slots ascend in key order). One pass,
 //! `main_pass`, reads the rows once:
 //! 1. Each workgroup gives the slots it meets entries of its own (`grouped_local_rank`, at
-//!    most `GROUPED_GROUPS`), adds each kept row into its entry's accumulators in
-//!    registers, and writes per entry the workgroup's sums and the slot they belong to (a
-//!    workgroup meeting more slots than it has entries says so). Then it counts itself
-//!    done (`group_done`).
+//!    most `GROUPED_GROUPS`; a row finds its slot's entry through a hint, `grouped_rank`,
+//!    where every tag fits beside a rank in a word), adds each kept row into its entry's
+//!    accumulators in registers, and writes per entry the workgroup's sums and the slot
+//!    they belong to (a workgroup meeting more slots than it has entries says so). Then it
+//!    counts itself done (`group_done`).
 //! 2. The last workgroup to count itself done settles the groups (`grouped_settle`): it
 //!    gathers the distinct slots the workgroups met and ranks them in key order. With more
 //!    groups than the kernel holds it declines: the flag is set, the group count is 0, and
@@ -31,12 +32,13 @@
 //! `run_sum`) 136.5 us, and with the workgroups' entries found in loops of constant bounds
 //! 133.5 us: the settle now adds some 17 us after the last workgroup's rows.
 //!
-//! Where q1's GPU time goes at SF 1 (H200, 119 us in all, throw-away builds that left one
+//! Where q1's GPU time went at SF 1 (H200, 119 us in all, throw-away builds that left one
 //! part out): without the settle 103 us; with every row added to one group instead of the
 //! switch (ranks still found) 106 us; with no ranks and no switch 62 us, which is about
-//! what streaming its 264 MB costs. So ranks, the switch and the workgroups' sums take some
+//! what streaming its 264 MB costs. So ranks, the switch and the workgroups' sums took some
 //! 40 us together, the settle 16 us. (Leaving the workgroups' sums out is no measure: the
-//! compiler then drops the additions and the value columns' loads.)
+//! compiler then drops the additions and the value columns' loads.) Since ranks are looked
+//! up through hints (`grouped_rank`) the kernel takes 99 us.
 
 use super::*;
 use horsec_runtime::args::group::Reduction;
@@ -116,6 +118,9 @@ struct GroupedLayout {
     /// Whether a row is kept, and its slot in the key domain (WGSL at row `i`).
     keep: String,
     slot: String,
+    /// Whether ranks are looked up through hints of (tag << 4) | rank: every tag below
+    /// 2^28, and ranks below 16.
+    hint_ranks: bool,
     /// Bindings: the workgroups' integer and float partials, the group count, and the
     /// buffer the host maps.
     partials_i: String,
@@ -488,6 +493,7 @@ impl Generator<'_> {
             float_slots,
             keep,
             slot,
+            hint_ranks: domain < 1 << 28 && groups <= 16,
             partials_i,
             partials_f,
             count,
