@@ -166,33 +166,40 @@ fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
 
 ";
         // The rank through a hint first: one load of a small table indexed by a hash of
-        // the tag, holding (tag << 4) | rank of the last slot found there, instead of a
-        // walk of the entries whose length differs across a warp's rows. A hint of another
-        // tag (two tags with one hash, or none stored yet: 0) takes the walk, which stores
-        // the rank it finds. Workgroup memory starts zeroed, and tags start at 1. The rank
-        // is the walk's either way (a slot's entry never changes once claimed), so the sums
-        // are the same to the bit. For TPC-H q1 at SF 1 on an H200 the kernel's GPU time
+        // the tag, holding (tag << HINT_RANK_BITS) | rank of the last slot found there,
+        // instead of a walk of the entries whose length differs across a warp's rows. A
+        // hint of another tag (two tags with one hash, or none stored yet: 0) takes the
+        // walk, which stores the rank it finds. Workgroup memory starts zeroed, and tags
+        // start at 1. The rank is the walk's either way (a slot's entry never changes once
+        // claimed), so the sums are the same to the bit. For TPC-H q1 at SF 1 on an H200 the kernel's GPU time
         // went from 119 us to 99 (with it, 2 rows in flight and 256 workgroups stay best:
         // 1 or 3 rows took 114 and 136 us, 132 or 200 workgroups 134 and 109).
         let rank_fn = if hint_ranks {
-            text += "const GROUPED_HINTS: u32 = 64u;
+            let _ = write!(
+                text,
+                "const GROUPED_HINTS: u32 = {hints}u;
 var<workgroup> grouped_hints: array<atomic<u32>, GROUPED_HINTS>;
 
-fn grouped_rank(slot: u32) -> u32 {
+fn grouped_rank(slot: u32) -> u32 {{
     let tag = slot + 1u;
-    let at = (tag * 2654435761u) >> 26u;
+    let at = (tag * 2654435761u) >> {shift}u;
     let hint = atomicLoad(&grouped_hints[at]);
-    if hint >> 4u == tag {
-        return hint & 15u;
-    }
+    if hint >> {rank_bits}u == tag {{
+        return hint & {rank_mask}u;
+    }}
     let k = grouped_local_rank(slot);
-    if k < GROUPED_GROUPS {
-        atomicStore(&grouped_hints[at], (tag << 4u) | k);
-    }
+    if k < GROUPED_GROUPS {{
+        atomicStore(&grouped_hints[at], (tag << {rank_bits}u) | k);
+    }}
     return k;
-}
+}}
 
-";
+",
+                hints = 1u32 << HINT_INDEX_BITS,
+                shift = 32 - HINT_INDEX_BITS,
+                rank_bits = HINT_RANK_BITS,
+                rank_mask = (1u32 << HINT_RANK_BITS) - 1,
+            );
             "grouped_rank"
         } else {
             "grouped_local_rank"

@@ -83,6 +83,12 @@ const GROUPED_RUN: u32 = 16;
 const SUM_RUN: u32 = 16;
 /// Most slots of a key domain: a slot and its tag (slot + 1, 0 meaning none) are u32s.
 const MAX_DOMAIN: u64 = u32::MAX as u64;
+/// Bits of a rank in a rank hint, `(tag << HINT_RANK_BITS) | rank` (see `grouped_rank`):
+/// every rank of a workgroup fits, and tags below `2^(32 - HINT_RANK_BITS)` fit beside it.
+const HINT_RANK_BITS: u32 = 4;
+const _: () = assert!(MAX_GROUPS <= 1 << HINT_RANK_BITS);
+/// Rank hints per workgroup, `2^HINT_INDEX_BITS`, indexed by a tag's multiplicative hash.
+const HINT_INDEX_BITS: u32 = 6;
 
 /// The epilogue of a grouped kernel, at group `i`: its statements' lines, then each output
 /// (local, type, value as stored).
@@ -121,8 +127,8 @@ struct GroupedLayout {
     /// Whether a row is kept, and its slot in the key domain (WGSL at row `i`).
     keep: String,
     slot: String,
-    /// Whether ranks are looked up through hints of (tag << 4) | rank: every tag below
-    /// 2^28, and ranks below 16.
+    /// Whether ranks are looked up through hints (`grouped_rank`): every tag fits beside a
+    /// rank in a word (see [`HINT_RANK_BITS`]).
     hint_ranks: bool,
     /// Bindings: the workgroups' integer and float partials, the group count, and the
     /// buffer the host maps.
@@ -342,7 +348,7 @@ impl Generator<'_> {
             float_slots,
             keep,
             slot,
-            hint_ranks: domain < 1 << 28 && groups <= 16,
+            hint_ranks: domain < 1 << (32 - HINT_RANK_BITS),
             partials_i,
             partials_f,
             count,
