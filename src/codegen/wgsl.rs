@@ -629,6 +629,11 @@ fn mul_f32(a: f32, b: f32) -> f32 {
     }
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
     var product = select(a * b, nan_f32(), nan);
+    if !nan && (ca == 2u || cb == 2u) {
+        // An infinity times a nonzero number, whose hardware product is NaN where the
+        // GPU flushes a subnormal operand to zero (NVIDIA's f32 inf * 1e-40).
+        product = special_f32(select(0x7f800000u, 0xff800000u, negative_f32(a) != negative_f32(b)));
+    }
     if !nan && (ca == 0u || cb == 0u) {
         product = signed_zero_f32(negative_f32(a) != negative_f32(b));
     }
@@ -767,6 +772,10 @@ fn mul_f64(a: f64, b: f64) -> f64 {
     let cb = class_f64(b);
     let nan = max(ca, cb) == 3u || (ca == 2u && cb == 0u) || (ca == 0u && cb == 2u);
     var product = select(a * b, nan_f64(), nan);
+    if !nan && (ca == 2u || cb == 2u) {
+        // As in mul_f32: a GPU may flush a subnormal operand, and inf * 0 is NaN.
+        product = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative_f64(a) != negative_f64(b));
+    }
     if !nan && (ca == 0u || cb == 0u) {
         product = signed_zero_f64(negative_f64(a) != negative_f64(b));
     }
