@@ -429,6 +429,10 @@ fn signed_zero_f32(negative: bool) -> f32 {
     return special_f32(select(0u, 0x80000000u, negative));
 }
 
+fn signed_infinity_f32(negative: bool) -> f32 {
+    return special_f32(select(0x7f800000u, 0xff800000u, negative));
+}
+
 fn nan_f32() -> f32 {
     return special_f32(0x7fc00000u);
 }
@@ -632,7 +636,7 @@ fn mul_f32(a: f32, b: f32) -> f32 {
     if !nan && (ca == 2u || cb == 2u) {
         // An infinity times a nonzero number, whose hardware product is NaN where the
         // GPU flushes a subnormal operand to zero (NVIDIA's f32 inf * 1e-40).
-        product = special_f32(select(0x7f800000u, 0xff800000u, negative_f32(a) != negative_f32(b)));
+        product = signed_infinity_f32(negative_f32(a) != negative_f32(b));
     }
     if !nan && (ca == 0u || cb == 0u) {
         product = signed_zero_f32(negative_f32(a) != negative_f32(b));
@@ -718,6 +722,10 @@ fn signed_zero_f64(negative: bool) -> f64 {
     return special_f64(select(0lu, 9223372036854775808lu, negative));
 }
 
+fn signed_infinity_f64(negative: bool) -> f64 {
+    return special_f64(select(9218868437227405312lu, 18442240474082181120lu, negative));
+}
+
 fn nan_f64() -> f64 {
     return special_f64(9221120237041090560lu);
 }
@@ -774,7 +782,7 @@ fn mul_f64(a: f64, b: f64) -> f64 {
     var product = select(a * b, nan_f64(), nan);
     if !nan && (ca == 2u || cb == 2u) {
         // As in mul_f32: a GPU may flush a subnormal operand, and inf * 0 is NaN.
-        product = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative_f64(a) != negative_f64(b));
+        product = signed_infinity_f64(negative_f64(a) != negative_f64(b));
     }
     if !nan && (ca == 0u || cb == 0u) {
         product = signed_zero_f64(negative_f64(a) != negative_f64(b));
@@ -807,7 +815,7 @@ fn div_f64(a: f64, b: f64) -> f64 {
         q = opaque + fma(-opaque, b, a) / b;
     }
     if ca == 2u || cb == 0u {
-        q = select(special_f64(9218868437227405312lu), special_f64(18442240474082181120lu), negative);
+        q = signed_infinity_f64(negative);
     }
     if ca == 0u || cb == 2u {
         q = signed_zero_f64(negative);
@@ -847,7 +855,7 @@ fn div_f32(a: f32, b: f32) -> f32 {
     let negative = negative_f32(a) != negative_f32(b);
     var q = narrow_f64(widen_f32(a) / widen_f32(b));
     if ca == 2u || cb == 0u {
-        q = select(special_f32(0x7f800000u), special_f32(0xff800000u), negative);
+        q = signed_infinity_f32(negative);
     }
     if ca == 0u || cb == 2u {
         q = signed_zero_f32(negative);
