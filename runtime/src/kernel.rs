@@ -31,6 +31,12 @@ pub const MAX_DISPATCH_WORKGROUPS: u32 = 65_535;
 /// Workgroups of a reducing pass: one partial result per workgroup, combined by the last of
 /// them to finish (each of its invocations folds `MAX_REDUCTION_WORKGROUPS /
 /// KERNEL_WORKGROUP_SIZE` partials in a fixed order, the same whichever workgroup is last).
+///
+/// About one wave of 256-invocation workgroups on a large GPU: TPC-H q6's pass at SF 1 on an
+/// H200 (132 SMs) took 124 µs of GPU time with 132 workgroups, 70 with 264, 47 with 528, 42
+/// with 792 and 40 with 1024; then 45 with 2048, 50 with 4096, 61 with 8192 and 112 with
+/// 32768, where the last workgroup's fold of the partials grows. q1, q12, q14 and q19 did
+/// not change.
 pub const MAX_REDUCTION_WORKGROUPS: u32 = 1024;
 
 /// One generated kernel, ready to launch.

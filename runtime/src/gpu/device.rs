@@ -121,7 +121,8 @@ pub enum WaitMode {
     /// Polls the device without blocking, yielding the thread between polls, for up to
     /// [`SPIN_LIMIT`], then blocks. A blocking wait on a GPU parks the thread in the driver,
     /// and waking it costs more than the short steps of a query take on the GPU; the
-    /// default on GPUs.
+    /// default on GPUs. (A spin-loop hint instead of the yield measured the same on an
+    /// H200: TPC-H q6 at SF 1 0.074–0.088 ms against 0.075–0.093 over six processes each.)
     Spin,
     /// Blocks in the driver at once: the default on software adapters (lavapipe), whose
     /// worker threads need the cores a spinning host would take.
