@@ -29,6 +29,14 @@
 //! A warm TPC-H q6 at SF 1 (42 µs of kernels) took 86–114 µs in those calls: this floor is
 //! most of the rest.
 //!
+//! `DEVICES=N` measures instead whether the round trip depends on the device or on the host's
+//! moment: `dispatch spin` on each of N devices of the adapter in turn, three rounds, each
+//! device's median. On the H200 (with a spin-loop hint between the polls in place of the
+//! yield), five processes of six devices and 400 round trips gave medians of 26.5 or 31.5 µs;
+//! two processes showed both values, changing within a round, and no device stayed fast or
+//! slow across rounds (one took 26.4, 31.2 and 27.0 µs): the host's state at the moment
+//! decides, not the device, its queue or its channel.
+//!
 //! `cargo run --release -p horsec-runtime --example dispatch_probe [-- ROUND_TRIPS]` (`SPIN=1`:
 //! the 200 dispatches are waited for by polling, as horsec waits, instead of blocking).
 
@@ -67,23 +75,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         .into_iter()
         .next()
         .ok_or("no adapter")?;
+    if let Some(devices) = std::env::var_os("DEVICES") {
+        let devices: usize = devices.to_str().ok_or("DEVICES: not a number")?.parse()?;
+        return device_round_trips(&adapter, devices, round_trip_count()?);
+    }
     println!("{}", adapter.get_info().name);
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         required_limits: adapter.limits(),
         ..Default::default()
     }))?;
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
-    });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
+    let pipeline = compute_pipeline(&device, SOURCE);
     let layout = pipeline.get_bind_group_layout(0);
     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
@@ -201,11 +202,7 @@ fn spin(device: &wgpu::Device) -> Result<(), Box<dyn std::error::Error>> {
 
 /// The round trips of the module's documentation, on a device of their own.
 fn round_trips(adapter: &wgpu::Adapter) -> Result<(), Box<dyn Error>> {
-    let iterations: usize = std::env::args()
-        .nth(1)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(3000);
+    let iterations = round_trip_count()?;
     let mappable = adapter
         .features()
         .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
@@ -219,18 +216,7 @@ fn round_trips(adapter: &wgpu::Adapter) -> Result<(), Box<dyn Error>> {
         required_features: features,
         ..Default::default()
     }))?;
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("round trip"),
-        source: wgpu::ShaderSource::Wgsl(ROUND_TRIP_SHADER.into()),
-    });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("round trip"),
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
+    let pipeline = compute_pipeline(&device, ROUND_TRIP_SHADER);
     let storage = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("word"),
         size: 256,
@@ -380,6 +366,85 @@ fn round_trips(adapter: &wgpu::Adapter) -> Result<(), Box<dyn Error>> {
             cleared.print("clear+dispatch+copy+map");
             direct.print("dispatch->mapped");
         }
+    }
+    Ok(())
+}
+
+/// `ROUND_TRIPS`, the first argument (3,000 by default).
+fn round_trip_count() -> Result<usize, Box<dyn Error>> {
+    Ok(std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(3000))
+}
+
+/// A compute pipeline of `source`'s `main`, its layout derived from the shader.
+fn compute_pipeline(device: &wgpu::Device, source: &str) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
+
+/// `DEVICES=N`: whether the round trip depends on the device (its queue, its channel in the
+/// driver) or on the host's moment. Opens `devices` devices on the adapter and, in three
+/// rounds, times `iterations` `dispatch spin` round trips on each in turn, printing each
+/// device's median in µs.
+fn device_round_trips(
+    adapter: &wgpu::Adapter,
+    devices: usize,
+    iterations: usize,
+) -> Result<(), Box<dyn Error>> {
+    let mut opened = Vec::with_capacity(devices);
+    for _ in 0..devices {
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))?;
+        let pipeline = compute_pipeline(&device, ROUND_TRIP_SHADER);
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: 256,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: buffer.as_entire_binding(),
+            }],
+        });
+        opened.push((device, queue, pipeline, group));
+    }
+    for round in 0..3 {
+        let mut line = format!("round {round}, median µs per device:");
+        for (device, queue, pipeline, group) in &opened {
+            let mut wall = Vec::with_capacity(iterations);
+            for _ in 0..iterations {
+                let start = Instant::now();
+                let mut encoder = device.create_command_encoder(&Default::default());
+                {
+                    let mut pass = encoder.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, group, &[]);
+                    pass.dispatch_workgroups(1, 1, 1);
+                }
+                queue.submit([encoder.finish()]);
+                spin(device)?;
+                wall.push(start.elapsed());
+            }
+            line += &format!(" {:.1}", median_us(wall));
+        }
+        println!("{line}");
     }
     Ok(())
 }
