@@ -30,9 +30,9 @@
 //! most of the rest.
 //!
 //! `DEVICES=N` measures instead whether the round trip depends on the device or on the host's
-//! moment: `dispatch spin` on each of N devices of the adapter in turn, three rounds, each
-//! device's median. On the H200 (with a spin-loop hint between the polls in place of the
-//! yield), five processes of six devices and 400 round trips gave medians of 26.5 or 31.5 µs;
+//! moment: `dispatch spin` on each of N devices of the adapter in turn (with a spin-loop hint
+//! between the polls in place of the yield), three rounds, each device's median. On the H200,
+//! five processes of six devices and 400 round trips gave medians of 26.5 or 31.5 µs;
 //! two processes showed both values, changing within a round, and no device stayed fast or
 //! slow across rounds (one took 26.4, 31.2 and 27.0 µs): the host's state at the moment
 //! decides, not the device, its queue or its channel.
@@ -191,12 +191,14 @@ impl Samples {
     }
 }
 
-fn spin(device: &wgpu::Device) -> Result<(), Box<dyn std::error::Error>> {
+/// Polls `device` without blocking until its queue is empty, calling `between` between
+/// polls (`yield_now`, as horsec waits, or a spin-loop hint).
+fn spin(device: &wgpu::Device, between: fn()) -> Result<(), Box<dyn std::error::Error>> {
     loop {
         if device.poll(wgpu::PollType::Poll)?.is_queue_empty() {
             return Ok(());
         }
-        std::thread::yield_now();
+        between();
     }
 }
 
@@ -314,13 +316,13 @@ fn round_trips(adapter: &wgpu::Adapter) -> Result<(), Box<dyn Error>> {
         for _ in 0..n {
             let start = Instant::now();
             queue.submit(std::iter::empty());
-            spin(&device)?;
+            spin(&device, std::thread::yield_now)?;
             empty.wall.push(start.elapsed());
         }
         let mut dispatch_spin = Samples::new(n);
         for _ in 0..n {
             let start = submit_dispatch(&mut dispatch_spin, &group, 1, false, &|_| {});
-            spin(&device)?;
+            spin(&device, std::thread::yield_now)?;
             dispatch_spin.wall.push(start.elapsed());
         }
         let mut dispatch_wait = Samples::new(n);
@@ -397,8 +399,8 @@ fn compute_pipeline(device: &wgpu::Device, source: &str) -> wgpu::ComputePipelin
 
 /// `DEVICES=N`: whether the round trip depends on the device (its queue, its channel in the
 /// driver) or on the host's moment. Opens `devices` devices on the adapter and, in three
-/// rounds, times `iterations` `dispatch spin` round trips on each in turn, printing each
-/// device's median in µs.
+/// rounds, times `iterations` `dispatch spin` round trips on each in turn (a spin-loop hint
+/// between the polls, as measured on the H200), printing each device's median in µs.
 fn device_round_trips(
     adapter: &wgpu::Adapter,
     devices: usize,
@@ -439,7 +441,7 @@ fn device_round_trips(
                     pass.dispatch_workgroups(1, 1, 1);
                 }
                 queue.submit([encoder.finish()]);
-                spin(device)?;
+                spin(device, std::hint::spin_loop)?;
                 wall.push(start.elapsed());
             }
             line += &format!(" {:.1}", median_us(wall));
