@@ -690,23 +690,31 @@ impl Interpreter<'_> {
                         _ => None,
                     })
                     .collect();
-                let mut read = self
-                    .accelerator
-                    .host_all(&on_device, step, self.profile)?
-                    .into_iter();
-                let mut hosted = Vec::with_capacity(args.len());
-                for arg in args {
-                    hosted.push(match arg {
-                        ArgValue::Value(v) if v.on_device() => read.next(),
-                        _ => None,
-                    });
-                }
-                let args: Vec<ArgValue<'_>> = args
-                    .iter()
-                    .zip(&hosted)
-                    .map(|(a, h)| h.as_ref().map_or(*a, ArgValue::Value))
-                    .collect();
-                let args = args.as_slice();
+                let hosted_args: Vec<ArgValue<'_>>;
+                let hosted: Vec<Option<Value>>;
+                // Host arguments alone (the table and column look-ups of every query) go as
+                // they are, with no read-back to ask for.
+                let args = if on_device.is_empty() {
+                    args
+                } else {
+                    let mut read = self
+                        .accelerator
+                        .host_all(&on_device, step, self.profile)?
+                        .into_iter();
+                    hosted = args
+                        .iter()
+                        .map(|arg| match arg {
+                            ArgValue::Value(v) if v.on_device() => read.next(),
+                            _ => None,
+                        })
+                        .collect();
+                    hosted_args = args
+                        .iter()
+                        .zip(&hosted)
+                        .map(|(a, h)| h.as_ref().map_or(*a, ArgValue::Value))
+                        .collect();
+                    hosted_args.as_slice()
+                };
                 let value = cpu::call_builtin(b, args, self)?;
                 // Taking a cell of a list (`@index(list, k)`) picks a container apart.
                 let list_cell = b == Builtin::Index

@@ -552,6 +552,14 @@ impl List {
     /// A list of `cells`: flat when every cell is a vector and all have one type (strings
     /// with different dictionaries are merged), mixed otherwise.
     pub fn from_cells(cells: Vec<Value>) -> List {
+        // Cells of different types stay as they are, asked before anything is cloned: a
+        // query's result columns (`@list` before `@table`) are such cells, and a failed
+        // concatenation builds its error message, on every run.
+        let ty = cells.first().and_then(Value::as_vector).map(Vector::ty);
+        let same_type = cells.iter().all(|c| c.as_vector().map(Vector::ty) == ty);
+        if !same_type {
+            return List::Mixed(Arc::new(cells));
+        }
         let vectors: Option<Vec<Vector>> = cells.iter().map(|c| c.as_vector().cloned()).collect();
         if let Some(vectors) = vectors {
             if let Ok(values) = Vector::concat(&vectors) {

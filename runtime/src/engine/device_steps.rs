@@ -20,6 +20,14 @@ use crate::value::{DeviceList, DeviceVector, List, Value};
 /// `@list` of device vectors, `@keys`/`@values` of a dictionary, a cell of a list. None
 /// where the CPU's own builtin is to run (on host values, with its checks and errors).
 pub(super) fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<Value> {
+    // Asked first: finding device values walks every argument (a table's every column), and
+    // `@column_value` and `@table` come here on every run.
+    if !matches!(
+        b,
+        Builtin::List | Builtin::Keys | Builtin::Values | Builtin::Raze | Builtin::Index
+    ) {
+        return None;
+    }
     let values: Vec<&Value> = args
         .iter()
         .map(|a| match a {

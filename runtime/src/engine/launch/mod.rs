@@ -937,7 +937,7 @@ impl<'a> Run<'a> {
         };
         self.small_scratch.insert(count, vec![flag, groups]);
         self.compacted.insert(count, u64::from(groups));
-        let mut copies = FxHashMap::default();
+        let mut copies = FxHashMap::with_capacity_and_hasher(outputs.len(), Default::default());
         for &(k, offset) in outputs {
             let output = kernel.outputs.get(k).ok_or_else(|| {
                 RuntimeError::new(format!("{}: group results of no output {k}", kernel.name))
