@@ -11,7 +11,7 @@ use horsec::driver::{compile_for, Stage, Target};
 
 // The allocator the `horsec` binary uses (see src/main.rs), so that the figures are the CLI's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: horsec::allocator::Mimalloc = horsec::allocator::Mimalloc;
 
 /// One file's compile times: per stage, their sums and the whole calls.
 #[derive(Clone, Default)]

@@ -8,6 +8,7 @@
 //! To embed horsec, start at [`api`]: compile once, run many times on tables given as Arrow
 //! record batches (or files), take results as record batches.
 
+pub mod allocator;
 pub mod analysis;
 pub mod api;
 pub mod bench;
