@@ -21,28 +21,37 @@ pub struct Mimalloc;
 /// The alignment of every mimalloc block (`MI_MAX_ALIGN_SIZE`).
 const MIMALLOC_ALIGNMENT: usize = 16;
 
+/// A block for `layout` from `plain` (which takes the size) where mimalloc's own alignment
+/// is enough, else from `aligned` (which takes the size and the alignment).
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`]: `layout`'s size is not 0.
+#[inline]
+unsafe fn new_block(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    let block = if layout.align() <= MIMALLOC_ALIGNMENT {
+        unsafe { plain(layout.size()) }
+    } else {
+        unsafe { aligned(layout.size(), layout.align()) }
+    };
+    block.cast()
+}
+
 // SAFETY: mimalloc's functions are thread-safe, give blocks aligned to at least
 // MIMALLOC_ALIGNMENT (the aligned variants to the layout's alignment), and free any of them
 // with `mi_free`; sizes are never 0 (GlobalAlloc's contract).
 unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let block = if layout.align() <= MIMALLOC_ALIGNMENT {
-            unsafe { mi_malloc(layout.size()) }
-        } else {
-            unsafe { mi_malloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        unsafe { new_block(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let block = if layout.align() <= MIMALLOC_ALIGNMENT {
-            unsafe { mi_zalloc(layout.size()) }
-        } else {
-            unsafe { mi_zalloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        unsafe { new_block(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     #[inline]
