@@ -552,15 +552,13 @@ impl List {
     /// A list of `cells`: flat when every cell is a vector and all have one type (strings
     /// with different dictionaries are merged), mixed otherwise.
     pub fn from_cells(cells: Vec<Value>) -> List {
-        // Cells of different types stay as they are, asked before anything is cloned: a
-        // query's result columns (`@list` before `@table`) are such cells, and a failed
+        // Vectors of one type only are concatenated, asked before anything is cloned: a
+        // query's result columns (`@list` before `@table`) have different types, and a failed
         // concatenation builds its error message, on every run.
-        let ty = cells.first().and_then(Value::as_vector).map(Vector::ty);
-        let same_type = cells.iter().all(|c| c.as_vector().map(Vector::ty) == ty);
-        if !same_type {
-            return List::Mixed(Arc::new(cells));
-        }
-        let vectors: Option<Vec<Vector>> = cells.iter().map(|c| c.as_vector().cloned()).collect();
+        let vectors: Option<Vec<&Vector>> = cells.iter().map(Value::as_vector).collect();
+        let vectors = vectors
+            .filter(|v| v.windows(2).all(|w| w[0].ty() == w[1].ty()))
+            .map(|v| v.into_iter().cloned().collect::<Vec<Vector>>());
         if let Some(vectors) = vectors {
             if let Ok(values) = Vector::concat(&vectors) {
                 let mut offsets = Vec::with_capacity(vectors.len() + 1);

@@ -20,12 +20,12 @@ use crate::value::{DeviceList, DeviceVector, List, Value};
 /// `@list` of device vectors, `@keys`/`@values` of a dictionary, a cell of a list. None
 /// where the CPU's own builtin is to run (on host values, with its checks and errors).
 pub(super) fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<Value> {
-    // Asked first: finding device values walks every argument (a table's every column), and
-    // `@column_value` and `@table` come here on every run.
-    if !matches!(
-        b,
-        Builtin::List | Builtin::Keys | Builtin::Values | Builtin::Raze | Builtin::Index
-    ) {
+    // Asked before collecting the arguments: most calls (`@column_value`, `@table`, on every
+    // run) have no device value and need no vector of them.
+    if !args
+        .iter()
+        .any(|a| matches!(a, ArgValue::Value(v) if v.on_device()))
+    {
         return None;
     }
     let values: Vec<&Value> = args
@@ -35,9 +35,6 @@ pub(super) fn container_on_device(b: Builtin, args: &[ArgValue<'_>]) -> Option<V
             ArgValue::Function(_) => None,
         })
         .collect::<Option<_>>()?;
-    if !values.iter().any(|v| v.on_device()) {
-        return None;
-    }
     match (b, values.as_slice()) {
         (Builtin::List, cells) => Some(Value::List(List::Mixed(Arc::new(
             cells.iter().map(|v| (*v).clone()).collect(),
