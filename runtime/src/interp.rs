@@ -728,7 +728,7 @@ impl Interpreter<'_> {
             }
         };
         self.profile
-            .record(placement, b.step_name(), start.elapsed());
+            .record_static(placement, b.step_name(), start.elapsed());
         Ok(value)
     }
 }

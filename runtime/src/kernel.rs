@@ -426,14 +426,35 @@ impl Length {
     /// The compactions whose counts make this length ([`Length::Compacted`], which the
     /// engine reads back after the passes before it), added to `out` once each.
     pub fn compactions(&self, out: &mut Vec<ScratchId>) {
+        self.for_each_compaction(&mut |id| {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        });
+    }
+
+    /// Calls `f` with each compaction whose count makes this length, in order (repeats
+    /// included).
+    pub fn for_each_compaction(&self, f: &mut impl FnMut(ScratchId)) {
         match self {
-            Length::Compacted(id) if !out.contains(id) => out.push(*id),
+            Length::Compacted(id) => f(*id),
             Length::Sum(a, b) | Length::Broadcast(a, b) | Length::Max(a, b) | Length::Min(a, b) => {
-                a.compactions(out);
-                b.compactions(out);
+                a.for_each_compaction(f);
+                b.for_each_compaction(f);
             }
-            Length::Compacted(_) | Length::Constant(_) | Length::Of { .. } | Length::ValueOf(_) => {
+            Length::Constant(_) | Length::Of { .. } | Length::ValueOf(_) => {}
+        }
+    }
+
+    /// Whether a compaction's count makes this length (see [`Length::compactions`]), asked
+    /// without collecting them.
+    pub fn has_compaction(&self) -> bool {
+        match self {
+            Length::Compacted(_) => true,
+            Length::Sum(a, b) | Length::Broadcast(a, b) | Length::Max(a, b) | Length::Min(a, b) => {
+                a.has_compaction() || b.has_compaction()
             }
+            Length::Constant(_) | Length::Of { .. } | Length::ValueOf(_) => false,
         }
     }
 

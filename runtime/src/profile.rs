@@ -4,6 +4,7 @@
 //! [`Placement`]. A compute step that ran on the CPU under the GPU backend is thereby visible
 //! (listed by [`Profile::cpu_compute_steps`]), never a silent fallback.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -81,10 +82,11 @@ pub struct StepTotals {
 /// Totals per placement and step name (`@sum`, a kernel's name, `upload`, …).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
-    /// Per placement, per step name (a map per placement, so that a step recorded before
-    /// is found by its `&str`: recording is on every step's path, and allocating its name
-    /// each time showed in warm runs' host time).
-    steps: BTreeMap<Placement, BTreeMap<String, StepTotals>>,
+    /// Per placement and step name, sorted by both (the order of every listing). A vector
+    /// searched by halves, not maps: recording is on every step's path, and a run records
+    /// some ten names, each a new map entry (and the builtins' names new strings) in every
+    /// run's fresh profile.
+    steps: Vec<(Placement, Cow<'static, str>, StepTotals)>,
     /// Bytes copied to the GPU and back for generated kernels.
     pub uploaded_bytes: u64,
     pub downloaded_bytes: u64,
@@ -112,13 +114,45 @@ impl Profile {
 
     /// Adds one step of `name` at `placement` that took `time`.
     pub fn record(&mut self, placement: Placement, name: &str, time: Duration) {
-        let named = self.steps.entry(placement).or_default();
-        let totals = match named.get_mut(name) {
-            Some(totals) => totals,
-            None => named.entry(name.to_string()).or_default(),
+        self.add(placement, name, || Cow::Owned(name.to_string()), time);
+    }
+
+    /// [`Profile::record`] of a name that lives as long as the program (a builtin's): kept
+    /// without a copy.
+    pub fn record_static(&mut self, placement: Placement, name: &'static str, time: Duration) {
+        self.add(placement, name, || Cow::Borrowed(name), time);
+    }
+
+    fn add(
+        &mut self,
+        placement: Placement,
+        name: &str,
+        owned: impl FnOnce() -> Cow<'static, str>,
+        time: Duration,
+    ) {
+        let at = match self
+            .steps
+            .binary_search_by(|(p, n, _)| (*p, n.as_ref()).cmp(&(placement, name)))
+        {
+            Ok(at) => at,
+            Err(at) => {
+                self.steps
+                    .insert(at, (placement, owned(), StepTotals::default()));
+                at
+            }
         };
-        totals.count += 1;
-        totals.time += time;
+        if let Some((_, _, totals)) = self.steps.get_mut(at) {
+            totals.count += 1;
+            totals.time += time;
+        }
+    }
+
+    /// The steps recorded at `placement`, by name.
+    fn at(&self, placement: Placement) -> impl Iterator<Item = (&str, &StepTotals)> + '_ {
+        self.steps
+            .iter()
+            .filter(move |(p, _, _)| *p == placement)
+            .map(|(_, name, totals)| (name.as_ref(), totals))
     }
 
     /// Records that `step` (a host step) needed a device value's elements: `bytes` read back
@@ -181,26 +215,19 @@ impl Profile {
 
     /// The total time at `placement`.
     pub fn total(&self, placement: Placement) -> Duration {
-        self.steps
-            .get(&placement)
-            .map_or(Duration::ZERO, |named| named.values().map(|t| t.time).sum())
+        self.at(placement).map(|(_, t)| t.time).sum()
     }
 
     /// Compute steps that ran on the CPU, by name, with their totals.
     pub fn cpu_compute_steps(&self) -> Vec<(&str, StepTotals)> {
-        self.steps
-            .get(&Placement::Cpu)
-            .into_iter()
-            .flatten()
-            .map(|(name, t)| (name.as_str(), *t))
+        self.at(Placement::Cpu)
+            .map(|(name, t)| (name, *t))
             .collect()
     }
 
     /// Every step of every placement, in placement order.
     pub fn steps(&self) -> impl Iterator<Item = (Placement, &str, StepTotals)> + '_ {
-        self.steps
-            .iter()
-            .flat_map(|(p, named)| named.iter().map(|(n, t)| (*p, n.as_str(), *t)))
+        self.steps.iter().map(|(p, n, t)| (*p, n.as_ref(), *t))
     }
 
     /// The breakdown as indented lines: a total per placement, then the CPU compute steps.
@@ -213,10 +240,7 @@ impl Profile {
             Placement::Cpu,
             Placement::Host,
         ] {
-            let count: u32 = self
-                .steps
-                .get(&placement)
-                .map_or(0, |named| named.values().map(|t| t.count).sum());
+            let count: u32 = self.at(placement).map(|(_, t)| t.count).sum();
             if count > 0 {
                 let _ = writeln!(
                     out,
@@ -251,8 +275,8 @@ impl Profile {
         let mut slowest: Vec<(&str, &StepTotals)> = self
             .steps
             .iter()
-            .filter(|(p, _)| **p != Placement::Host)
-            .flat_map(|(_, named)| named.iter().map(|(n, t)| (n.as_str(), t)))
+            .filter(|(p, _, _)| *p != Placement::Host)
+            .map(|(_, n, t)| (n.as_ref(), t))
             .collect();
         slowest.sort_by_key(|entry| std::cmp::Reverse(entry.1.time));
         if !slowest.is_empty() {

@@ -91,6 +91,13 @@ impl Strings {
             .iter()
             .map(move |&c| self.dict.strings[c as usize].as_ref())
     }
+
+    /// The strings in order, each shared with the dictionary (no copy of its text).
+    pub fn shared(&self) -> impl Iterator<Item = Arc<str>> + '_ {
+        self.codes
+            .iter()
+            .map(move |&c| Arc::clone(&self.dict.strings[c as usize]))
+    }
 }
 
 /// A flat typed array: the representation of every basic HorseIR type.

@@ -546,7 +546,10 @@ impl List {
 
     /// All cells, in order.
     pub fn cells(&self) -> Vec<Value> {
-        (0..self.len()).filter_map(|i| self.cell(i)).collect()
+        match self {
+            List::Mixed(cells) => cells.as_ref().clone(),
+            List::Flat { .. } => (0..self.len()).filter_map(|i| self.cell(i)).collect(),
+        }
     }
 
     /// A list of `cells`: flat when every cell is a vector and all have one type (strings

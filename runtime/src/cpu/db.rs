@@ -155,16 +155,17 @@ fn names_of(t: &Table) -> Value {
 
 /// `@column_value(t, name)` on a table or keyed table.
 fn column_value(t: &Value, name: &str) -> Result<Value> {
-    let tables: Vec<&Arc<Table>> = match t {
-        Value::Table(t) => vec![t],
-        Value::KTable(k, v) => vec![k, v],
+    // No vector of the tables: this runs for every column a query reads, on every run.
+    let (first, second) = match t {
+        Value::Table(t) => (t, None),
+        Value::KTable(k, v) => (k, Some(v)),
         other => bail!("expected a table, got a {}", other.ty()),
     };
-    if let Some(column) = tables.iter().find_map(|t| t.column(name)) {
+    let tables = || std::iter::once(first).chain(second);
+    if let Some(column) = tables().find_map(|t| t.column(name)) {
         return Ok(column.clone());
     }
-    let names: Vec<&str> = tables
-        .iter()
+    let names: Vec<&str> = tables()
         .flat_map(|t| t.names.iter().map(|n| n.as_ref()))
         .collect();
     bail!(
@@ -197,7 +198,7 @@ fn make_table(names: &Vector, columns: Vec<Value>) -> Result<Table> {
         }
     }
     Ok(Table {
-        names: names.iter().map(Arc::from).collect(),
+        names: names.shared().collect(),
         columns,
     })
 }

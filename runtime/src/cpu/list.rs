@@ -19,9 +19,11 @@ use crate::value::{List, Value, Vector};
 
 /// `@list(a, b, …)`: one cell per argument.
 pub(crate) fn list(args: &Args<'_, '_>) -> Result<Value> {
-    let cells = (0..args.len())
-        .map(|i| args.value(i).cloned())
-        .collect::<Result<Vec<_>>>()?;
+    // Sized once: collecting through `Result` grows the vector from nothing.
+    let mut cells = Vec::with_capacity(args.len());
+    for i in 0..args.len() {
+        cells.push(args.value(i)?.clone());
+    }
     Ok(Value::List(List::from_cells(cells)))
 }
 

@@ -172,10 +172,15 @@ impl Location {
     pub(crate) fn sweep(&mut self) {
         self.scalars.clear();
         let mut freed = 0;
-        let mut own = FxHashMap::default();
-        self.count_kept(&mut own);
+        // The entries' own holds of each address, counted in a sorted vector: a run keeps a
+        // handful of copies, and a map per run showed in its host time.
+        let mut own: Vec<usize> = self.uploaded.values().map(|(_, k)| k.address()).collect();
+        own.sort_unstable();
+        let own_holds = |address: usize| {
+            own.partition_point(|&a| a <= address) - own.partition_point(|&a| a < address)
+        };
         self.uploaded.retain(|_, (buffer, kept)| {
-            let held = kept.owners() > own.get(&kept.address()).copied().unwrap_or(0);
+            let held = kept.owners() > own_holds(kept.address());
             if !held {
                 freed += buffer.byte_len();
             }

@@ -396,6 +396,12 @@ impl GpuEngine<'_> {
     /// memory and device buffers for the engine's life. What tables hold stays. The
     /// engine's own clones (these maps hold each other's data) are not owners.
     fn forget_run_values(&mut self) {
+        if self.fetched.is_empty() && self.listed.is_empty() {
+            // Nothing of the maps below to count or drop (most runs): only the device copies.
+            self.listed_by_columns.clear();
+            self.location.sweep();
+            return;
+        }
         let mut own: FxHashMap<usize, usize> = FxHashMap::default();
         self.location.count_kept(&mut own);
         let mut count = |address: usize| *own.entry(address).or_default() += 1;

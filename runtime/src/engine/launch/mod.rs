@@ -377,7 +377,16 @@ pub(crate) fn launch(
     }
 
     // A grouped kernel's count and outputs, from the one buffer its settle copied them to.
-    let mut read_with_counts = run.read_group_results()?;
+    // Each output's bytes read back with a count: a grouped kernel's are ranges of the one
+    // buffer read (not copied out of it), a compaction's small outputs come whole.
+    let (group_bytes, group_ranges) = run.read_group_results()?;
+    let mut read_with_counts: Vec<Option<std::borrow::Cow<'_, [u8]>>> =
+        vec![None; kernel.outputs.len()];
+    for (slot, range) in read_with_counts.iter_mut().zip(group_ranges) {
+        *slot = range
+            .and_then(|range| group_bytes.get(range))
+            .map(std::borrow::Cow::Borrowed);
+    }
 
     // The compactions' counts that size the outputs, read back together: one wait for the
     // launch instead of one per compacted output (TPC-H q7's first kernel compacts four).
@@ -397,9 +406,7 @@ pub(crate) fn launch(
         if !location::read_with_count(*capacity, element) {
             continue;
         }
-        let mut counted = Vec::new();
-        length.compactions(&mut counted);
-        if counted.is_empty() {
+        if !length.has_compaction() {
             continue;
         }
         if let Some(buffer) = outputs.get(&(output.slot, ValuePart::Elements)) {
@@ -415,7 +422,11 @@ pub(crate) fn launch(
         kernel.outputs.iter().filter_map(|o| o.layout.length()),
         &ranges,
     )?;
-    read_with_counts.extend(with_count.iter().map(|(k, ..)| *k).zip(read));
+    for ((k, ..), bytes) in with_count.iter().zip(read) {
+        if let Some(slot) = read_with_counts.get_mut(*k) {
+            *slot = Some(std::borrow::Cow::Owned(bytes));
+        }
+    }
 
     // Outputs as values: vectors stay on the device, lists are read back.
     let mut produced = Vec::with_capacity(kernel.outputs.len());
@@ -445,12 +456,15 @@ pub(crate) fn launch(
                 if !outputs.contains_key(&(output.slot, ValuePart::Elements)) =>
             {
                 let n = run.resolve(length)? as usize;
-                let bytes = read_with_counts.remove(&k).ok_or_else(|| {
-                    RuntimeError::new(format!(
-                        "{}: output slot {} has neither a buffer nor values read back",
-                        kernel.name, output.slot.0
-                    ))
-                })?;
+                let bytes = read_with_counts
+                    .get_mut(k)
+                    .and_then(Option::take)
+                    .ok_or_else(|| {
+                        RuntimeError::new(format!(
+                            "{}: output slot {} has neither a buffer nor values read back",
+                            kernel.name, output.slot.0
+                        ))
+                    })?;
                 Value::Vector(location::vector_from_bytes(&output.ty, n, dict, &bytes)?)
             }
             OutputLayout::Vector { length, .. } => {
@@ -475,7 +489,7 @@ pub(crate) fn launch(
                 {
                     vector = vector.with_host_readable(Arc::clone(host));
                 }
-                if let Some(bytes) = read_with_counts.remove(&k) {
+                if let Some(bytes) = read_with_counts.get_mut(k).and_then(Option::take) {
                     location::keep_host_copy(&vector, &bytes)?;
                 }
                 Value::Device(vector)
@@ -686,11 +700,12 @@ impl<'a> Run<'a> {
             commands.defer_submission();
             // Its counts are read back right after its passes (see `read_counts`): that
             // submission follows at once.
-            let mut counted = Vec::new();
-            for length in kernel.outputs.iter().filter_map(|o| o.layout.length()) {
-                length.compactions(&mut counted);
-            }
-            if !counted.is_empty() {
+            if kernel
+                .outputs
+                .iter()
+                .filter_map(|o| o.layout.length())
+                .any(Length::has_compaction)
+            {
                 commands.submit_at_first_large_dispatch();
             }
             commands
@@ -723,7 +738,8 @@ impl<'a> Run<'a> {
             .uniform_bytes(&kernel.name, bytemuck::cast_slice(params))
             .map_err(gpu_error)?;
         let pipeline = self.pipeline(bound.kinds, entry_point)?;
-        let mut buffers: Vec<wgpu::Buffer> = vec![(*uniform).clone()];
+        let mut buffers: Vec<wgpu::Buffer> = Vec::with_capacity(1 + kernel.bindings.len());
+        buffers.push((*uniform).clone());
         for binding in &kernel.bindings {
             buffers.push(match &binding.buffer {
                 BufferRef::Input { slot, part } => bound.inputs[bound.input_index[&(*slot, *part)]]
@@ -838,6 +854,9 @@ impl<'a> Run<'a> {
                 })?
             }
             Length::Compacted(id) => {
+                if let Some(&n) = self.compacted.get(id) {
+                    return Ok(n);
+                }
                 self.read_counts(std::iter::once(length), &[])?;
                 self.compacted.get(id).copied().ok_or_else(|| {
                     RuntimeError::new(format!("{}: compaction {} has no count", kernel.name, id.0))
@@ -856,11 +875,17 @@ impl<'a> Run<'a> {
         lengths: impl Iterator<Item = &'l Length>,
         with: &[(&wgpu::Buffer, u64, u64)],
     ) -> Result<Vec<Vec<u8>>> {
-        let mut ids = Vec::new();
+        // Counts known already (every output of a grouped kernel is sized by its group
+        // count, read with its results) are not collected: this runs per output.
+        let mut ids: Vec<ScratchId> = Vec::new();
+        let compacted = &self.compacted;
         for length in lengths {
-            length.compactions(&mut ids);
+            length.for_each_compaction(&mut |id| {
+                if !compacted.contains_key(&id) && !ids.contains(&id) {
+                    ids.push(id);
+                }
+            });
         }
-        ids.retain(|id| !self.compacted.contains_key(id));
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -898,10 +923,12 @@ impl<'a> Run<'a> {
 
     /// The words of a [`ScratchPurpose::GroupResults`] buffer, read back in one range after
     /// the work so far: its group count is recorded as [`Run::read_counts`] records one
-    /// (with the decline flag beside it), and each output's elements (at its capacity) are
-    /// returned by output index, as the host copies `read_counts` reads with a count.
-    fn read_group_results(&mut self) -> Result<FxHashMap<usize, Vec<u8>>> {
+    /// (with the decline flag beside it); returned are the bytes read and, by output index,
+    /// the range of each output's elements in them.
+    #[allow(clippy::type_complexity)]
+    fn read_group_results(&mut self) -> Result<(Vec<u8>, Vec<Option<std::ops::Range<usize>>>)> {
         let kernel = self.kernel;
+        let mut ranges = vec![None; kernel.outputs.len()];
         let Some((id, count, outputs)) =
             kernel
                 .scratch
@@ -914,10 +941,10 @@ impl<'a> Run<'a> {
                     _ => None,
                 })
         else {
-            return Ok(FxHashMap::default());
+            return Ok((Vec::new(), ranges));
         };
         if self.compacted.contains_key(&count) {
-            return Ok(FxHashMap::default());
+            return Ok((Vec::new(), ranges));
         }
         self.flush()?;
         let buffer = self.scratch_buffer(id)?;
@@ -927,8 +954,13 @@ impl<'a> Run<'a> {
             .download_ranges(&[(buffer.raw(), 0, bytes)])
             .map_err(|e| RuntimeError::new(format!("{}: {e}", kernel.name)))?;
         let bytes = read.into_iter().next().unwrap_or_default();
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
-        let (Some(&flag), Some(&groups)) = (words.first(), words.get(1)) else {
+        // The decline flag and the group count lead the buffer.
+        let word = |at: usize| {
+            bytes
+                .get(4 * at..4 * at + 4)
+                .map(bytemuck::pod_read_unaligned::<u32>)
+        };
+        let (Some(flag), Some(groups)) = (word(0), word(1)) else {
             return Err(RuntimeError::new(format!(
                 "{}: a group results buffer of {} bytes",
                 kernel.name,
@@ -937,7 +969,6 @@ impl<'a> Run<'a> {
         };
         self.small_scratch.insert(count, vec![flag, groups]);
         self.compacted.insert(count, u64::from(groups));
-        let mut copies = FxHashMap::with_capacity_and_hasher(outputs.len(), Default::default());
         for &(k, offset) in outputs {
             let output = kernel.outputs.get(k).ok_or_else(|| {
                 RuntimeError::new(format!("{}: group results of no output {k}", kernel.name))
@@ -948,16 +979,18 @@ impl<'a> Run<'a> {
                     RuntimeError::new(format!("{}: {} has no GPU layout", kernel.name, output.ty))
                 })?;
             let start = 4 * offset as usize;
-            let end = start + u64::from(groups).saturating_mul(size) as usize;
-            let elements = bytes.get(start..end).ok_or_else(|| {
-                RuntimeError::new(format!(
+            let end = start.saturating_add(u64::from(groups).saturating_mul(size) as usize);
+            if end > bytes.len() {
+                return Err(RuntimeError::new(format!(
                     "{}: {groups} groups past the group results buffer",
                     kernel.name
-                ))
-            })?;
-            copies.insert(k, elements.to_vec());
+                )));
+            }
+            if let Some(range) = ranges.get_mut(k) {
+                *range = Some(start..end);
+            }
         }
-        Ok(copies)
+        Ok((bytes, ranges))
     }
 
     /// The words of a small scratch buffer, read back (once) after the work so far.
