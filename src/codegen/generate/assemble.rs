@@ -312,7 +312,9 @@ impl Generator<'_> {
         // only for the rows the earlier ones passed (q6's quantity for 15 % of the rows, its
         // discount for 7 %). It loses those columns' prefetch, and at these selectivities
         // nearly every 64-byte segment still holds a passing row: q6 went 40 → 43 µs,
-        // q12 181 → 205 µs, q1, q14 and q19 unchanged.
+        // q12 181 → 205 µs, q1, q14 and q19 unchanged. Also rejected: 2 or 4 rows a step
+        // (their columns read a step ahead, as the grouped pass does), q6 40 → 42 and 45 µs,
+        // and with 512 workgroups 48 and 47; no other query's GPU time moved.
         let prefetched = if has_reductions {
             self.unconditional_row_reads()
         } else {
