@@ -156,7 +156,7 @@ pub(crate) fn launch(
         device,
         kernel,
         values: &values,
-        scratch: FxHashMap::default(),
+        scratch: ScratchBuffers(Vec::with_capacity(kernel.scratch.len())),
         compacted: FxHashMap::default(),
         small_scratch: FxHashMap::default(),
         pipelines,
@@ -245,19 +245,18 @@ pub(crate) fn launch(
     }
 
     // Inputs: device vectors bound as they are, host values uploaded once (see `location`).
-    let mut input_buffers: Vec<Arc<GpuBuffer<u32>>> = Vec::new();
-    let mut input_index: FxHashMap<(Slot, ValuePart), usize> = FxHashMap::default();
+    // Found by a walk: a kernel binds a handful, and a map per launch showed in its host time.
+    let mut input_buffers: Vec<BoundInput> = Vec::with_capacity(kernel.bindings.len());
     for binding in &kernel.bindings {
         if let BufferRef::Input { slot, part } = &binding.buffer {
-            if input_index.contains_key(&(*slot, *part)) {
+            if input_buffers.iter().any(|(key, _)| *key == (*slot, *part)) {
                 continue;
             }
             let value = input(&values, *slot, kernel)?;
             let (buffer, moved) = location.buffer(device, value, *part, binding.element)?;
             cost.upload_bytes += moved.bytes;
             cost.upload_time += moved.time;
-            input_index.insert((*slot, *part), input_buffers.len());
-            input_buffers.push(buffer);
+            input_buffers.push(((*slot, *part), buffer));
         }
     }
 
@@ -286,7 +285,6 @@ pub(crate) fn launch(
     let bound = Bound {
         kinds: &binding_kinds,
         inputs: &input_buffers,
-        input_index: &input_index,
         outputs: &outputs,
     };
     for (index, pass) in kernel.passes.iter().enumerate() {
@@ -396,7 +394,7 @@ struct Run<'a> {
     device: &'a Device,
     kernel: &'a KernelLaunch,
     values: &'a FxHashMap<Slot, Value>,
-    scratch: FxHashMap<ScratchId, GpuBuffer<u32>>,
+    scratch: ScratchBuffers,
     /// Counts of compactions already read back.
     compacted: FxHashMap<ScratchId, u64>,
     /// Scratch buffers of at most [`SMALL_SCRATCH_WORDS`] words read back whole (a
@@ -412,11 +410,36 @@ struct Run<'a> {
     cell_strategy: Option<CellStrategy>,
 }
 
+/// A launch's scratch buffers by id: a vector the id indexes, not a map (a launch makes a
+/// handful on every run).
+struct ScratchBuffers(Vec<Option<GpuBuffer<u32>>>);
+
+impl ScratchBuffers {
+    fn insert(&mut self, id: ScratchId, buffer: GpuBuffer<u32>) {
+        if self.0.len() <= id.0 {
+            self.0.resize_with(id.0 + 1, || None);
+        }
+        if let Some(entry) = self.0.get_mut(id.0) {
+            *entry = Some(buffer);
+        }
+    }
+
+    fn get(&self, id: &ScratchId) -> Option<&GpuBuffer<u32>> {
+        self.0.get(id.0).and_then(Option::as_ref)
+    }
+
+    fn remove(&mut self, id: &ScratchId) -> Option<GpuBuffer<u32>> {
+        self.0.get_mut(id.0).and_then(Option::take)
+    }
+}
+
+/// An input's part and the buffer bound for it.
+type BoundInput = ((Slot, ValuePart), Arc<GpuBuffer<u32>>);
+
 /// The buffers every entry point of a launch binds, besides its uniform and scratch.
 struct Bound<'b> {
     kinds: &'b [BindingKind],
-    inputs: &'b [Arc<GpuBuffer<u32>>],
-    input_index: &'b FxHashMap<(Slot, ValuePart), usize>,
+    inputs: &'b [BoundInput],
     outputs: &'b FxHashMap<(Slot, ValuePart), Arc<GpuBuffer<u32>>>,
 }
 
@@ -502,9 +525,17 @@ impl<'a> Run<'a> {
         buffers.push((*uniform).clone());
         for binding in &kernel.bindings {
             buffers.push(match &binding.buffer {
-                BufferRef::Input { slot, part } => bound.inputs[bound.input_index[&(*slot, *part)]]
-                    .raw()
-                    .clone(),
+                BufferRef::Input { slot, part } => bound
+                    .inputs
+                    .iter()
+                    .find(|(key, _)| *key == (*slot, *part))
+                    .map(|(_, buffer)| buffer.raw().clone())
+                    .ok_or_else(|| {
+                        RuntimeError::new(format!(
+                            "{}: binding `{}` reads slot {} that was not bound",
+                            kernel.name, binding.name, slot.0
+                        ))
+                    })?,
                 BufferRef::Output { slot, part } => bound.outputs[&(*slot, *part)].raw().clone(),
                 BufferRef::Scratch(id) => self.scratch_buffer(*id)?.raw().clone(),
             });
