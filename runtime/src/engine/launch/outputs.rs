@@ -33,11 +33,11 @@ pub(super) fn read(
     // A grouped kernel's count and outputs, from the one buffer its settle copied them to.
     // Each output's bytes read back with a count: a grouped kernel's are ranges of the one
     // buffer read (not copied out of it), a compaction's small outputs come whole.
-    let (group_bytes, group_ranges) = run.read_group_results()?;
+    let group = run.read_group_results()?;
     let mut read_with_counts: Vec<Option<Cow<'_, [u8]>>> = vec![None; kernel.outputs.len()];
-    for (slot, range) in read_with_counts.iter_mut().zip(group_ranges) {
+    for (slot, range) in read_with_counts.iter_mut().zip(group.ranges) {
         *slot = range
-            .and_then(|range| group_bytes.get(range))
+            .and_then(|range| group.bytes.get(range))
             .map(Cow::Borrowed);
     }
 
@@ -271,6 +271,13 @@ fn download_vector(
     vector_from_download(ty, data, dict)
 }
 
+/// A grouped kernel's results buffer as read back: its bytes, and by output index the range
+/// of each output's elements in them (None: not a grouped output).
+struct GroupResults {
+    bytes: Vec<u8>,
+    ranges: Vec<Option<std::ops::Range<usize>>>,
+}
+
 impl Run<'_> {
     /// Reads back, in one wait, the counts of the compactions that `lengths` name and that
     /// are not known yet (a small scratch buffer whole, as [`Run::small_scratch`] does, else
@@ -332,8 +339,7 @@ impl Run<'_> {
     /// the work so far: its group count is recorded as [`Run::read_counts`] records one
     /// (with the decline flag beside it); returned are the bytes read and, by output index,
     /// the range of each output's elements in them.
-    #[allow(clippy::type_complexity)]
-    fn read_group_results(&mut self) -> Result<(Vec<u8>, Vec<Option<std::ops::Range<usize>>>)> {
+    fn read_group_results(&mut self) -> Result<GroupResults> {
         let kernel = self.kernel;
         let mut ranges = vec![None; kernel.outputs.len()];
         let Some((id, count, outputs)) =
@@ -348,10 +354,16 @@ impl Run<'_> {
                     _ => None,
                 })
         else {
-            return Ok((Vec::new(), ranges));
+            return Ok(GroupResults {
+                bytes: Vec::new(),
+                ranges,
+            });
         };
         if self.compacted.contains_key(&count) {
-            return Ok((Vec::new(), ranges));
+            return Ok(GroupResults {
+                bytes: Vec::new(),
+                ranges,
+            });
         }
         self.flush()?;
         let buffer = self.scratch_buffer(id)?;
@@ -397,7 +409,7 @@ impl Run<'_> {
                 *range = Some(start..end);
             }
         }
-        Ok((bytes, ranges))
+        Ok(GroupResults { bytes, ranges })
     }
 
     /// The words of a small scratch buffer, read back (once) after the work so far.
