@@ -295,7 +295,15 @@ impl Device {
         } = open;
         drop(pass);
         let make_error = |label, message| GpuError::Command { label, message };
-        self.capture_errors(&labels.text(), make_error, || encoder.finish())
+        // Its label text is made only when there is an error to name.
+        let finished = self.capture_unscoped("", make_error, || encoder.finish());
+        finished.map_err(|error| match error {
+            GpuError::Command { message, .. } => GpuError::Command {
+                label: labels.text(),
+                message,
+            },
+            other => other,
+        })
     }
 
     /// One queue submission of the pending clears, the held command buffers and `last`, with
@@ -404,7 +412,7 @@ impl Device {
         }
         let make_error = |label, message| GpuError::Command { label, message };
         let (_, number) =
-            self.capture_errors(label, make_error, || self.submit_recorded(label, |_| ()))??;
+            self.capture_unscoped(label, make_error, || self.submit_recorded(label, |_| ()))??;
         Ok(number)
     }
 

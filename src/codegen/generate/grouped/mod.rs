@@ -73,6 +73,12 @@ const MAX_GROUPS: usize = 16;
 const BATCH: usize = 4;
 /// Most workgroups of the accumulating pass: few enough that every one is resident at
 /// once on a large GPU, so that its sums at the end are paid once per workgroup slot.
+/// More did not help q1 at SF 1 on an H200 (GPU busy under `--time`, one call, with a
+/// settle whose invocations each took the entries of several workgroups; this one holds
+/// one each): 512 workgroups took 120 us against 99, 512 with 24 accumulators 121, 1024
+/// with 24 158; 256 with 24 took 104, and 3 or 4 rows in flight with 24 (registers freed
+/// for them) 104 and 138. So neither more resident invocations nor more loads in flight
+/// shorten the pass.
 const MAX_GROUPED_WORKGROUPS: u32 = 256;
 /// Rows each invocation of the accumulating pass has in flight: it adds these while the
 /// loads of as many following rows are under way. Each invocation handles some 90 rows of
