@@ -512,35 +512,33 @@ impl Device {
     ) -> Result<R> {
         let out_of_memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let value = body();
+        // Inside the scopes `body`'s errors reach them; an unscoped call's error before
+        // this one, not yet taken, is reported here rather than lost.
+        let value = self.capture_unscoped(|| label.to_string(), make_error, body);
         // Scopes pop innermost first.
         let validation_error = pollster::block_on(validation.pop());
         let memory_error = pollster::block_on(out_of_memory.pop());
         match validation_error.or(memory_error) {
             Some(error) => Err(make_error(label.to_string(), error.to_string())),
-            // An error of an unscoped call before this one, not yet taken, is reported
-            // here rather than lost.
-            None => match take_uncaptured() {
-                Some(message) => Err(make_error(label.to_string(), message)),
-                None => Ok(value),
-            },
+            None => value,
         }
     }
 
     /// [`Device::capture_errors`] without error scopes: `body`'s errors reach the handler
-    /// installed with the device, which keeps the thread's first, and are taken after it.
-    /// For the calls of every warm run (finishing and submitting the held commands), where
-    /// pushing and popping two scopes cost some 2,000 host instructions (TPC-H q1 at SF
-    /// 0.01 on lavapipe, of 100,000 a run); the same errors are caught either way.
+    /// installed with the device, which keeps the thread's first, and are taken after it
+    /// (named by `label`, made only then). For the calls of every warm run (finishing and
+    /// submitting the held commands), where pushing and popping two scopes cost some 2,000
+    /// host instructions (TPC-H q1 at SF 0.01 on lavapipe, of 100,000 a run); the same
+    /// errors are caught either way.
     pub(crate) fn capture_unscoped<R>(
         &self,
-        label: &str,
+        label: impl FnOnce() -> String,
         make_error: fn(String, String) -> GpuError,
         body: impl FnOnce() -> R,
     ) -> Result<R> {
         let value = body();
         match take_uncaptured() {
-            Some(message) => Err(make_error(label.to_string(), message)),
+            Some(message) => Err(make_error(label(), message)),
             None => Ok(value),
         }
     }
@@ -705,7 +703,11 @@ mod tests {
         // Copies are whole words: 3 bytes is a validation error, reported at `finish`.
         encoder.copy_buffer_to_buffer(&from, 0, &to, 0, 3);
         let make_error = |label, message| GpuError::Command { label, message };
-        let finished = device.capture_unscoped("unaligned copy", make_error, || encoder.finish());
+        let finished = device.capture_unscoped(
+            || "unaligned copy".to_string(),
+            make_error,
+            || encoder.finish(),
+        );
         match finished {
             Err(GpuError::Command { label, message }) => {
                 assert_eq!(label, "unaligned copy");
@@ -714,7 +716,7 @@ mod tests {
             other => panic!("expected the copy's validation error, got {other:?}"),
         }
         // Taken: the next call on this thread starts clean.
-        let next = device.capture_unscoped("nothing", make_error, || ());
+        let next = device.capture_unscoped(|| "nothing".to_string(), make_error, || ());
         assert!(next.is_ok(), "{next:?}");
     }
 

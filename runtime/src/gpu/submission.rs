@@ -295,15 +295,7 @@ impl Device {
         } = open;
         drop(pass);
         let make_error = |label, message| GpuError::Command { label, message };
-        // Its label text is made only when there is an error to name.
-        let finished = self.capture_unscoped("", make_error, || encoder.finish());
-        finished.map_err(|error| match error {
-            GpuError::Command { message, .. } => GpuError::Command {
-                label: labels.text(),
-                message,
-            },
-            other => other,
-        })
+        self.capture_unscoped(|| labels.text(), make_error, || encoder.finish())
     }
 
     /// One queue submission of the pending clears, the held command buffers and `last`, with
@@ -411,8 +403,11 @@ impl Device {
             }
         }
         let make_error = |label, message| GpuError::Command { label, message };
-        let (_, number) =
-            self.capture_unscoped(label, make_error, || self.submit_recorded(label, |_| ()))??;
+        let (_, number) = self.capture_unscoped(
+            || label.to_string(),
+            make_error,
+            || self.submit_recorded(label, |_| ()),
+        )??;
         Ok(number)
     }
 
