@@ -136,6 +136,14 @@ fn more_groups_than_registers_decline_to_the_unfused_steps() {
 }
 
 #[test]
+fn more_groups_than_registers_over_all_workgroups_decline_though_each_holds_its_own() {
+    grouped(
+        "more_groups_than_registers_across_workgroups",
+        Ran::Declined,
+    );
+}
+
+#[test]
 fn a_mask_that_keeps_no_row_gives_no_group() {
     grouped("no_row_kept", Ran::Grouped);
 }

@@ -291,9 +291,9 @@ pub enum ScratchPurpose {
     /// The indexes an index check found out of range, at their element positions
     /// ([`IndexSource::Device`]); only those positions are written.
     BadIndexes,
-    /// A grouped kernel's key slots: per accumulating workgroup, the slots it met (slot + 1
-    /// per entry, 0 for none), then per workgroup whether it met more than it holds. Each
-    /// workgroup writes its own, and only the dispatched workgroups' are read.
+    /// A grouped kernel's key slots: per accumulating workgroup, the mask of the entries of
+    /// the kernel's seen slots (see [`ScratchPurpose::WorkgroupsDone`]) it wrote sums of.
+    /// Each workgroup writes its own, and only the dispatched workgroups' are read.
     GroupSlots,
     /// A grouped kernel's decline flag (word 0, not 0 when it declined) and group count
     /// (word 1, 0 when it declined), both written by the workgroup that settles the groups
@@ -314,11 +314,13 @@ pub enum ScratchPurpose {
         /// (index in [`KernelLaunch::outputs`], word offset).
         outputs: Vec<(usize, u64)>,
     },
-    /// The count of a pass's workgroups done (one `atomic<u32>`): the last one to count
+    /// The count of a pass's workgroups done (an `atomic<u32>`): the last one to count
     /// itself finishes the pass's work (a grouped kernel's settle, a reduction's fold of the
-    /// partials) and sets the count back to zero. So the buffer is the kernel's own, kept
-    /// across its launches and zeroed once, when it is made: a clear per launch was a
-    /// command to record and a fill on the device every run.
+    /// partials) and sets the count back to zero. A grouped kernel's follow: its decline
+    /// flag and the slots its workgroups met (claimed as each ends), which the settle reads
+    /// and sets back to zero too. So the buffer is the kernel's own, kept across its
+    /// launches and zeroed once, when it is made: a clear per launch was a command to
+    /// record and a fill on the device every run.
     WorkgroupsDone,
 }
 

@@ -37,15 +37,52 @@ const GROUPED_FLOAT_ENTRIES: u32 = {float_entries}u;
 const GROUPED_TOTALS: u32 = WORKGROUP_SIZE;
 
 var<workgroup> grouped_live: u32;
-var<workgroup> grouped_seen: array<atomic<u32>, GROUPED_GROUPS>;
 var<workgroup> grouped_slots: array<u32, GROUPED_GROUPS>;
-var<workgroup> grouped_declined: atomic<u32>;
 var<workgroup> grouped_local: array<atomic<u32>, GROUPED_GROUPS>;
 var<workgroup> grouped_overflow: atomic<u32>;
 var<workgroup> grouped_ticket: u32;
+// The kernel's seen slots as a workgroup found them, and its own entries' places among them.
+var<workgroup> grouped_known: array<u32, GROUPED_GROUPS>;
+var<workgroup> grouped_global: array<u32, GROUPED_GROUPS>;
+// Words of `group_done` after its count: whether the kernel declines (a workgroup met more
+// slots than it holds, or the workgroups more than the kernel does), then the seen slots'
+// tags (slot + 1, 0 free), in the order they were claimed.
+const GROUPED_DECLINED: u32 = 1u;
+const GROUPED_SEEN: u32 = 2u;
 
 "
         );
+        text += "// The entry of the kernel's seen slots that holds `tag`, claimed in the first free one
+// (which entry does not matter: the settle ranks the groups by their tags); with none free
+// the kernel declines.
+fn grouped_claim(tag: u32) -> u32 {
+    var k = 0u;
+    loop {
+        if k == GROUPED_GROUPS {
+            atomicStore(&group_done[GROUPED_DECLINED], 1u);
+            return GROUPED_GROUPS;
+        }
+        let held = atomicLoad(&group_done[GROUPED_SEEN + k]);
+        if held == tag {
+            return k;
+        }
+        if held == 0u {
+            let claim = atomicCompareExchangeWeak(&group_done[GROUPED_SEEN + k], 0u, tag);
+            if claim.exchanged || claim.old_value == tag {
+                return k;
+            }
+            if claim.old_value == 0u {
+                // A spurious failure: the entry is still free.
+                continue;
+            }
+        }
+        k = k + 1u;
+    }
+    // Never reached (the loop only returns); naga asks for a return at the end.
+    return GROUPED_GROUPS;
+}
+
+";
         // Workgroup sums of up to BATCH accumulators at once, each in a fixed order: run r
         // holds invocations r, r + SUM_RUNS, ... (so that a warp's reads fall in distinct
         // banks), added in that order, then the runs in order. Two barriers a batch; a tree
@@ -257,14 +294,15 @@ fn grouped_rank(slot: u32) -> u32 {{
             lines.push("}".to_string());
             indent(&lines, 2)
         };
-        // Per kind (integers, floats): (slot, variable, entry), slot-major.
+        // Per kind (integers, floats): (workgroup entry, variable, accumulator slot), in
+        // entry order. A partial's place is its slot's row of its global entry's column.
         let mut ints: Vec<(usize, String, usize)> = Vec::new();
         let mut floats: Vec<(usize, String, usize)> = Vec::new();
         for g in 0..groups {
             let mut count = String::from("count_");
             push_decimal(&mut count, g as u64);
             push!(&mut text, "    var ", count, ": u32 = 0u;\n");
-            ints.push((g, cat!("i64(", count, ")"), g));
+            ints.push((g, cat!("i64(", count, ")"), 0));
             for &(float, s) in slot_of {
                 let (name, ty, zero) = if float {
                     ("f_", "f64", "0.0lf")
@@ -276,11 +314,10 @@ fn grouped_rank(slot: u32) -> u32 {{
                 var += "_";
                 push_decimal(&mut var, g as u64);
                 push!(&mut text, "    var ", var, ": ", ty, " = ", zero, ";\n");
-                let entry = s * groups + g;
                 if float {
-                    floats.push((g, var, entry));
+                    floats.push((g, var, s));
                 } else {
-                    ints.push((g, var, entry));
+                    ints.push((g, var, s));
                 }
             }
         }
@@ -332,26 +369,56 @@ fn grouped_rank(slot: u32) -> u32 {{
             }
         }
         let _ = writeln!(text, "        i = {};\n    }}", at(ROWS_IN_FLIGHT));
+        // The workgroup's slots take entries of the kernel's seen slots (`group_done`, from
+        // word GROUPED_SEEN; see `grouped_claim`): each slot's global entry is where its
+        // partials go, and the mask of the global entries it wrote is where the settle finds
+        // them. The settle then reads the seen slots (a few words) instead of every
+        // workgroup's slots, and finds each workgroup's partials of a group by the group's
+        // entry alone. A slot is claimed as its workgroup ends, while the others still read
+        // their rows; in the common case it is there already, found in one load.
         let _ = write!(
             text,
-            "    // The workgroup's slots (and whether it met too many), then the sums of the
-    // accumulators of the slots it met, a batch at a time.
+            "    // The workgroup's slots (and whether it met too many), their entries among the
+    // kernel's seen slots, then the sums of the accumulators of the slots it met, a batch
+    // at a time.
+    workgroupBarrier();
+    if local_id.x < GROUPED_GROUPS {{
+        grouped_known[local_id.x] = atomicLoad(&group_done[GROUPED_SEEN + local_id.x]);
+    }}
+    workgroupBarrier();
+    if local_id.x < GROUPED_GROUPS {{
+        let tag = atomicLoad(&grouped_local[local_id.x]);
+        var entry = GROUPED_GROUPS;
+        if tag != 0u {{
+            for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
+                if grouped_known[k] == tag {{
+                    entry = k;
+                }}
+            }}
+            if entry == GROUPED_GROUPS {{
+                entry = grouped_claim(tag);
+            }}
+        }}
+        grouped_global[local_id.x] = entry;
+    }}
     workgroupBarrier();
     if local_id.x == 0u {{
         var live = 0u;
+        var mask = 0u;
         for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-            let tag = atomicLoad(&grouped_local[k]);
-            {tags_buffer}[workgroup_id.x * GROUPED_GROUPS + k] = tag;
-            if tag != 0u {{
+            if atomicLoad(&grouped_local[k]) != 0u {{
                 live = k + 1u;
+                mask = mask | (1u << min(grouped_global[k], 31u));
             }}
         }}
-        {tags_buffer}[GROUPED_TAGS + workgroup_id.x] = atomicLoad(&grouped_overflow);
+        group_tags[workgroup_id.x] = mask;
+        if atomicLoad(&grouped_overflow) != 0u {{
+            atomicStore(&group_done[GROUPED_DECLINED], 1u);
+        }}
         grouped_live = live;
     }}
     let live = workgroupUniformLoad(&grouped_live);
-",
-            tags_buffer = "group_tags",
+"
         );
         let kinds = [
             (
@@ -385,7 +452,7 @@ fn grouped_rank(slot: u32) -> u32 {{
                 );
                 // Invocation b holds accumulator b's sum.
                 text += "        switch local_id.x {\n";
-                for (b, (_, _, entry)) in batch.iter().enumerate() {
+                for (b, (g, _, slot)) in batch.iter().enumerate() {
                     text += "            case ";
                     push_decimal(&mut text, b as u64);
                     push!(
@@ -396,8 +463,10 @@ fn grouped_rank(slot: u32) -> u32 {{
                         entries,
                         " + "
                     );
-                    push_decimal(&mut text, *entry as u64);
-                    text += "u] = sum; }\n";
+                    push_decimal(&mut text, *slot as u64);
+                    text += "u * GROUPED_GROUPS + min(grouped_global[";
+                    push_decimal(&mut text, *g as u64);
+                    text += "u], GROUPED_GROUPS - 1u)] = sum; }\n";
                 }
                 text += "            default: {}\n";
                 text += "        }\n    }\n";

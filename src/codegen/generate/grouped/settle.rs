@@ -7,6 +7,8 @@ use super::*;
 // One invocation of the settle per accumulating workgroup combines that workgroup's
 // partials.
 const _: () = assert!(MAX_GROUPED_WORKGROUPS <= KERNEL_WORKGROUP_SIZE);
+// Invocations below GROUPED_GROUPS read the seen slots, the next one the decline flag.
+const _: () = assert!(MAX_GROUPS < KERNEL_WORKGROUP_SIZE as usize);
 
 /// The settle's functions (module text after `main_pass`), given the name of the parameter
 /// holding the number of accumulating workgroups and the lines writing each group's values
@@ -17,7 +19,6 @@ pub(super) fn settle(
     finish_lines: &[String],
 ) -> String {
     let GroupedLayout {
-        groups,
         int_slots,
         float_slots,
         ref partials_i,
@@ -27,34 +28,6 @@ pub(super) fn settle(
         ..
     } = *layout;
     let mut text = String::new();
-    text += "// Adds a slot's tag (slot + 1) to the distinct ones met, in the first free entry
-// (which entry does not matter: ranks come from the tags); more than GROUPED_GROUPS decline.
-fn grouped_seen_insert(tag: u32) {
-    var k = 0u;
-    loop {
-        if k == GROUPED_GROUPS {
-            atomicStore(&grouped_declined, 1u);
-            return;
-        }
-        let held = atomicLoad(&grouped_seen[k]);
-        if held == tag {
-            return;
-        }
-        if held == 0u {
-            let claim = atomicCompareExchangeWeak(&grouped_seen[k], 0u, tag);
-            if claim.exchanged || claim.old_value == tag {
-                return;
-            }
-            if claim.old_value == 0u {
-                // A spurious failure: the entry is still free.
-                continue;
-            }
-        }
-        k = k + 1u;
-    }
-}
-
-";
     let mut tail = String::new();
     text +=
         "// The groups, by one workgroup (invocation `local`) once every accumulating one is done.
@@ -62,45 +35,46 @@ fn grouped_settle(local: u32) {
 ";
     let _ = write!(
         text,
-        "    // Invocation p holds accumulating workgroup p's tags, read at once (a dispatched
-    // workgroup writes all of its own; the others' are not written).
-    var own: array<u32, GROUPED_GROUPS>;
-    if local < {partials_param} {{
-        for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-            own[k] = group_tags[local * GROUPED_GROUPS + k];
-        }}
-        if group_tags[GROUPED_TAGS + local] != 0u {{
-            atomicStore(&grouped_declined, 1u);
-        }}
+        "    // The kernel's seen slots, set back to zero for the next launch (every workgroup
+    // has claimed its own by now), and each accumulating workgroup's mask of the entries
+    // it wrote (a dispatched workgroup writes its own; the others' are not read).
+    if local < GROUPED_GROUPS {{
+        grouped_known[local] = atomicLoad(&group_done[GROUPED_SEEN + local]);
+        atomicStore(&group_done[GROUPED_SEEN + local], 0u);
     }}
-    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-        if own[k] != 0u {{
-            grouped_seen_insert(own[k]);
-        }}
+    // The decline flag likewise, read here rather than after the barrier, where the
+    // others would wait for its load.
+    if local == GROUPED_GROUPS {{
+        grouped_declined = atomicLoad(&group_done[GROUPED_DECLINED]);
+        atomicStore(&group_done[GROUPED_DECLINED], 0u);
+    }}
+    if local < {partials_param} {{
+        grouped_masks[local] = group_tags[local];
     }}
     workgroupBarrier();
-    // A group's rank: the tags met below its own.
+    // A group's rank: the tags seen below its own.
     if local < GROUPED_GROUPS {{
-        let tag = atomicLoad(&grouped_seen[local]);
+        let tag = grouped_known[local];
         if tag != 0u {{
             var rank = 0u;
             for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-                let other = atomicLoad(&grouped_seen[k]);
+                let other = grouped_known[k];
                 if other != 0u && other < tag {{
                     rank = rank + 1u;
                 }}
             }}
             grouped_slots[rank] = tag - 1u;
+            grouped_entry_of[rank] = local;
         }}
     }}
     if local == 0u {{
         var total = 0u;
         for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-            if atomicLoad(&grouped_seen[k]) != 0u {{
+            if grouped_known[k] != 0u {{
                 total = total + 1u;
             }}
         }}
-        let declined = atomicLoad(&grouped_declined) != 0u;
+        let declined = grouped_declined != 0u;
         {count}[0] = select(0u, 1u, declined);
         {count}[1] = select(total, 0u, declined);
         {results}[0] = select(0u, 1u, declined);
@@ -112,7 +86,7 @@ fn grouped_settle(local: u32) {
     );
     // Each group's sums over the workgroups. Invocations work in runs of GROUPED_RUN
     // workgroups, run r holding workgroups r, r + GROUPED_RUNS, ... (a warp's reads of
-    // `grouped_entries` then fall in distinct banks; consecutive workgroups per run read
+    // `grouped_masks` then fall in distinct banks; consecutive workgroups per run read
     // one bank, though on an H100 q1's kernel took the same time either way): each adds
     // its run's partials of one accumulator in that order, then the runs' sums are
     // added by a fixed tree (GROUPED_RUNS per accumulator), for GROUPED_LANES
@@ -120,7 +94,6 @@ fn grouped_settle(local: u32) {
     // (`a = g * slots + s`), as the accumulating pass numbers them. (A tree over all
     // the workgroups for four accumulators at a time took 27 of the pass's 39 us for q1
     // at SF 1 on an H100.)
-    let entry_words = groups.div_ceil(4);
     let float_decl = if partials_f.is_some() {
         "        var acc_f: f64 = 0.0lf;\n"
     } else {
@@ -140,22 +113,22 @@ fn grouped_settle(local: u32) {
                    live: &str| {
         let mut text = format!(
             "        if a < {live} {{
-            let g = a / {slots}u;
             let s = a % {slots}u;
+            let e = grouped_entry_of[a / {slots}u];
+            let bit = 1u << e;
 "
         );
         for i in 0..GROUPED_RUN {
             let _ = writeln!(
-                    text,
-                    "            let p{i} = {i}u * GROUPED_RUNS + run;
-            let k{i} = grouped_entry(p{i}, g);
-            let v{i} = {partials}[p{i} * {entries} + s * GROUPED_GROUPS + min(k{i}, GROUPED_GROUPS - 1u)];"
-                );
+                text,
+                "            let p{i} = {i}u * GROUPED_RUNS + run;
+            let v{i} = {partials}[p{i} * {entries} + s * GROUPED_GROUPS + e];"
+            );
         }
         for i in 0..GROUPED_RUN {
             let _ = writeln!(
                     text,
-                    "            {acc} = {acc} + select({zero}, v{i}, p{i} < {partials_param} && k{i} < GROUPED_GROUPS);"
+                    "            {acc} = {acc} + select({zero}, v{i}, p{i} < {partials_param} && (grouped_masks[p{i}] & bit) != 0u);"
                 );
         }
         text += "        }\n";
@@ -207,32 +180,7 @@ fn grouped_settle(local: u32) {
     }
     let _ = write!(
         text,
-        "    // Each accumulating workgroup's entry of each group (255 where it met none), a byte
-    // each: where its partials of that group are. Loops of constant bounds only, so that
-    // the compiler unrolls them and `own` stays in registers (indexed by a loop variable
-    // of a bound known only at run time, it was local memory: 3 us of q1's 136.5 at SF 1
-    // on an H100).
-    if local < {partials_param} {{
-        for (var w = 0u; w < {entry_words}u; w = w + 1u) {{
-            var word = 0u;
-            for (var j = 0u; j < 4u; j = j + 1u) {{
-                let g = w * 4u + j;
-                var entry = 255u;
-                if g < live {{
-                    let tag = grouped_slots[g] + 1u;
-                    for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
-                        if own[k] == tag {{
-                            entry = k;
-                        }}
-                    }}
-                }}
-                word = word | (entry << (8u * j));
-            }}
-            grouped_entries[w * GROUPED_RUNS * GROUPED_RUN + local] = word;
-        }}
-    }}
-    workgroupBarrier();
-    let lane = local / GROUPED_RUNS;
+        "    let lane = local / GROUPED_RUNS;
     let run = local % GROUPED_RUNS;
     let live_i = live * {int_slots}u;
     let live_f = {live_floats};
@@ -250,20 +198,18 @@ fn grouped_settle(local: u32) {
     }}
 "
     );
-    // The entry helper and the table it reads (module scope).
+    // The tables the sums read (module scope).
     let _ = write!(
         tail,
         "const GROUPED_RUN: u32 = {GROUPED_RUN}u;
 const GROUPED_RUNS: u32 = {MAX_GROUPED_WORKGROUPS}u / GROUPED_RUN;
 const GROUPED_LANES: u32 = WORKGROUP_SIZE / GROUPED_RUNS;
-var<workgroup> grouped_entries: array<u32, {}>;
-
-// The entry accumulating workgroup p gave group g (GROUPED_GROUPS or more: none).
-fn grouped_entry(p: u32, g: u32) -> u32 {{
-    return (grouped_entries[(g / 4u) * GROUPED_RUNS * GROUPED_RUN + p] >> (8u * (g % 4u))) & 255u;
-}}
-",
-        u64::from(MAX_GROUPED_WORKGROUPS) * entry_words as u64
+// Per accumulating workgroup, the entries of the seen slots it wrote partials of (a bit
+// each), and per group (in key order) its entry.
+var<workgroup> grouped_masks: array<u32, {MAX_GROUPED_WORKGROUPS}>;
+var<workgroup> grouped_entry_of: array<u32, GROUPED_GROUPS>;
+var<workgroup> grouped_declined: u32;
+"
     );
     // Per group: its number, key and results (the sums written by invocation 0 above).
     let _ = write!(
