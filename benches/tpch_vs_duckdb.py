@@ -22,7 +22,10 @@ Prints per query the two medians and DuckDB/horsec (> 1: horsec is faster), the 
 mean of those ratios, and the bandwidth lines. Needs no network: DuckDB from PYTHONPATH, the
 horsec binary from --horsec or $HORSEC (default: target/release/horsec of this repository).
 
-    python3 benches/tpch_vs_duckdb.py --sf 1 --runs 5 --horsec target/release/horsec
+    cargo build --profile dist
+    python3 benches/tpch_vs_duckdb.py --sf 1 --runs 5 --horsec target/dist/horsec
+
+(`dist` is the release build with fat LTO: the build to measure, see the README.)
 """
 
 import argparse
@@ -439,7 +442,7 @@ def main():
         print(
             f"q{q} effective bandwidth: {effective:.2f} GB/s "
             f"({lineitems * per_row / 1e6:.0f} MB of columns in {ms(ours[q])} ms), "
-            f"{100 * effective / bandwidth:.0f} % of the copy bandwidth"
+            f"{100 * effective / bandwidth:.1f} % of the copy bandwidth"
         )
 
 
