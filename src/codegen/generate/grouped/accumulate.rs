@@ -56,33 +56,11 @@ const GROUPED_SEEN: u32 = 2u;
 // (which entry does not matter: the settle ranks the groups by their tags); with none free
 // the kernel declines.
 fn grouped_claim(tag: u32) -> u32 {
-    var k = 0u;
-    loop {
-        if k == GROUPED_GROUPS {
-            atomicStore(&group_done[GROUPED_DECLINED], 1u);
-            return GROUPED_GROUPS;
-        }
-        let held = atomicLoad(&group_done[GROUPED_SEEN + k]);
-        if held == tag {
-            return k;
-        }
-        if held == 0u {
-            let claim = atomicCompareExchangeWeak(&group_done[GROUPED_SEEN + k], 0u, tag);
-            if claim.exchanged || claim.old_value == tag {
-                return k;
-            }
-            if claim.old_value == 0u {
-                // A spurious failure: the entry is still free.
-                continue;
-            }
-        }
-        k = k + 1u;
-    }
-    // Never reached (the loop only returns); naga asks for a return at the end.
-    return GROUPED_GROUPS;
-}
-
 ";
+        text += &claim_loop(
+            "group_done[GROUPED_SEEN + k]",
+            "atomicStore(&group_done[GROUPED_DECLINED], 1u)",
+        );
         // Workgroup sums of up to BATCH accumulators at once, each in a fixed order: run r
         // holds invocations r, r + SUM_RUNS, ... (so that a warp's reads fall in distinct
         // banks), added in that order, then the runs in order. Two barriers a batch; a tree
@@ -181,33 +159,8 @@ fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
         // order, whatever entry the slot has. More slots than entries overflow.
         text += "fn grouped_local_rank(slot: u32) -> u32 {
     let tag = slot + 1u;
-    var k = 0u;
-    loop {
-        if k == GROUPED_GROUPS {
-            atomicStore(&grouped_overflow, 1u);
-            return GROUPED_GROUPS;
-        }
-        let held = atomicLoad(&grouped_local[k]);
-        if held == tag {
-            return k;
-        }
-        if held == 0u {
-            let claim = atomicCompareExchangeWeak(&grouped_local[k], 0u, tag);
-            if claim.exchanged || claim.old_value == tag {
-                return k;
-            }
-            if claim.old_value == 0u {
-                // A spurious failure: the entry is still free.
-                continue;
-            }
-        }
-        k = k + 1u;
-    }
-    // Never reached (the loop only returns); naga asks for a return at the end.
-    return GROUPED_GROUPS;
-}
-
 ";
+        text += &claim_loop("grouped_local[k]", "atomicStore(&grouped_overflow, 1u)");
         // The rank through a hint first: one load of a small table indexed by a hash of
         // the tag, holding (tag << HINT_RANK_BITS) | rank of the last slot found there,
         // instead of a walk of the entries whose length differs across a warp's rows. A
@@ -497,4 +450,41 @@ fn grouped_rank(slot: u32) -> u32 {{
 ";
         text
     }
+}
+
+/// The rest of a function that finds `tag` among entries of atomic words (`entry`, at entry
+/// `k`; 0 free) or claims the first free one, returning its index: with none free it runs
+/// `full` and returns GROUPED_GROUPS. A workgroup's entries and the kernel's seen slots are
+/// both claimed so, in workgroup and storage memory: WGSL passes no pointer to storage, so
+/// each has its own function.
+fn claim_loop(entry: &str, full: &str) -> String {
+    format!(
+        "    var k = 0u;
+    loop {{
+        if k == GROUPED_GROUPS {{
+            {full};
+            return GROUPED_GROUPS;
+        }}
+        let held = atomicLoad(&{entry});
+        if held == tag {{
+            return k;
+        }}
+        if held == 0u {{
+            let claim = atomicCompareExchangeWeak(&{entry}, 0u, tag);
+            if claim.exchanged || claim.old_value == tag {{
+                return k;
+            }}
+            if claim.old_value == 0u {{
+                // A spurious failure: the entry is still free.
+                continue;
+            }}
+        }}
+        k = k + 1u;
+    }}
+    // Never reached (the loop only returns); naga asks for a return at the end.
+    return GROUPED_GROUPS;
+}}
+
+"
+    )
 }
