@@ -23,12 +23,10 @@ impl Generator<'_> {
         } = *layout;
         let int_entries = int_slots * groups;
         let float_entries = float_slots * groups;
-        let tags = u64::from(MAX_GROUPED_WORKGROUPS) * groups as u64;
         let mut text = format!(
             "const GROUPED_GROUPS: u32 = {groups}u;
 const GROUPED_SUM_RUN: u32 = {SUM_RUN}u;
 const GROUPED_SUM_RUNS: u32 = WORKGROUP_SIZE / GROUPED_SUM_RUN;
-const GROUPED_TAGS: u32 = {tags}u;
 const GROUPED_INT_ENTRIES: u32 = {int_entries}u;
 const GROUPED_FLOAT_ENTRIES: u32 = {float_entries}u;
 // The settle keeps each group's totals in the workgroup's sum arrays past the first
@@ -364,7 +362,10 @@ fn grouped_rank(slot: u32) -> u32 {{
         for (var k = 0u; k < GROUPED_GROUPS; k = k + 1u) {{
             if atomicLoad(&grouped_local[k]) != 0u {{
                 live = k + 1u;
-                mask = mask | (1u << min(grouped_global[k], 31u));
+                // A slot that found no seen entry free declined the kernel: no bit.
+                if grouped_global[k] < GROUPED_GROUPS {{
+                    mask = mask | (1u << grouped_global[k]);
+                }}
             }}
         }}
         group_tags[workgroup_id.x] = mask;
