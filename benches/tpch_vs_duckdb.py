@@ -15,8 +15,8 @@
    warm-up goes first; its geometric mean is printed too.
 4. `horsec bench --bandwidth` measures the device's copy bandwidth (the faster of the queue's
    copy command and a copy kernel); q1's and q6's effective
-   bandwidth is the bytes of the lineitem columns they read (in horsec's device layout)
-   divided by their median time.
+   bandwidth is the bytes of the lineitem columns they read, each at its element's size (a
+   column read coded, a byte a row, still counts 8 or 4), divided by their median time.
 
 Prints per query the two medians and DuckDB/horsec (> 1: horsec is faster), the geometric
 mean of those ratios, and the bandwidth lines. Needs no network: DuckDB from PYTHONPATH, the
@@ -267,7 +267,7 @@ group by cntrycode order by cntrycode""",
 }
 
 # Bytes per lineitem row of the columns q1 and q6 read, as horsec stores them on the device:
-# f64 8 bytes, date 4, sym codes 4.
+# f64 8 bytes, date 4, sym codes 4 (the element sizes, also for columns read coded).
 Q1_BYTES_PER_ROW = 4 * 8 + 4 + 4 + 4  # quantity, price, discount, tax; shipdate; flag, status
 Q6_BYTES_PER_ROW = 3 * 8 + 4  # quantity, price, discount; shipdate
 

@@ -584,32 +584,53 @@ fn f64_literal(v: f64) -> String {
     }
 }
 
-/// A float program whose operands hold infinities and NaN: HorseIR has no literal for them,
-/// so each operand is a quotient `n / d` of literals (`1/0`, `-1/0`, `0/0`, else `v/1`,
-/// exact), computed in the kernel.
-fn float_mod_program(ty: &str, a: &[f64], b: &[f64], literal: impl Fn(f64) -> String) -> String {
-    let parts = |values: &[f64]| -> (String, String) {
-        let (n, d): (Vec<String>, Vec<String>) = values
-            .iter()
-            .map(|&v| {
-                let (n, d) = if v.is_nan() {
-                    (0.0, 0.0)
-                } else if v.is_infinite() {
-                    (v.signum(), 0.0)
-                } else {
-                    (v, 1.0)
-                };
-                (literal(n), literal(d))
-            })
-            .unzip();
-        (n.join(", "), d.join(", "))
-    };
-    let ((an, ad), (bn, bd)) = (parts(a), parts(b));
+/// Literal vectors whose quotient `n / d`, computed in the kernel, is each of `values`:
+/// HorseIR has no literal for infinities and NaN, so they are `1/0`, `-1/0` and `0/0`, and
+/// any other value is `v/1`, exact.
+fn quotients(values: &[f64], literal: &impl Fn(f64) -> String) -> (String, String) {
+    let (n, d): (Vec<String>, Vec<String>) = values
+        .iter()
+        .map(|&v| {
+            let (n, d) = if v.is_nan() {
+                (0.0, 0.0)
+            } else if v.is_infinite() {
+                (v.signum(), 0.0)
+            } else {
+                (v, 1.0)
+            };
+            (literal(n), literal(d))
+        })
+        .unzip();
+    (n.join(", "), d.join(", "))
+}
+
+/// A float program of `ty` whose operands `a` and `b` hold infinities and NaN (see
+/// [`quotients`]), returning what `statements` compute from them, of `returns`.
+fn float_program(
+    ty: &str,
+    a: &[f64],
+    b: &[f64],
+    literal: &impl Fn(f64) -> String,
+    returns: &str,
+    statements: &str,
+) -> String {
+    let ((an, ad), (bn, bd)) = (quotients(a, literal), quotients(b, literal));
     format!(
-        "module modulo {{\n  import Builtin.*;\n  def main() : {ty} {{\n    an:{ty} = ({an}):{ty};\n    \
+        "module floats {{\n  import Builtin.*;\n  def main() : {returns} {{\n    an:{ty} = ({an}):{ty};\n    \
          ad:{ty} = ({ad}):{ty};\n    bn:{ty} = ({bn}):{ty};\n    bd:{ty} = ({bd}):{ty};\n    \
-         a:{ty} = @div(an, ad);\n    b:{ty} = @div(bn, bd);\n    r:{ty} = @mod(a, b);\n    \
-         return r;\n  }}\n}}\n"
+         a:{ty} = @div(an, ad);\n    b:{ty} = @div(bn, bd);\n{statements}  }}\n}}\n"
+    )
+}
+
+/// `@mod(a, b)` of float operands that hold infinities and NaN.
+fn float_mod_program(ty: &str, a: &[f64], b: &[f64], literal: impl Fn(f64) -> String) -> String {
+    float_program(
+        ty,
+        a,
+        b,
+        &literal,
+        ty,
+        &format!("    r:{ty} = @mod(a, b);\n    return r;\n"),
     )
 }
 
@@ -714,6 +735,99 @@ fn f32_mod_rounds_each_step_in_f32_and_keeps_ieee_special_values_on_the_gpu() {
     };
     let path = write_program("mod_f32", &float_mod_program("f32", &a, &b, literal));
     same_text_on_the_gpu(&path, |row| format!("@mod({:?}, {:?}):f32", a[row], b[row]));
+}
+
+// ----- comparisons --------------------------------------------------------------------------
+// A comparison with a NaN operand is false (`@neq` true) on both backends, whatever the shader
+// compiler assumes of floats. The kernel tests both operands' bits for NaN, or only the one
+// that is not a literal (a literal is never NaN).
+
+/// `@lt`, `@leq`, `@gt`, `@geq`, `@eq` and `@neq` of `a` and `b`, and of `a` with literals on
+/// either side, for float operands that hold infinities, NaN and signed zeros.
+fn float_comparison_program(
+    ty: &str,
+    a: &[f64],
+    b: &[f64],
+    literal: impl Fn(f64) -> String,
+) -> String {
+    let mut statements = String::new();
+    let mut names = Vec::new();
+    for builtin in ["lt", "leq", "gt", "geq", "eq", "neq"] {
+        let mut operands = vec![(builtin.to_string(), "a".to_string(), "b".to_string())];
+        for (k, v) in [0.5, 24.0, -1.0, 0.0].into_iter().enumerate() {
+            let c = format!("{}:{ty}", literal(v));
+            operands.push((format!("{builtin}_a_c{k}"), "a".to_string(), c.clone()));
+            operands.push((format!("{builtin}_c{k}_a"), c, "a".to_string()));
+        }
+        for (name, x, y) in operands {
+            statements += &format!("    {name}:bool = @{builtin}({x}, {y});\n");
+            names.push(name);
+        }
+    }
+    statements += &format!("    return {};\n", names.join(", "));
+    let returns = vec!["bool"; names.len()].join(", ");
+    float_program(ty, a, b, &literal, &returns, &statements)
+}
+
+/// Every comparison of [`float_comparison_program`] over all pairs of `values` (of `ty`),
+/// the same text on both backends.
+fn comparisons_agree(ty: &str, values: &[f64], literal: impl Fn(f64) -> String) {
+    let (a, b) = float_pairs(values);
+    let path = write_program(
+        &format!("compare_{ty}"),
+        &float_comparison_program(ty, &a, &b, literal),
+    );
+    // Each comparison's rows follow the last's: row k is the pair k modulo their count.
+    same_text_on_the_gpu(&path, |row| {
+        format!(
+            "row {row} of a, b = {:?}, {:?}",
+            a[row % a.len()],
+            b[row % b.len()]
+        )
+    });
+}
+
+#[test]
+fn f64_comparisons_with_nan_infinities_and_zeros_give_the_cpu_s_answers_on_the_gpu() {
+    let values = [
+        0.0,
+        -0.0,
+        0.5,
+        -1.0,
+        1.0,
+        24.0,
+        23.999999999999996,
+        5e-324,
+        -5e-324,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    comparisons_agree("f64", &values, f64_literal);
+}
+
+#[test]
+fn f32_comparisons_with_nan_infinities_and_zeros_give_the_cpu_s_answers_on_the_gpu() {
+    // No f32 subnormals: a GPU may flush them in the division that makes the operands.
+    let values: Vec<f64> = [
+        0.0f32,
+        -0.0,
+        0.5,
+        -1.0,
+        1.0,
+        24.0,
+        23.999998,
+        f32::MIN_POSITIVE,
+        1e30,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]
+    .iter()
+    .map(|&v| f64::from(v))
+    .collect();
+    comparisons_agree("f32", &values, |v| f32_literal(v as f32));
 }
 
 /// True when the GPU plan of `name` calls `builtin` outside its kernels (on the CPU).

@@ -255,6 +255,23 @@ pub enum ValuePart {
     /// round trip on an H200), while later kernels read the device's own buffer. Written
     /// only, and only for outputs of a constant capacity.
     HostReadable,
+    /// A vector's elements as byte codes, bound beside its [`ValuePart::Elements`]: where the
+    /// engine has coded the vector (a host vector with few distinct elements, see
+    /// [`CODED_DICTIONARY`]), the kernel reads a byte per element instead of four or eight,
+    /// and the engine binds this buffer in both places; elsewhere it binds the elements in
+    /// both. The kernel reads whichever [`coded_override`] says.
+    Coded,
+}
+
+/// Distinct elements a coded vector may hold (a code is one byte). Its buffer holds
+/// [`CODED_DICTIONARY`] elements in their storage words (the dictionary; codes index it),
+/// then the codes of the elements in order, four to a `u32` word, the first in the low byte.
+pub const CODED_DICTIONARY: usize = 256;
+
+/// The pipeline-overridable `bool` constant of a kernel that says whether the engine bound
+/// the input of binding `coded_binding` (a [`ValuePart::Coded`] one) coded.
+pub fn coded_override(coded_binding: &str) -> String {
+    format!("{coded_binding}_in_use")
 }
 
 /// A scratch buffer of a launch: index into [`KernelLaunch::scratch`].

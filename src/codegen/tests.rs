@@ -170,7 +170,9 @@ fn symbol_literals_become_dictionary_bounds_resolved_at_launch() {
         ]
     );
     // `BUILDING < seg` is `seg > BUILDING`: codes at or past the upper bound.
-    assert!(module.wgsl.contains("(in_seg[i] >= params.sym0_upper)"));
+    assert!(module
+        .wgsl
+        .contains("(read_in_seg(u32(i)) >= params.sym0_upper)"));
     insta::assert_snapshot!("codegen_symbols", module.wgsl);
 }
 

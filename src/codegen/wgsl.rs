@@ -645,7 +645,12 @@ fn mul_f32(a: f32, b: f32) -> f32 {
 }
 
 fn unordered_f32(a: f32, b: f32) -> bool {
-    return max(class_f32(a), class_f32(b)) == 3u;
+    return is_nan_f32(a) || is_nan_f32(b);
+}
+
+// NaN: every exponent bit set and a mantissa not zero, decided on the bits in one test.
+fn is_nan_f32(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 }
 
 // An f32's place among the f32 values, as an integer that compares as the value does (+0
@@ -827,7 +832,12 @@ fn div_f64(a: f64, b: f64) -> f64 {
 }
 
 fn unordered_f64(a: f64, b: f64) -> bool {
-    return max(class_f64(a), class_f64(b)) == 3u;
+    return is_nan_f64(a) || is_nan_f64(b);
+}
+
+// NaN: every exponent bit set and a mantissa not zero, decided on the bits in one test.
+fn is_nan_f64(x: f64) -> bool {
+    return (bitcast<u64>(x) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu;
 }
 
 // The least and greatest of two floats with NaN after every number (the order of keys):

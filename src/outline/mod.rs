@@ -25,6 +25,7 @@ use crate::sema::typed::{FunctionId, TypedProgram};
 
 pub use compatibility::{merge_geometry, Fusion};
 pub use kernel::{Kernel, KernelId};
+pub use partition::MAX_STORAGE_BINDINGS;
 pub use printer::{print_all_shapes, print_dot, print_outline};
 
 /// Every function of a program, outlined.

@@ -106,6 +106,7 @@ pub fn measure_copy_bandwidth(
         label: "bandwidth copy",
         source: COPY_WGSL,
         entry_point: "copy",
+        constants: &[],
         bindings: &[BindingKind::StorageRead, BindingKind::StorageReadWrite],
     })?;
     let kernel = best_of(&|| {

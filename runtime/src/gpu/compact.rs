@@ -21,6 +21,7 @@ pub fn where_true(device: &Device, flags: &GpuBuffer<u32>) -> Result<GpuBuffer<u
         label: "where.where_true",
         source: &source,
         entry_point: "where_true",
+        constants: &[],
         bindings: &[
             BindingKind::Uniform,
             BindingKind::StorageRead,
@@ -69,6 +70,7 @@ pub fn compress<T: GpuScalar>(
         label: "compact.compress",
         source: &source,
         entry_point: "compress",
+        constants: &[],
         bindings: &[
             BindingKind::Uniform,
             BindingKind::StorageRead,

@@ -88,6 +88,7 @@ fn dense_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
         label: &format!("dense_group.{entry}"),
         source,
         entry_point: entry,
+        constants: &[],
         bindings: DENSE_BINDINGS,
     })
 }

@@ -574,6 +574,9 @@ fn open_device(adapter: &wgpu::Adapter) -> std::result::Result<OpenDevice, Strin
         required_limits: limits.clone(),
         ..Default::default()
     };
+    // wgpu opens the device on queue family 0 (graphics and compute). Measured and rejected:
+    // opening it through wgpu-hal on NVIDIA's compute-only family; a dispatch's round trip
+    // with its result mapped took 31.6-32.3 µs against 32.8-33.3 (H200, medians of 3,000).
     let (device, queue) =
         pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| e.to_string())?;
     // wgpu calls the handler on the thread whose call erred, for errors outside every error

@@ -204,6 +204,7 @@ fn gather_pipeline(device: &Device, n: usize) -> Result<Arc<Pipeline>> {
         label: "gather",
         source: gather_source(n)?,
         entry_point: "gather",
+        constants: &[],
         bindings: &bindings,
     })
 }

@@ -426,6 +426,7 @@ fn run_batch(
             label: &format!("group_aggregate.{entry}"),
             source: &source,
             entry_point: entry,
+            constants: &[],
             bindings: &bindings,
         })
     };

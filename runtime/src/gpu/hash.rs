@@ -47,6 +47,7 @@ fn hash_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
         label: &format!("hash.{entry}"),
         source,
         entry_point: entry,
+        constants: &[],
         bindings: HASH_BINDINGS,
     })
 }

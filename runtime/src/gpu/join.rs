@@ -175,6 +175,7 @@ pub fn join_index(device: &Device, keys: &JoinKeys) -> Result<JoinPairs> {
             label: &format!("join.{entry}"),
             source,
             entry_point: entry,
+            constants: &[],
             bindings: JOIN_BINDINGS,
         })
     };

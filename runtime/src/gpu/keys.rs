@@ -86,6 +86,7 @@ fn keys_pipeline(device: &Device, entry: &str) -> Result<Arc<Pipeline>> {
         label: &format!("keys.{entry}"),
         source,
         entry_point: entry,
+        constants: &[],
         bindings: KEYS_BINDINGS,
     })
 }
@@ -338,6 +339,7 @@ pub(crate) fn record_word_min_max(
         label: "min_max.min_max",
         source,
         entry_point: "min_max",
+        constants: &[],
         bindings: &[
             BindingKind::Uniform,
             BindingKind::StorageRead,

@@ -876,6 +876,7 @@ fn index_assign(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
             label: &format!("index_assign.{entry}"),
             source: &source,
             entry_point: entry,
+            constants: &[],
             bindings: &[
                 BindingKind::Uniform,
                 BindingKind::StorageRead,
@@ -990,6 +991,7 @@ fn like(device: &Device, args: &[ArgValue<'_>]) -> Out<Value> {
         label: "like.like_entries",
         source: &source,
         entry_point: "like_entries",
+        constants: &[],
         bindings: &[
             BindingKind::Uniform,
             BindingKind::StorageRead,

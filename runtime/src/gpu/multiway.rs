@@ -617,6 +617,7 @@ fn trie_kernel(
         label: &format!("multiway_trie.{entry}"),
         source,
         entry_point: entry,
+        constants: &[],
         bindings: TRIE_BINDINGS,
     })?;
     let [a, b, c, d, e] = params;
@@ -771,6 +772,7 @@ impl Join<'_> {
             label: &format!("multiway.{entry}"),
             source,
             entry_point: entry,
+            constants: &[],
             bindings: JOIN_BINDINGS,
         })?;
         let uniform = self.device.uniform(entry, &params)?;

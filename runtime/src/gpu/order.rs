@@ -240,6 +240,7 @@ fn merge_sort(
             label: &format!("small_sort.{entry}"),
             source,
             entry_point: entry,
+            constants: &[],
             bindings: &[
                 BindingKind::Uniform,
                 BindingKind::StorageRead,

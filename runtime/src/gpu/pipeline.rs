@@ -27,6 +27,9 @@ pub struct KernelSpec<'a> {
     pub label: &'a str,
     pub source: &'a str,
     pub entry_point: &'a str,
+    /// Values of the module's pipeline-overridable constants, by name (unset ones keep their
+    /// defaults); a pipeline is compiled per set of values.
+    pub constants: &'a [(&'a str, f64)],
     pub bindings: &'a [BindingKind],
 }
 
@@ -109,12 +112,24 @@ impl Pipeline {
 struct CachedPipeline {
     source: Box<str>,
     entry_point: Box<str>,
+    constants: Vec<(Box<str>, f64)>,
     pipeline: Arc<Pipeline>,
 }
 
 impl CachedPipeline {
     fn is_for(&self, spec: &KernelSpec<'_>) -> bool {
-        *self.entry_point == *spec.entry_point && *self.source == *spec.source
+        self.same_entry(spec) && *self.source == *spec.source
+    }
+
+    /// The same entry point, with the same constants.
+    fn same_entry(&self, spec: &KernelSpec<'_>) -> bool {
+        *self.entry_point == *spec.entry_point
+            && self.constants.len() == spec.constants.len()
+            && self
+                .constants
+                .iter()
+                .zip(spec.constants)
+                .all(|((a, x), (b, y))| **a == **b && x == y)
     }
 }
 
@@ -138,11 +153,11 @@ const MAX_ADDRESSES: usize = 4096;
 
 impl PipelineCache {
     fn get(&mut self, spec: &KernelSpec<'_>) -> Option<Arc<Pipeline>> {
-        let entry_hash = fast_hash(spec.entry_point.as_bytes(), 0);
+        let entry_hash = entry_hash(spec);
         let address = (spec.source.as_ptr() as usize, spec.source.len(), entry_hash);
         if let Some((cached, _)) = self.by_address.get(&address).filter(|(c, rendered)| {
             if *rendered {
-                *c.entry_point == *spec.entry_point
+                c.same_entry(spec)
             } else {
                 c.is_for(spec)
             }
@@ -165,11 +180,16 @@ impl PipelineCache {
         if let Some(existing) = self.get(spec) {
             return existing;
         }
-        let entry_hash = fast_hash(spec.entry_point.as_bytes(), 0);
+        let entry_hash = entry_hash(spec);
         let address = (spec.source.as_ptr() as usize, spec.source.len(), entry_hash);
         let cached = Arc::new(CachedPipeline {
             source: spec.source.into(),
             entry_point: spec.entry_point.into(),
+            constants: spec
+                .constants
+                .iter()
+                .map(|(n, v)| ((*n).into(), *v))
+                .collect(),
             pipeline,
         });
         self.by_text
@@ -197,6 +217,15 @@ impl PipelineCache {
     fn len(&self) -> usize {
         self.by_text.values().map(Vec::len).sum()
     }
+}
+
+/// The hash of a spec's entry point and constants, which with its text's address or hash
+/// keys the cache.
+fn entry_hash(spec: &KernelSpec<'_>) -> u64 {
+    spec.constants.iter().fold(
+        fast_hash(spec.entry_point.as_bytes(), 0),
+        |hash, (name, value)| fast_hash(name.as_bytes(), hash ^ value.to_bits()),
+    )
 }
 
 /// A fast, non-cryptographic hash of `bytes` (FxHash's multiply-rotate over 8-byte words):
@@ -305,7 +334,10 @@ impl Device {
                     layout: Some(&pipeline_layout),
                     module: &module,
                     entry_point: Some(spec.entry_point),
-                    compilation_options: Default::default(),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: spec.constants,
+                        ..Default::default()
+                    },
                     cache: self.wgpu_pipeline_cache(),
                 });
             Pipeline {

@@ -19,6 +19,7 @@ pub fn bitwise_or(device: &Device, input: &GpuBuffer<u32>) -> Result<u32> {
         label: "or_reduce.or_all",
         source: &source,
         entry_point: "or_all",
+        constants: &[],
         bindings: &[
             BindingKind::Uniform,
             BindingKind::StorageRead,

@@ -426,6 +426,7 @@ fn record(commands: &mut Commands<'_>, d: Dispatch<'_>) -> Result<()> {
         label: &format!("relation.{}", d.entry),
         source: relation_source()?,
         entry_point: d.entry,
+        constants: &[],
         bindings: BINDINGS,
     })?;
     let uniform = device.uniform(d.entry, &d.params)?;

@@ -60,12 +60,14 @@ pub(crate) fn record_scan(
         label: "scan.reduce_tiles",
         source,
         entry_point: "reduce_tiles",
+        constants: &[],
         bindings: SCAN_BINDINGS,
     })?;
     let scan = device.pipeline(&KernelSpec {
         label: "scan.scan_tiles",
         source,
         entry_point: "scan_tiles",
+        constants: &[],
         bindings: SCAN_BINDINGS,
     })?;
     let num_tiles = tile_count(n, device.tile_size());

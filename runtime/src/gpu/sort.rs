@@ -76,12 +76,14 @@ pub fn radix_sort_u32_below(
         label: "radix_sort.histogram",
         source,
         entry_point: "histogram",
+        constants: &[],
         bindings: SORT_BINDINGS,
     })?;
     let scatter = device.pipeline(&KernelSpec {
         label: "radix_sort.scatter",
         source,
         entry_point: "scatter",
+        constants: &[],
         bindings: SORT_BINDINGS,
     })?;
     let num_tiles = tile_count(n, device.tile_size());

@@ -388,7 +388,7 @@ impl Generator<'_> {
                 },
             },
         });
-        self.finish(entries, passes, outputs)
+        self.finish(entries, passes, outputs, InputReads::CodedWherePossible)
     }
 
     /// The end of a reducing main pass: the last of its workgroups to finish folds their
@@ -506,16 +506,21 @@ impl Generator<'_> {
     }
 
     pub(super) fn finish(
-        self,
-        entries: String,
+        mut self,
+        mut entries: String,
         mut passes: Vec<Pass>,
         outputs: Vec<KernelOutput>,
+        reads: InputReads,
     ) -> Result<KernelLaunch, CodegenError> {
         // A kernel whose values nobody reads runs only for its checks: with none on the
         // device, the engine's launch checks are all there is to do.
         if outputs.is_empty() && self.checks.is_empty() {
             passes.clear();
         }
+        let coded = match reads {
+            InputReads::CodedWherePossible => self.coded_inputs(&mut entries),
+            InputReads::Elements => String::new(),
+        };
         // Sized once for the whole module (grown by doubling, the text was copied over and
         // over): the entry points and helpers as they are, about a line per declaration.
         let declarations = self.bindings.len() + self.params.len() + self.constants.len();
@@ -613,6 +618,7 @@ impl Generator<'_> {
             text += &workgroup_reduce(op, ty);
             text += "\n";
         }
+        text += &coded;
         for helper in &self.helpers {
             text += helper.source();
             text += "\n";

@@ -305,7 +305,7 @@ impl Generator<'_> {
             split: SPLIT_ENTRY.to_string(),
             combine: COMBINE_ENTRY.to_string(),
         })];
-        self.finish(text, passes, outputs)
+        self.finish(text, passes, outputs, InputReads::CodedWherePossible)
     }
 
     /// `var acc{k}` (and `var count{k}`) at their identities.

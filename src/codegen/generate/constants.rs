@@ -74,25 +74,19 @@ impl Generator<'_> {
     pub(super) fn entry_header(&self, name: &str) -> String {
         let mut text = entry_signature(name);
         for (constant, ty, value) in &self.constants {
-            let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-            let bits = match *ty {
-                "f32" => digits
-                    .parse::<f32>()
-                    .ok()
-                    .filter(|v| v.is_finite())
-                    .map(|v| format!("special_f32({:#x}u)", v.to_bits())),
-                "f64" => digits
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite())
-                    .map(|v| format!("special_f64({:#x}lu)", v.to_bits())),
-                _ => None,
-            };
-            if let Some(bits) = bits {
+            if let Some(bits) = finite_float_bits(ty, value) {
                 let _ = writeln!(text, "    {constant} = {bits};");
             }
         }
         text
+    }
+
+    /// Whether `expr` names a float constant with a finite value: one `entry_header` sets
+    /// from its bits, never NaN.
+    pub(super) fn finite_constant(&self, expr: &str) -> bool {
+        self.constants
+            .iter()
+            .any(|(name, ty, value)| name == expr && finite_float_bits(ty, value).is_some())
     }
 
     /// An integer literal converted to a float as a float constant of its own, which the
@@ -118,6 +112,25 @@ impl Generator<'_> {
         }
         let literal = wgsl::float_literal(v as f64, *to == Type::F32);
         Some(self.constant(literal, to))
+    }
+}
+
+/// A finite float constant of WGSL type `ty` and literal `value` set from its bits
+/// (`special_f32(0x…u)`, `special_f64(0x…lu)`); None for any other constant.
+fn finite_float_bits(ty: &str, value: &str) -> Option<String> {
+    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    match ty {
+        "f32" => digits
+            .parse::<f32>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(|v| format!("special_f32({:#x}u)", v.to_bits())),
+        "f64" => digits
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(|v| format!("special_f64({:#x}lu)", v.to_bits())),
+        _ => None,
     }
 }
 

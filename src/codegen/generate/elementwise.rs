@@ -401,10 +401,20 @@ impl Generator<'_> {
                 } else {
                     (cx.clone(), cy.clone())
                 };
+                // A float literal is never NaN (`entry_header` sets only finite ones), so
+                // with one the test is the other operand's alone: q6's filter, three
+                // comparisons of columns with literals, took 38.5 µs on the H200 (SF 1, GPU
+                // time) with a `class_f64` of both operands each, 37.0 with this.
+                let nan = match (self.finite_constant(&cx), self.finite_constant(&cy)) {
+                    (true, true) => "false".to_string(),
+                    (true, false) => format!("is_nan_{suffix}({cy})"),
+                    (false, true) => format!("is_nan_{suffix}({cx})"),
+                    (false, false) => format!("unordered_{suffix}({cx}, {cy})"),
+                };
                 return Ok(if op == "!=" {
-                    format!("(({ox} != {oy}) || unordered_{suffix}({cx}, {cy}))")
+                    format!("(({ox} != {oy}) || {nan})")
                 } else {
-                    format!("(({ox} {op} {oy}) && !unordered_{suffix}({cx}, {cy}))")
+                    format!("(({ox} {op} {oy}) && !{nan})")
                 });
             }
             return Ok(format!("({cx} {op} {cy})"));

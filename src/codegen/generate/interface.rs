@@ -20,6 +20,7 @@ impl Generator<'_> {
             ValuePart::EnumKeys => "_keys",
             ValuePart::EnumIndex => "_index",
             ValuePart::HostReadable => "_host",
+            ValuePart::Coded => "_coded",
         };
         let name = cat!("in_", self.name(local), suffix);
         self.use_type(element.wgsl());

@@ -64,6 +64,8 @@ mod access;
 mod assemble;
 mod cells;
 mod checked;
+mod coded;
+use coded::InputReads;
 mod constants;
 mod elementwise;
 mod exact;

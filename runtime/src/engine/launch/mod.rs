@@ -17,9 +17,9 @@ use crate::error::{Result, RuntimeError};
 use crate::gpu::scan::{record_scan, SUM_VALUES};
 use crate::gpu::{BindingKind, Commands, Device, GpuBuffer, KernelSpec};
 use crate::kernel::{
-    Access, BufferRef, CellPasses, CellStrategy, CheckReport, IndexReport, IndexSource,
-    KernelLaunch, LaunchRequirement, Length, OutputLayout, ParamValue, Pass, ScratchId, ValuePart,
-    KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, THREAD_CELL_MAX,
+    coded_override, Access, BufferRef, CellPasses, CellStrategy, CheckReport, IndexReport,
+    IndexSource, KernelLaunch, LaunchRequirement, Length, OutputLayout, ParamValue, Pass,
+    ScratchId, ValuePart, KERNEL_WORKGROUP_SIZE, MAX_DISPATCH_WORKGROUPS, THREAD_CELL_MAX,
 };
 use crate::plan::Slot;
 use crate::value::{StrDict, Value};
@@ -53,7 +53,8 @@ pub struct LaunchCost {
 /// left zero by every launch.
 pub(crate) struct KernelPipelines {
     _kernel: Arc<KernelLaunch>,
-    by_entry: Vec<(Box<str>, Arc<crate::gpu::Pipeline>)>,
+    /// By entry point and the values of the kernel's constants (see [`CodedInput`]).
+    by_entry: Vec<(Box<str>, Constants, Arc<crate::gpu::Pipeline>)>,
     kept_scratch: FxHashMap<ScratchId, Arc<GpuBuffer<u32>>>,
 }
 
@@ -163,6 +164,7 @@ pub(crate) fn launch(
         commands: None,
         device_time: std::time::Duration::ZERO,
         cell_strategy: None,
+        constants: Vec::new(),
     };
 
     // Scratch buffers, zeroed where the kernel relies on it (status words, flags), cleared in
@@ -244,6 +246,45 @@ pub(crate) fn launch(
         }
     }
 
+    // Inputs the kernel can read coded (`ValuePart::Coded`): coded where `location` has or
+    // can make the codes, and then bound coded in both of the input's bindings, so that its
+    // elements are never uploaded; the kernel learns which through its constants.
+    let mut coded_inputs: Vec<CodedInput> = Vec::new();
+    for binding in &kernel.bindings {
+        if let BufferRef::Input {
+            slot,
+            part: ValuePart::Coded,
+        } = &binding.buffer
+        {
+            let element = kernel
+                .bindings
+                .iter()
+                .find_map(|b| match b.buffer {
+                    BufferRef::Input {
+                        slot: s,
+                        part: ValuePart::Elements,
+                    } if s == *slot => Some(b.element),
+                    _ => None,
+                })
+                .ok_or_else(|| {
+                    RuntimeError::new(format!(
+                        "{}: binding `{}` codes slot {} whose elements no binding reads",
+                        kernel.name, binding.name, slot.0
+                    ))
+                })?;
+            let value = input(&values, *slot, kernel)?;
+            let (coded, moved) = location.coded(device, value, element)?;
+            cost.upload_bytes += moved.bytes;
+            cost.upload_time += moved.time;
+            coded_inputs.push(CodedInput {
+                slot: *slot,
+                element,
+                override_name: coded_override(&binding.name),
+                coded,
+            });
+        }
+    }
+
     // Inputs: device vectors bound as they are, host values uploaded once (see `location`).
     // Found by a walk: a kernel binds a handful, and a map per launch showed in its host time.
     let mut input_buffers: Vec<BoundInput> = Vec::with_capacity(kernel.bindings.len());
@@ -252,13 +293,34 @@ pub(crate) fn launch(
             if input_buffers.iter().any(|(key, _)| *key == (*slot, *part)) {
                 continue;
             }
-            let value = input(&values, *slot, kernel)?;
-            let (buffer, moved) = location.buffer(device, value, *part, binding.element)?;
+            let coded = coded_inputs.iter().find(|c| c.slot == *slot);
+            let (buffer, moved) = match (part, coded, coded.and_then(|c| c.coded.as_ref())) {
+                (ValuePart::Elements | ValuePart::Coded, _, Some(codes)) => {
+                    (Arc::clone(codes), location::Moved::default())
+                }
+                (ValuePart::Coded, Some(c), None) => {
+                    let value = input(&values, *slot, kernel)?;
+                    location.buffer(device, value, ValuePart::Elements, c.element)?
+                }
+                _ => {
+                    let value = input(&values, *slot, kernel)?;
+                    location.buffer(device, value, *part, binding.element)?
+                }
+            };
             cost.upload_bytes += moved.bytes;
             cost.upload_time += moved.time;
             input_buffers.push(((*slot, *part), buffer));
         }
     }
+    run.constants = coded_inputs
+        .iter()
+        .map(|c| {
+            (
+                c.override_name.clone(),
+                if c.coded.is_some() { 1.0 } else { 0.0 },
+            )
+        })
+        .collect();
 
     let mut binding_kinds = vec![BindingKind::Uniform];
     binding_kinds.extend(kernel.bindings.iter().map(|b| match b.access {
@@ -408,6 +470,9 @@ struct Run<'a> {
     device_time: std::time::Duration,
     /// The strategy of the kernel's `Pass::Cells`, once chosen.
     cell_strategy: Option<CellStrategy>,
+    /// Values of the kernel's pipeline-overridable constants: whether each coded input is
+    /// bound coded.
+    constants: Constants,
 }
 
 /// A launch's scratch buffers by id: a vector the id indexes, not a map (a launch makes a
@@ -435,6 +500,20 @@ impl ScratchBuffers {
 
 /// An input's part and the buffer bound for it.
 type BoundInput = ((Slot, ValuePart), Arc<GpuBuffer<u32>>);
+
+/// Values of a kernel's pipeline-overridable constants, by name.
+type Constants = Vec<(String, f64)>;
+
+/// An input of a launch with a [`ValuePart::Coded`] binding.
+struct CodedInput {
+    slot: Slot,
+    /// The storage element of its elements.
+    element: crate::kernel::GpuElement,
+    /// The kernel's constant that says whether it is bound coded.
+    override_name: String,
+    /// Its codes, where it has them.
+    coded: Option<Arc<GpuBuffer<u32>>>,
+}
 
 /// The buffers every entry point of a launch binds, besides its uniform and scratch.
 struct Bound<'b> {
@@ -556,20 +635,29 @@ impl<'a> Run<'a> {
         let (device, kernel) = (self.device, self.kernel);
         {
             let _timer = device.costs.pipelines.timer();
-            if let Some((_, pipeline)) = self
-                .pipelines
-                .by_entry
-                .iter()
-                .find(|(entry, _)| **entry == *entry_point)
+            let constants = &self.constants;
+            if let Some((_, _, pipeline)) =
+                self.pipelines
+                    .by_entry
+                    .iter()
+                    .find(|(entry, entry_constants, _)| {
+                        **entry == *entry_point && entry_constants == constants
+                    })
             {
                 return Ok(Arc::clone(pipeline));
             }
         }
+        let constants: Vec<(&str, f64)> = self
+            .constants
+            .iter()
+            .map(|(name, value)| (name.as_str(), *value))
+            .collect();
         let pipeline = device
             .pipeline(&KernelSpec {
                 label: &kernel.name,
                 source: &kernel.wgsl,
                 entry_point,
+                constants: &constants,
                 bindings: kinds,
             })
             .map_err(|e| match e {
@@ -582,9 +670,11 @@ impl<'a> Run<'a> {
                 )),
                 e => RuntimeError::new(format!("{}: {e}", kernel.name)),
             })?;
-        self.pipelines
-            .by_entry
-            .push((entry_point.into(), Arc::clone(&pipeline)));
+        self.pipelines.by_entry.push((
+            entry_point.into(),
+            self.constants.clone(),
+            Arc::clone(&pipeline),
+        ));
         Ok(pipeline)
     }
 

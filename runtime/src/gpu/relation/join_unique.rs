@@ -222,6 +222,7 @@ fn batch_tuples(
         label: "join_batch.batch_rows",
         source: join_batch_source()?,
         entry_point: "batch_rows",
+        constants: &[],
         bindings: &[
             BindingKind::Uniform,
             BindingKind::StorageRead,

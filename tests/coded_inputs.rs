@@ -1,0 +1,98 @@
+//! Columns with few distinct values go to the device coded, a byte a row (`ValuePart::Coded`),
+//! and kernels read them to the same values; columns with more distinct values, and short
+//! ones, go as they are, through the same kernel.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use horsec_runtime::data::Database;
+use horsec_runtime::value::{Table, Value, Vector};
+
+/// Rows of the table: a kernel's input is coded from 1,024 elements on.
+const ROWS: usize = 5000;
+
+/// A table `t` of `ROWS` rows: `few` (f64, 11 distinct values), `kind` (i32, 3), `many`
+/// (f64, every row its own value).
+fn database() -> Database {
+    let few: Vec<f64> = (0..ROWS).map(|i| (i * 7 % 11) as f64 / 100.0).collect();
+    let kind: Vec<i32> = (0..ROWS).map(|i| [-5, 17, 4][i % 3]).collect();
+    let many: Vec<f64> = (0..ROWS).map(|i| i as f64 * 1.25 + 0.5).collect();
+    let table = Table {
+        names: vec!["few".into(), "kind".into(), "many".into()],
+        columns: vec![
+            Value::Vector(Vector::F64(Arc::new(few))),
+            Value::Vector(Vector::I32(Arc::new(kind))),
+            Value::Vector(Vector::F64(Arc::new(many))),
+        ],
+    };
+    let mut db = Database::new();
+    db.insert("t", table);
+    db
+}
+
+fn program(name: &str, body: &str, returns: &str) -> PathBuf {
+    let source = format!(
+        "module coded {{\n  import Builtin.*;\n  def main() : {returns} {{\n    \
+         t0:? = @load_table(`t:sym);\n    \
+         few:f64 = check_cast(@column_value(t0, `few:sym), f64);\n    \
+         kind:i32 = check_cast(@column_value(t0, `kind:sym), i32);\n    \
+         many:f64 = check_cast(@column_value(t0, `many:sym), f64);\n{body}  }}\n}}\n"
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let path = dir.join(format!("coded_{name}.hir"));
+    std::fs::write(&path, source).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
+#[test]
+fn coded_and_uncoded_columns_in_one_kernel_give_the_cpu_s_values_row_by_row() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let db = database();
+    let path = program(
+        "rows",
+        "    m:f64 = @mul(few, 3.0:f64);\n    a:f64 = @plus(m, many);\n    \
+         g:bool = @gt(few, 0.04:f64);\n    d:bool = @neq(kind, 17:i32);\n    \
+         b:bool = @and(g, d);\n    c:i32 = @plus(kind, 1:i32);\n    return a, b, c;\n",
+        "f64, bool, i32",
+    );
+    let cpu = common::run_tsv(&path, &db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
+    let before = device.traffic();
+    let (gpu, cpu_steps) =
+        common::run_gpu_tsv(&path, &db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
+    let uploaded = (device.traffic() - before).uploaded;
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    assert_eq!(gpu, cpu);
+    // `many` as it is (8 bytes a row), `few` and `kind` coded: a byte a row and their
+    // dictionaries, far less than the 12 bytes a row they are.
+    let plain = (ROWS * (8 + 8 + 4)) as u64;
+    assert!(
+        uploaded < plain - (ROWS * 8) as u64,
+        "{uploaded} B uploaded: `few` and `kind` were not coded (plain: {plain} B)"
+    );
+}
+
+#[test]
+fn a_filtered_sum_over_coded_columns_is_the_sum_over_the_same_values() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let db = database();
+    // Integer sums, exact in any order: the coded values must be the same values.
+    let path = program(
+        "sum",
+        "    keep:bool = @lt(few, 0.06:f64);\n    \
+         k:i32 = @compress(keep, kind);\n    \
+         s:i64 = @sum(k);\n    n:i64 = @len(k);\n    return s, n;\n",
+        "i64, i64",
+    );
+    let cpu = common::run_tsv(&path, &db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
+    let (gpu, cpu_steps) =
+        common::run_gpu_tsv(&path, &db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    assert_eq!(gpu, cpu);
+}
