@@ -382,7 +382,8 @@ impl Generator<'_> {
         }];
         // Its inputs as elements: the accumulating pass does more work per row than it
         // reads, and decoding is more of it. q1's kernel took 100 µs reading coded
-        // quantities, discounts, taxes and flags, 95 reading them as they are (H200, SF 1).
+        // quantities, discounts, taxes and flags, or the flags alone (one dictionary word
+        // a row each), 95 reading them as they are (H200, SF 1).
         self.finish(text, passes, outputs, InputReads::Elements)
     }
 
