@@ -53,8 +53,9 @@ pub struct LaunchCost {
 /// left zero by every launch.
 pub(crate) struct KernelPipelines {
     _kernel: Arc<KernelLaunch>,
-    /// By entry point and the values of the kernel's constants (see [`CodedInput`]).
-    by_entry: Vec<(Box<str>, Constants, Arc<crate::gpu::Pipeline>)>,
+    /// By entry point and which of the kernel's coded inputs are bound coded (see
+    /// [`CodedInput`]).
+    by_entry: Vec<(Box<str>, CodedMask, Arc<crate::gpu::Pipeline>)>,
     kept_scratch: FxHashMap<ScratchId, Arc<GpuBuffer<u32>>>,
 }
 
@@ -164,7 +165,7 @@ pub(crate) fn launch(
         commands: None,
         device_time: std::time::Duration::ZERO,
         cell_strategy: None,
-        constants: Vec::new(),
+        coded_mask: 0,
     };
 
     // Scratch buffers, zeroed where the kernel relies on it (status words, flags), cleared in
@@ -273,13 +274,17 @@ pub(crate) fn launch(
                     ))
                 })?;
             let value = input(&values, *slot, kernel)?;
-            let (coded, moved) = location.coded(device, value, element)?;
+            // One bit of the mask each (a kernel has far fewer: see `CodedMask`).
+            let (coded, moved) = if coded_inputs.len() < CodedMask::BITS as usize {
+                location.coded(device, value, element)?
+            } else {
+                (None, location::Moved::default())
+            };
             cost.upload_bytes += moved.bytes;
             cost.upload_time += moved.time;
             coded_inputs.push(CodedInput {
                 slot: *slot,
                 element,
-                override_name: coded_override(&binding.name),
                 coded,
             });
         }
@@ -294,13 +299,23 @@ pub(crate) fn launch(
                 continue;
             }
             let coded = coded_inputs.iter().find(|c| c.slot == *slot);
-            let (buffer, moved) = match (part, coded, coded.and_then(|c| c.coded.as_ref())) {
-                (ValuePart::Elements | ValuePart::Coded, _, Some(codes)) => {
+            let elements = input_buffers
+                .iter()
+                .find(|(key, _)| *key == (*slot, ValuePart::Elements))
+                .map(|(_, buffer)| buffer);
+            let codes = coded.and_then(|c| c.coded.as_ref());
+            let (buffer, moved) = match (part, codes, elements) {
+                (ValuePart::Elements | ValuePart::Coded, Some(codes), _) => {
                     (Arc::clone(codes), location::Moved::default())
                 }
-                (ValuePart::Coded, Some(c), None) => {
+                // Not coded: its elements, bound already (the kernel reads only them).
+                (ValuePart::Coded, None, Some(elements)) => {
+                    (Arc::clone(elements), location::Moved::default())
+                }
+                (ValuePart::Coded, None, None) => {
                     let value = input(&values, *slot, kernel)?;
-                    location.buffer(device, value, ValuePart::Elements, c.element)?
+                    let element = coded.map_or(binding.element, |c| c.element);
+                    location.buffer(device, value, ValuePart::Elements, element)?
                 }
                 _ => {
                     let value = input(&values, *slot, kernel)?;
@@ -312,15 +327,11 @@ pub(crate) fn launch(
             input_buffers.push(((*slot, *part), buffer));
         }
     }
-    run.constants = coded_inputs
+    run.coded_mask = coded_inputs
         .iter()
-        .map(|c| {
-            (
-                c.override_name.clone(),
-                if c.coded.is_some() { 1.0 } else { 0.0 },
-            )
-        })
-        .collect();
+        .enumerate()
+        .filter(|(_, c)| c.coded.is_some())
+        .fold(0, |mask, (k, _)| mask | 1 << k);
 
     let mut binding_kinds = vec![BindingKind::Uniform];
     binding_kinds.extend(kernel.bindings.iter().map(|b| match b.access {
@@ -470,9 +481,9 @@ struct Run<'a> {
     device_time: std::time::Duration,
     /// The strategy of the kernel's `Pass::Cells`, once chosen.
     cell_strategy: Option<CellStrategy>,
-    /// Values of the kernel's pipeline-overridable constants: whether each coded input is
-    /// bound coded.
-    constants: Constants,
+    /// Which of the kernel's coded inputs (its `ValuePart::Coded` bindings, in order) are
+    /// bound coded: bit k for the k-th.
+    coded_mask: CodedMask,
 }
 
 /// A launch's scratch buffers by id: a vector the id indexes, not a map (a launch makes a
@@ -501,16 +512,20 @@ impl ScratchBuffers {
 /// An input's part and the buffer bound for it.
 type BoundInput = ((Slot, ValuePart), Arc<GpuBuffer<u32>>);
 
-/// Values of a kernel's pipeline-overridable constants, by name.
-type Constants = Vec<(String, f64)>;
+/// Bit k: the k-th coded input of a kernel is bound coded. The code generator gives a kernel
+/// at most `MAX_STORAGE_BINDINGS` (32) bindings, so fewer coded inputs than this has bits.
+type CodedMask = u64;
+
+/// Whether `mask` has bit `k`.
+fn mask_has(mask: CodedMask, k: usize) -> bool {
+    k < CodedMask::BITS as usize && mask >> k & 1 == 1
+}
 
 /// An input of a launch with a [`ValuePart::Coded`] binding.
 struct CodedInput {
     slot: Slot,
     /// The storage element of its elements.
     element: crate::kernel::GpuElement,
-    /// The kernel's constant that says whether it is bound coded.
-    override_name: String,
     /// Its codes, where it has them.
     coded: Option<Arc<GpuBuffer<u32>>>,
 }
@@ -635,22 +650,40 @@ impl<'a> Run<'a> {
         let (device, kernel) = (self.device, self.kernel);
         {
             let _timer = device.costs.pipelines.timer();
-            let constants = &self.constants;
-            if let Some((_, _, pipeline)) =
-                self.pipelines
-                    .by_entry
-                    .iter()
-                    .find(|(entry, entry_constants, _)| {
-                        **entry == *entry_point && entry_constants == constants
-                    })
+            let mask = self.coded_mask;
+            if let Some((_, _, pipeline)) = self
+                .pipelines
+                .by_entry
+                .iter()
+                .find(|(entry, coded, _)| **entry == *entry_point && *coded == mask)
             {
                 return Ok(Arc::clone(pipeline));
             }
         }
-        let constants: Vec<(&str, f64)> = self
-            .constants
+        // The kernel's constants: for its k-th coded input, whether bit k is set.
+        let names: Vec<String> = kernel
+            .bindings
             .iter()
-            .map(|(name, value)| (name.as_str(), *value))
+            .filter(|b| {
+                matches!(
+                    b.buffer,
+                    BufferRef::Input {
+                        part: ValuePart::Coded,
+                        ..
+                    }
+                )
+            })
+            .map(|b| coded_override(&b.name))
+            .collect();
+        let constants: Vec<(&str, f64)> = names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| {
+                (
+                    name.as_str(),
+                    f64::from(u8::from(mask_has(self.coded_mask, k))),
+                )
+            })
             .collect();
         let pipeline = device
             .pipeline(&KernelSpec {
@@ -670,11 +703,9 @@ impl<'a> Run<'a> {
                 )),
                 e => RuntimeError::new(format!("{}: {e}", kernel.name)),
             })?;
-        self.pipelines.by_entry.push((
-            entry_point.into(),
-            self.constants.clone(),
-            Arc::clone(&pipeline),
-        ));
+        self.pipelines
+            .by_entry
+            .push((entry_point.into(), self.coded_mask, Arc::clone(&pipeline)));
         Ok(pipeline)
     }
 
