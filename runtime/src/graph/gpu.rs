@@ -227,10 +227,7 @@ impl Kernels {
         let raw = &device.device;
         device
             .capture_errors("ibfs.wgsl", shader_error, || {
-                let module = raw.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some("ibfs.wgsl"),
-                    source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-                });
+                let module = device.shader_module("ibfs.wgsl", source.as_str());
                 let entries: Vec<wgpu::BindGroupLayoutEntry> = GROUP0
                     .iter()
                     .enumerate()

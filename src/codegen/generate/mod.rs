@@ -16,6 +16,11 @@
 //!   reduction reduces the cell in the workgroup, and cell-level statements (`@raze`, `@each
 //!   (@len, l)`, element-wise work on per-cell values) run once per cell, written by the
 //!   workgroup's first invocation: `@raze` writes each cell's result in place.
+//!
+//! Every loop a kernel has ends (a bound from a length, a count or a constant) and every
+//! index of a workgroup or private array is in range by construction: the runtime compiles
+//! kernels without naga's loop counters and clamps (`trusted_runtime_checks` in the
+//! runtime's `gpu::pipeline`).
 
 /// Appends string pieces (anything that is `AsRef<str>`) to a `String`: the generator
 /// writes most of its text from names and fixed pieces, and `write!`/`format!` spent more

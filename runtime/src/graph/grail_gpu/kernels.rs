@@ -47,10 +47,7 @@ impl Module {
         let raw = &device.device;
         device
             .capture_errors(name, shader_error, || {
-                let module = raw.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(name),
-                    source: wgpu::ShaderSource::Wgsl(source.into()),
-                });
+                let module = device.shader_module(name, source);
                 let layout_entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
                     .iter()
                     .enumerate()
