@@ -122,3 +122,69 @@ fn a_filtered_sum_over_coded_columns_is_the_sum_over_the_same_values() {
     assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
     assert_eq!(gpu, cpu);
 }
+
+/// Rows of the long table: past the prefix whose distinct values are counted first (65,536
+/// elements), before a column is converted whole.
+const LONG_ROWS: usize = 70_000;
+
+/// A table `long` of `LONG_ROWS` rows: `few` (f64, 5 distinct values), `late` (f64, 3
+/// distinct values in the prefix and 300 more after it), `many` (f64, every row its own).
+fn long_database() -> Database {
+    let few: Vec<f64> = (0..LONG_ROWS).map(|i| (i % 5) as f64 * 0.5).collect();
+    let late: Vec<f64> = (0..LONG_ROWS)
+        .map(|i| {
+            if i < 1 << 16 {
+                (i % 3) as f64
+            } else {
+                10.0 + (i % 300) as f64
+            }
+        })
+        .collect();
+    let many: Vec<f64> = (0..LONG_ROWS).map(|i| i as f64 * 0.25 - 3.0).collect();
+    let table = Table {
+        names: vec!["few".into(), "late".into(), "many".into()],
+        columns: vec![
+            Value::Vector(Vector::F64(Arc::new(few))),
+            Value::Vector(Vector::F64(Arc::new(late))),
+            Value::Vector(Vector::F64(Arc::new(many))),
+        ],
+    };
+    let mut db = Database::new();
+    db.insert("long", table);
+    db
+}
+
+#[test]
+fn long_columns_with_many_distinct_values_early_or_late_go_as_they_are() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let db = long_database();
+    let source = "module coded {\n  import Builtin.*;\n  def main() : f64 {\n    \
+         t0:? = @load_table(`long:sym);\n    \
+         few:f64 = check_cast(@column_value(t0, `few:sym), f64);\n    \
+         late:f64 = check_cast(@column_value(t0, `late:sym), f64);\n    \
+         many:f64 = check_cast(@column_value(t0, `many:sym), f64);\n    \
+         a:f64 = @plus(few, late);\n    b:f64 = @mul(a, many);\n    return b;\n  }\n}\n";
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let path = dir.join("coded_long.hir");
+    std::fs::write(&path, source).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cpu = common::run_tsv(&path, &db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
+    let (gpu, cpu_steps) =
+        common::run_gpu_tsv(&path, &db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
+    let uploaded = uploaded_by_a_run(&path, &db, device);
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    assert_eq!(gpu, cpu);
+    // `many` (refused by its first elements) and `late` (refused once converted whole) as
+    // they are, 8 bytes a row each; `few` coded, about a byte a row.
+    let as_they_are = (LONG_ROWS * 16) as u64;
+    assert!(
+        uploaded >= as_they_are,
+        "{uploaded} B uploaded: `many` or `late` was coded ({as_they_are} B as they are)"
+    );
+    assert!(
+        uploaded < as_they_are + (LONG_ROWS * 4) as u64,
+        "{uploaded} B uploaded: `few` was not coded"
+    );
+}
