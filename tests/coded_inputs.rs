@@ -19,27 +19,42 @@ fn database() -> Database {
     let few: Vec<f64> = (0..ROWS).map(|i| (i * 7 % 11) as f64 / 100.0).collect();
     let kind: Vec<i32> = (0..ROWS).map(|i| [-5, 17, 4][i % 3]).collect();
     let many: Vec<f64> = (0..ROWS).map(|i| i as f64 * 1.25 + 0.5).collect();
-    let table = Table {
-        names: vec!["few".into(), "kind".into(), "many".into()],
-        columns: vec![
-            Value::Vector(Vector::F64(Arc::new(few))),
-            Value::Vector(Vector::I32(Arc::new(kind))),
-            Value::Vector(Vector::F64(Arc::new(many))),
+    one_table(
+        "t",
+        [
+            ("few", Vector::F64(Arc::new(few))),
+            ("kind", Vector::I32(Arc::new(kind))),
+            ("many", Vector::F64(Arc::new(many))),
         ],
+    )
+}
+
+/// A database of one table, `name`, of the named columns.
+fn one_table<const N: usize>(name: &str, columns: [(&str, Vector); N]) -> Database {
+    let table = Table {
+        names: columns.iter().map(|(c, _)| (*c).into()).collect(),
+        columns: columns.into_iter().map(|(_, v)| Value::Vector(v)).collect(),
     };
     let mut db = Database::new();
-    db.insert("t", table);
+    db.insert(name, table);
     db
 }
 
 fn program(name: &str, body: &str, returns: &str) -> PathBuf {
-    let source = format!(
-        "module coded {{\n  import Builtin.*;\n  def main() : {returns} {{\n    \
-         t0:? = @load_table(`t:sym);\n    \
-         few:f64 = check_cast(@column_value(t0, `few:sym), f64);\n    \
-         kind:i32 = check_cast(@column_value(t0, `kind:sym), i32);\n    \
-         many:f64 = check_cast(@column_value(t0, `many:sym), f64);\n{body}  }}\n}}\n"
-    );
+    write_program(
+        name,
+        &format!(
+            "module coded {{\n  import Builtin.*;\n  def main() : {returns} {{\n    \
+             t0:? = @load_table(`t:sym);\n    \
+             few:f64 = check_cast(@column_value(t0, `few:sym), f64);\n    \
+             kind:i32 = check_cast(@column_value(t0, `kind:sym), i32);\n    \
+             many:f64 = check_cast(@column_value(t0, `many:sym), f64);\n{body}  }}\n}}\n"
+        ),
+    )
+}
+
+/// `source` written as `coded_NAME.hir` under the tests' scratch folder.
+fn write_program(name: &str, source: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let path = dir.join(format!("coded_{name}.hir"));
@@ -68,6 +83,23 @@ fn uploaded_by_a_run(
     engine.uploaded_bytes
 }
 
+/// Runs the program at `path` on the CPU and, every step, on the GPU, checks that they
+/// answer the same, and gives the bytes one engine of its own uploads for it (the device's
+/// counters are shared with tests running at the same time).
+fn same_answers_and_uploaded(
+    path: &std::path::Path,
+    db: &Database,
+    device: &horsec_runtime::gpu::Device,
+) -> u64 {
+    let cpu = common::run_tsv(path, db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
+    let (gpu, cpu_steps) =
+        common::run_gpu_tsv(path, db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
+    let uploaded = uploaded_by_a_run(path, db, device);
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    assert_eq!(gpu, cpu);
+    uploaded
+}
+
 #[test]
 fn coded_and_uncoded_columns_in_one_kernel_give_the_cpu_s_values_row_by_row() {
     let Some(device) = common::gpu() else {
@@ -81,14 +113,7 @@ fn coded_and_uncoded_columns_in_one_kernel_give_the_cpu_s_values_row_by_row() {
          b:bool = @and(g, d);\n    c:i32 = @plus(kind, 1:i32);\n    return a, b, c;\n",
         "f64, bool, i32",
     );
-    let cpu = common::run_tsv(&path, &db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
-    let (gpu, cpu_steps) =
-        common::run_gpu_tsv(&path, &db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
-    // The bytes one engine of its own uploads (the device's counters are shared with tests
-    // running at the same time).
-    let uploaded = uploaded_by_a_run(&path, &db, device);
-    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
-    assert_eq!(gpu, cpu);
+    let uploaded = same_answers_and_uploaded(&path, &db, device);
     // `many` as it is (8 bytes a row), `few` and `kind` coded: a byte a row and their
     // dictionaries, far less than the 12 bytes a row they are.
     let plain = (ROWS * (8 + 8 + 4)) as u64;
@@ -141,17 +166,14 @@ fn long_database() -> Database {
         })
         .collect();
     let many: Vec<f64> = (0..LONG_ROWS).map(|i| i as f64 * 0.25 - 3.0).collect();
-    let table = Table {
-        names: vec!["few".into(), "late".into(), "many".into()],
-        columns: vec![
-            Value::Vector(Vector::F64(Arc::new(few))),
-            Value::Vector(Vector::F64(Arc::new(late))),
-            Value::Vector(Vector::F64(Arc::new(many))),
+    one_table(
+        "long",
+        [
+            ("few", Vector::F64(Arc::new(few))),
+            ("late", Vector::F64(Arc::new(late))),
+            ("many", Vector::F64(Arc::new(many))),
         ],
-    };
-    let mut db = Database::new();
-    db.insert("long", table);
-    db
+    )
 }
 
 #[test]
@@ -166,16 +188,8 @@ fn long_columns_with_many_distinct_values_early_or_late_go_as_they_are() {
          late:f64 = check_cast(@column_value(t0, `late:sym), f64);\n    \
          many:f64 = check_cast(@column_value(t0, `many:sym), f64);\n    \
          a:f64 = @plus(few, late);\n    b:f64 = @mul(a, many);\n    return b;\n  }\n}\n";
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let path = dir.join("coded_long.hir");
-    std::fs::write(&path, source).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let cpu = common::run_tsv(&path, &db).unwrap_or_else(|e| panic!("the CPU fails: {e}"));
-    let (gpu, cpu_steps) =
-        common::run_gpu_tsv(&path, &db, device).unwrap_or_else(|e| panic!("the GPU fails: {e}"));
-    let uploaded = uploaded_by_a_run(&path, &db, device);
-    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
-    assert_eq!(gpu, cpu);
+    let path = write_program("long", source);
+    let uploaded = same_answers_and_uploaded(&path, &db, device);
     // `many` (refused by its first elements) and `late` (refused once converted whole) as
     // they are, 8 bytes a row each; `few` coded, about a byte a row.
     let as_they_are = (LONG_ROWS * 16) as u64;

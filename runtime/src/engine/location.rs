@@ -136,16 +136,16 @@ impl Location {
         let per = element.size() as usize / 4;
         // A column of many distinct elements (a price) shows it in its first ones, before
         // the whole of it is converted to words: 48 MB for an f64 column at TPC-H SF 1.
-        if vector.len() > CODED_PREFIX {
+        let prefix_fits = vector.len() <= CODED_PREFIX || {
             let prefix = Value::Vector(vector.slice(0..CODED_PREFIX)?);
-            if !byte_codes_fit(&words_of(&prefix, ValuePart::Elements, element)?, per) {
-                self.uncodable.insert(key, Kept::Vector(vector.clone()));
-                let time = start.elapsed();
-                return Ok((None, Moved { bytes: 0, time }));
-            }
-        }
-        let words = words_of(value, ValuePart::Elements, element)?;
-        let Some(codes) = code_words(&words, per) else {
+            byte_codes_fit(&words_of(&prefix, ValuePart::Elements, element)?, per)
+        };
+        let codes = if prefix_fits {
+            code_words(&words_of(value, ValuePart::Elements, element)?, per)
+        } else {
+            None
+        };
+        let Some(codes) = codes else {
             self.uncodable.insert(key, Kept::Vector(vector.clone()));
             let time = start.elapsed();
             return Ok((None, Moved { bytes: 0, time }));
@@ -267,24 +267,8 @@ const CODED_PREFIX: usize = 1 << 16;
 /// Whether elements stored as `per` words each have at most [`CODED_DICTIONARY`] distinct
 /// values.
 fn byte_codes_fit(elements: &[u32], per: usize) -> bool {
-    let mut dictionary = SmallDictionary::default();
-    let mut last = None;
-    elements.chunks_exact(per).all(|element| {
-        let bits = element_bits(element);
-        // Sorted and clustered columns repeat their elements.
-        last == Some(bits) || {
-            last = Some(bits);
-            dictionary.code(bits).is_some()
-        }
-    })
-}
-
-/// An element's storage bits from its words, low word first.
-fn element_bits(element: &[u32]) -> u64 {
-    element
-        .iter()
-        .rev()
-        .fold(0u64, |bits, w| (bits << 32) | u64::from(*w))
+    let mut codes = vec![0u32; (elements.len() / per).div_ceil(4)];
+    code_chunk(elements, per, &mut codes).is_some()
 }
 
 /// The coded form (`ValuePart::Coded`) of elements stored as `per` words each: a dictionary
@@ -360,7 +344,10 @@ fn code_chunk(elements: &[u32], per: usize, codes: &mut [u32]) -> Option<Vec<u64
     for (word, four) in codes.iter_mut().zip(elements.chunks(4 * per)) {
         let mut packed = 0u32;
         for (k, element) in four.chunks_exact(per).enumerate() {
-            let bits = element_bits(element);
+            let bits = element
+                .iter()
+                .rev()
+                .fold(0u64, |bits, w| (bits << 32) | u64::from(*w));
             // Sorted and clustered columns repeat their elements.
             let code = if last.2 && last.0 == bits {
                 last.1
