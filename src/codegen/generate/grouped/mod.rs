@@ -49,6 +49,18 @@
 //! settle reading a few seen words, not every workgroup's slots, and no table of the
 //! workgroups' entries to build) the kernel took 95 us against 99 (H200, one call, two
 //! processes each), and 94 with the decline flag read beside the seen slots.
+//!
+//! Measured again once shaders were compiled without naga's runtime checks (H200, SF 1,
+//! 88 us in all; the kernel's WGSL replaced by hand in a throw-away build, parts left out
+//! one after another): without the settle 79 us, and 80.5 with its reset of the seen
+//! slots kept (the next launch's claims), 81 up to the group count, 86 up to the sums,
+//! so the settle is some 1.5 us of claims, 0.5 of ranks, 5 of sums (two batches) and 2
+//! of results; without the workgroups' sums at their end as well 75; with ranks by the
+//! slot's hash alone (no hints) 73; with every row added to one group (no switch, and the
+//! compiler drops the other groups' accumulators) 58, about the stream of its 264 MB. The
+//! rows' adds are bound by registers and issue, not by memory: adding each row to every
+//! group's accumulators through selects instead of the switch took 138 us (136 with the
+//! first four groups so and the rest by the switch; 88 with two).
 
 use super::*;
 use horsec_runtime::args::group::Reduction;
@@ -70,7 +82,9 @@ use outputs::GroupedOutputs;
 /// without naga's loop counters and clamps (H200, two processes each): 48 took 88 us, 36
 /// 87, 30 85 and 24 96. Thirty would hold five of q1's groups instead of eight, and a
 /// workgroup meeting more declines the kernel (the unfused statements run instead): 3 us
-/// are not worth that. With 48, 132 workgroups instead of 256 took 122 us.
+/// are not worth that. With 48, 132 workgroups instead of 256 took 122 us. Nor would a
+/// pipeline specialized to fewer groups (its other accumulators' adds compiled out, a
+/// wide one launched where it declines) pay: five groups took 86 us and four 93.
 const ACCUMULATORS: usize = 48;
 // The settle keeps the groups' totals in the sum arrays past their first workgroup's worth
 // of values (`GROUPED_TOTALS`): every accumulator's total fits there.
@@ -78,7 +92,9 @@ const _: () = assert!(ACCUMULATORS <= (BATCH - 1) * KERNEL_WORKGROUP_SIZE as usi
 /// Most groups a grouped kernel adds up.
 const MAX_GROUPS: usize = 16;
 /// Accumulators one workgroup sum adds at once: two arrays of this many per invocation
-/// (i64 and f64) take 16 KiB, WebGPU's least workgroup memory.
+/// (i64 and f64) take 16 KiB, WebGPU's least workgroup memory. Eight float accumulators a
+/// sum (16 KiB more, half the sums for q1) made q1's kernel take 129 us against 88 (H200,
+/// SF 1): the accumulating pass pays for any workgroup memory or registers the end adds.
 const BATCH: usize = 4;
 /// Most workgroups of the accumulating pass: few enough that every one is resident at
 /// once on a large GPU, so that its sums at the end are paid once per workgroup slot.
@@ -98,7 +114,10 @@ const MAX_GROUPED_WORKGROUPS: u32 = 256;
 /// rows per load (`vec2` elements, a pair in flight) 87, and two pairs in flight 114.
 const ROWS_IN_FLIGHT: u32 = 2;
 /// Accumulating workgroups whose partials of one accumulator one invocation of the settle
-/// adds, in order, before the runs' sums are added by a tree.
+/// adds, in order, before the runs' sums are added by a tree. For q1 at SF 1 (H200, 88 us
+/// with 16, loads written out): a loop instead 88, runs of 8 (three batches) 89; every
+/// load of a batch issued before its adds 94, and of two batches at once 94 (registers);
+/// the results staged in workgroup memory and written to the mapped buffer at once 88.
 const GROUPED_RUN: u32 = 16;
 /// Values of one accumulator (one per invocation) that one invocation adds in order, at the
 /// end of each accumulating workgroup (see `grouped_sum_*`).
@@ -389,7 +408,10 @@ impl Generator<'_> {
         // Its inputs as elements: the accumulating pass does more work per row than it
         // reads, and decoding is more of it. q1's kernel took 100 µs reading coded
         // quantities, discounts, taxes and flags, or the flags alone (one dictionary word
-        // a row each), 95 reading them as they are (H200, SF 1).
+        // a row each), 95 reading them as they are (H200, SF 1). Measured again with
+        // shaders compiled trusted (88 µs as they are): coded as generated 92, with the
+        // code words read ahead and decoded only when the row is added 99, and with the
+        // dictionaries copied into workgroup memory first 126.
         self.finish(text, passes, outputs, InputReads::Elements)
     }
 
