@@ -87,9 +87,8 @@ fn element_wise_work_over_the_groups_runs_in_the_grouped_kernel_after_the_aggreg
     grouped("epilogue_arithmetic", Ran::Grouped);
 }
 
-/// Whether the grouped kernel of `tests/programs/grouped/{name}.hir` looks its rows' ranks
-/// up through hints (`grouped_rank`) before the walk of the entries.
-fn looks_ranks_up_through_hints(name: &str) -> bool {
+/// The WGSL of the one grouped kernel of `tests/programs/grouped/{name}.hir`.
+fn grouped_wgsl(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(format!("tests/programs/grouped/{name}.hir"));
     let text = std::fs::read_to_string(&path).expect("the program");
@@ -109,7 +108,40 @@ fn looks_ranks_up_through_hints(name: &str) -> bool {
     let [grouped] = grouped.as_slice() else {
         panic!("{name}: one grouped kernel, not {}", grouped.len());
     };
-    grouped.wgsl.contains("fn grouped_rank")
+    grouped.wgsl.clone()
+}
+
+/// Whether the grouped kernel of `tests/programs/grouped/{name}.hir` looks its rows' ranks
+/// up through hints (`grouped_rank`) before the walk of the entries.
+fn looks_ranks_up_through_hints(name: &str) -> bool {
+    grouped_wgsl(name).contains("fn grouped_rank")
+}
+
+/// Whether the grouped kernel of `tests/programs/grouped/{name}.hir` adds its counts up with
+/// its float sums, having no i64 sums of its own.
+fn sums_counts_as_floats(name: &str) -> bool {
+    let wgsl = grouped_wgsl(name);
+    let floats = wgsl.contains("GROUPED_COUNT_TOTALS");
+    assert_ne!(
+        floats,
+        wgsl.contains("fn grouped_sum_i64"),
+        "{name}: counts in one kind of sum"
+    );
+    floats
+}
+
+/// Where the count is a kernel's only integer accumulator and there are float ones, its
+/// sums go through the float arrays, exact (every count is an integer below 2^53), and the
+/// workgroup memory of the i64 arrays holds more float accumulators a sum; a kernel adding
+/// an integer column up, or counting alone, keeps its i64 sums. Each answers as the CPU.
+#[test]
+fn counts_are_summed_with_the_floats_where_they_are_the_only_integers() {
+    assert!(sums_counts_as_floats("filtered_char_keys"));
+    grouped("filtered_char_keys", Ran::Grouped);
+    assert!(!sums_counts_as_floats("signed_and_bool_keys"));
+    grouped("signed_and_bool_keys", Ran::Grouped);
+    assert!(!sums_counts_as_floats("i16_key"));
+    grouped("i16_key", Ran::Grouped);
 }
 
 /// Four keys whose tags share rank hints two by two: each pair's rows keep finding the

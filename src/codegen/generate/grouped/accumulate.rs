@@ -19,6 +19,7 @@ impl Generator<'_> {
             ref slot,
             ref partials_i,
             hint_ranks,
+            counts_in_floats,
             ..
         } = *layout;
         let int_entries = int_slots * groups;
@@ -59,7 +60,8 @@ fn grouped_claim(tag: u32) -> u32 {
             "group_done[GROUPED_SEEN + k]",
             "atomicStore(&group_done[GROUPED_DECLINED], 1u)",
         );
-        // Workgroup sums of up to BATCH accumulators at once, each in a fixed order: run r
+        // Workgroup sums of up to BATCH accumulators at once (FLOAT_BATCH where the counts
+        // go with the floats and no i64 arrays are declared), each in a fixed order: run r
         // holds invocations r, r + SUM_RUNS, ... (so that a warp's reads fall in distinct
         // banks), added in that order, then the runs in order. Two barriers a batch; a tree
         // halving the invocations took one per level, nine a batch. On an H100, TPC-H q1's
@@ -72,10 +74,14 @@ fn grouped_claim(tag: u32) -> u32 {
         // Measured again once each workgroup claimed its slots as it ended (16 accumulators
         // a batch, the subgroups' sums added in `subgroup_id` order): 96-97 us against 95,
         // slower.
-        let mut kinds_used = vec!["i64"];
+        let mut kinds_used = Vec::new();
+        if !counts_in_floats {
+            kinds_used.push("i64");
+        }
         if float_slots > 0 {
             kinds_used.push("f64");
         }
+        let batch = if counts_in_floats { FLOAT_BATCH } else { BATCH };
         for ty in kinds_used {
             let shared = if ty == "f64" {
                 "grouped_f"
@@ -111,8 +117,8 @@ fn grouped_sum_{ty}(local: u32, k: u32) -> {ty} {{
 }}
 
 ",
-                values = BATCH * KERNEL_WORKGROUP_SIZE as usize,
-                runs = BATCH * (KERNEL_WORKGROUP_SIZE / SUM_RUN) as usize,
+                values = batch * KERNEL_WORKGROUP_SIZE as usize,
+                runs = batch * (KERNEL_WORKGROUP_SIZE / SUM_RUN) as usize,
             );
         }
         // The row function: the kernel's statements at row `i`, whether the row is kept,
@@ -256,7 +262,8 @@ fn grouped_rank(slot: u32) -> u32 {{
             let mut count = String::from("count_");
             push_decimal(&mut count, g as u64);
             push!(&mut text, "    var ", count, ": u32 = 0u;\n");
-            ints.push((g, cat!("i64(", count, ")"), 0));
+            let wide = if counts_in_floats { "f64(" } else { "i64(" };
+            ints.push((g, cat!(wide, count, ")"), 0));
             for &(float, s) in slot_of {
                 let (name, ty, zero) = if float {
                     ("f_", "f64", "0.0lf")
@@ -377,24 +384,37 @@ fn grouped_rank(slot: u32) -> u32 {{
     let live = workgroupUniformLoad(&grouped_live);
 "
         );
-        let kinds = [
-            (
-                "i64",
-                "grouped_i",
-                partials_i.as_str(),
-                "GROUPED_INT_ENTRIES",
-                &ints,
-            ),
-            (
-                "f64",
-                "grouped_f",
-                "partials_f",
-                "GROUPED_FLOAT_ENTRIES",
-                &floats,
-            ),
-        ];
-        for (ty, shared, buffer, entries, accumulators) in kinds {
-            for batch in accumulators.chunks(BATCH) {
+        // The sums, a batch of accumulators at a time: (workgroup entry, variable, partial)
+        // each, where a partial is (buffer, its entries per workgroup, accumulator slot, the
+        // value stored). Integers and floats apart, or the counts with the floats
+        // (group-major: a group's count, then its floats).
+        type Sum<'a> = (usize, &'a str, (&'a str, &'a str, usize, &'a str));
+        let int_partial = |s| (partials_i.as_str(), "GROUPED_INT_ENTRIES", s, "sum");
+        let float_partial = |s| ("partials_f", "GROUPED_FLOAT_ENTRIES", s, "sum");
+        let mut kinds: Vec<(&str, &str, usize, Vec<Sum>)> = Vec::new();
+        if counts_in_floats {
+            let mut sums: Vec<Sum> = Vec::new();
+            for (g, var, s) in &ints {
+                // The count, summed as f64 and stored back as the exact integer it is.
+                let (buffer, entries, slot, _) = int_partial(*s);
+                sums.push((*g, var.as_str(), (buffer, entries, slot, "i64(sum)")));
+                for (fg, fvar, s) in floats.iter().filter(|(fg, ..)| fg == g) {
+                    sums.push((*fg, fvar.as_str(), float_partial(*s)));
+                }
+            }
+            kinds.push(("f64", "grouped_f", FLOAT_BATCH, sums));
+        } else {
+            let sums = ints
+                .iter()
+                .map(|(g, var, s)| (*g, var.as_str(), int_partial(*s)));
+            kinds.push(("i64", "grouped_i", BATCH, sums.collect()));
+            let sums = floats
+                .iter()
+                .map(|(g, var, s)| (*g, var.as_str(), float_partial(*s)));
+            kinds.push(("f64", "grouped_f", BATCH, sums.collect()));
+        }
+        for (ty, shared, batch_size, sums) in kinds {
+            for batch in sums.chunks(batch_size) {
                 let lowest = batch.iter().map(|(g, ..)| *g).min().unwrap_or(0);
                 let _ = writeln!(text, "    if {lowest}u < live {{");
                 for (b, (_, var, _)) in batch.iter().enumerate() {
@@ -409,7 +429,7 @@ fn grouped_rank(slot: u32) -> u32 {{
                 );
                 // Invocation b holds accumulator b's sum.
                 text += "        switch local_id.x {\n";
-                for (b, (g, _, slot)) in batch.iter().enumerate() {
+                for (b, (g, _, (buffer, entries, slot, value))) in batch.iter().enumerate() {
                     text += "            case ";
                     push_decimal(&mut text, b as u64);
                     push!(
@@ -423,7 +443,7 @@ fn grouped_rank(slot: u32) -> u32 {{
                     push_decimal(&mut text, *slot as u64);
                     text += "u * GROUPED_GROUPS + min(grouped_global[";
                     push_decimal(&mut text, *g as u64);
-                    text += "u], GROUPED_GROUPS - 1u)] = sum; }\n";
+                    push!(&mut text, "u], GROUPED_GROUPS - 1u)] = ", value, "; }\n");
                 }
                 text += "            default: {}\n";
                 text += "        }\n    }\n";

@@ -95,11 +95,20 @@ const MAX_GROUPS: usize = 16;
 /// (i64 and f64) take 16 KiB, WebGPU's least workgroup memory. Eight float accumulators a
 /// sum (16 KiB more, half the sums for q1) made q1's kernel take 129 us against 88 (H200,
 /// SF 1): the accumulating pass pays for any workgroup memory or registers the end adds.
-/// Within the same 16 KiB it gains: with the count summed as f64 (exact below 2^53), the
-/// i64 arrays dropped and the f64 ones holding eight accumulators a sum, the kernel took
-/// 86 us (five processes; answers byte-identical). Not built yet: where the count is the
-/// only integer accumulator, the settle's counts would go through the float arrays too.
+/// Within the same 16 KiB it gains: where the count is the only integer accumulator, its
+/// sums go through the float arrays, which then hold twice as many accumulators a sum
+/// (see [`GroupedLayout::counts_in_floats`]); q1's kernel took 86 us against 88.
 const BATCH: usize = 4;
+/// Float accumulators one workgroup sum adds at once where the counts go through the float
+/// arrays: the i64 arrays' memory is theirs.
+const FLOAT_BATCH: usize = 2 * BATCH;
+// Where the counts go through the float arrays, the settle's tree of them starts at
+// `BATCH` workgroups' worth of values, past the float tree and totals (which fit below it,
+// as asserted after `ACCUMULATORS`), and their totals follow it (see `settle`).
+const _: () = assert!(
+    (BATCH + 1) * KERNEL_WORKGROUP_SIZE as usize + MAX_GROUPS
+        <= FLOAT_BATCH * KERNEL_WORKGROUP_SIZE as usize
+);
 /// Most workgroups of the accumulating pass: few enough that every one is resident at
 /// once on a large GPU, so that its sums at the end are paid once per workgroup slot.
 /// More did not help q1 at SF 1 on an H200 (GPU busy under `--time`, one call, with a
@@ -175,6 +184,13 @@ struct GroupedLayout {
     /// Whether ranks are looked up through hints (`grouped_rank`): every tag fits beside a
     /// rank in a word (see [`HINT_RANK_BITS`]).
     hint_ranks: bool,
+    /// Whether the counts' sums go through the float arrays and sums (the count is the only
+    /// integer accumulator, and there are float ones): exact, since a count is below 2^32
+    /// and every integer below 2^53 is an f64, whatever order the additions take. The
+    /// workgroup memory of the i64 arrays then holds float accumulators instead, and the
+    /// sums at each workgroup's end take half as many calls (TPC-H q1: three instead of
+    /// six; its kernel took 86 us of GPU time at SF 1 on an H200 against 88).
+    counts_in_floats: bool,
     /// Bindings: the workgroups' integer and float partials, the group count, and the
     /// buffer the host maps.
     partials_i: String,
@@ -395,6 +411,7 @@ impl Generator<'_> {
             keep,
             slot,
             hint_ranks: domain < 1 << (32 - HINT_RANK_BITS),
+            counts_in_floats: int_slots == 1 && float_slots > 0,
             partials_i,
             partials_f,
             count,

@@ -25,6 +25,7 @@ pub(super) fn settle(
         ref partials_f,
         ref count,
         ref results,
+        counts_in_floats,
         ..
     } = *layout;
     let mut text = String::new();
@@ -145,12 +146,23 @@ fn grouped_settle(local: u32) {
             "live_i"
         )
     );
-    let mut tree = String::from(
-        "                grouped_i[local] = grouped_i[local] + grouped_i[local + half];\n",
+    // The integer sums' tree and totals: in the i64 arrays, or the counts in the float
+    // arrays past the float tree and totals (see `GroupedLayout::counts_in_floats`).
+    let (int_tree, int_totals, int_value) = if counts_in_floats {
+        (
+            "grouped_f[GROUPED_COUNTS + ",
+            "grouped_f[GROUPED_COUNT_TOTALS + ",
+            "f64(acc_i)",
+        )
+    } else {
+        ("grouped_i[", "grouped_i[GROUPED_TOTALS + ", "acc_i")
+    };
+    let mut tree = format!(
+        "                {int_tree}local] = {int_tree}local] + {int_tree}local + half];\n",
     );
     let mut store = format!(
             "            if a < live_i {{
-                grouped_i[GROUPED_TOTALS + (a % {int_slots}u) * GROUPED_GROUPS + a / {int_slots}u] = grouped_i[local];
+                {int_totals}(a % {int_slots}u) * GROUPED_GROUPS + a / {int_slots}u] = {int_tree}local];
             }}
 "
         );
@@ -174,7 +186,7 @@ fn grouped_settle(local: u32) {
             );
         live_floats = format!("live * {float_slots}u");
     }
-    adds += "        grouped_i[local] = acc_i;\n";
+    let _ = writeln!(adds, "        {int_tree}local] = {int_value};");
     if partials_f.is_some() {
         adds += "        grouped_f[local] = acc_f;\n";
     }
@@ -211,16 +223,30 @@ var<workgroup> grouped_entry_of: array<u32, GROUPED_GROUPS>;
 var<workgroup> grouped_declined: u32;
 "
     );
+    if counts_in_floats {
+        let _ = write!(
+            tail,
+            "// The counts' tree and totals in the float sums' array (see the pass's sums).
+const GROUPED_COUNTS: u32 = {BATCH}u * WORKGROUP_SIZE;
+const GROUPED_COUNT_TOTALS: u32 = GROUPED_COUNTS + WORKGROUP_SIZE;
+"
+        );
+    }
     // Per group: its number, key and results (the sums written by invocation 0 above).
     let _ = write!(
         text,
         "    workgroupBarrier();
     for (var g = local; g < live; g = g + WORKGROUP_SIZE) {{
         let slot = grouped_slots[g];
-        let count = grouped_i[GROUPED_TOTALS + g];
+        let count = {};
 {}    }}
 }}
 ",
+        if counts_in_floats {
+            "i64(grouped_f[GROUPED_COUNT_TOTALS + g])"
+        } else {
+            "grouped_i[GROUPED_TOTALS + g]"
+        },
         indent(finish_lines, 2)
     );
     text += "\n";
