@@ -384,43 +384,64 @@ fn grouped_rank(slot: u32) -> u32 {{
     let live = workgroupUniformLoad(&grouped_live);
 "
         );
-        // The sums, a batch of accumulators at a time: (workgroup entry, variable, partial)
-        // each, where a partial is (buffer, its entries per workgroup, accumulator slot, the
-        // value stored). Integers and floats apart, or the counts with the floats
-        // (group-major: a group's count, then its floats).
-        type Sum<'a> = (usize, &'a str, (&'a str, &'a str, usize, &'a str));
-        let int_partial = |s| (partials_i.as_str(), "GROUPED_INT_ENTRIES", s, "sum");
-        let float_partial = |s| ("partials_f", "GROUPED_FLOAT_ENTRIES", s, "sum");
-        let mut kinds: Vec<(&str, &str, usize, Vec<Sum>)> = Vec::new();
-        if counts_in_floats {
-            let mut sums: Vec<Sum> = Vec::new();
-            for (g, var, s) in &ints {
-                // The count, summed as f64 and stored back as the exact integer it is.
-                let (buffer, entries, slot, _) = int_partial(*s);
-                sums.push((*g, var.as_str(), (buffer, entries, slot, "i64(sum)")));
-                for (fg, fvar, s) in floats.iter().filter(|(fg, ..)| fg == g) {
-                    sums.push((*fg, fvar.as_str(), float_partial(*s)));
-                }
+        // The sums, a batch of accumulators at a time: integers and floats apart, or the
+        // counts with the floats (group-major: a group's count, then its floats).
+        let int_sum = |&(entry, ref value, slot): &(usize, String, usize)| EndSum {
+            entry,
+            value: value.clone(),
+            partials: partials_i.clone(),
+            entries: "GROUPED_INT_ENTRIES",
+            slot,
+            stored: "sum",
+        };
+        let float_sum = |&(entry, ref value, slot): &(usize, String, usize)| EndSum {
+            entry,
+            value: value.clone(),
+            partials: "partials_f".to_string(),
+            entries: "GROUPED_FLOAT_ENTRIES",
+            slot,
+            stored: "sum",
+        };
+        let kinds: Vec<(&str, &str, usize, Vec<EndSum>)> = if counts_in_floats {
+            let mut sums = Vec::with_capacity(ints.len() + floats.len());
+            for count in &ints {
+                // Summed as f64, and stored back as the exact integer it is.
+                sums.push(EndSum {
+                    stored: "i64(sum)",
+                    ..int_sum(count)
+                });
+                sums.extend(floats.iter().filter(|f| f.0 == count.0).map(float_sum));
             }
-            kinds.push(("f64", "grouped_f", FLOAT_BATCH, sums));
+            vec![("f64", "grouped_f", FLOAT_BATCH, sums)]
         } else {
-            let sums = ints
-                .iter()
-                .map(|(g, var, s)| (*g, var.as_str(), int_partial(*s)));
-            kinds.push(("i64", "grouped_i", BATCH, sums.collect()));
-            let sums = floats
-                .iter()
-                .map(|(g, var, s)| (*g, var.as_str(), float_partial(*s)));
-            kinds.push(("f64", "grouped_f", BATCH, sums.collect()));
-        }
+            vec![
+                (
+                    "i64",
+                    "grouped_i",
+                    BATCH,
+                    ints.iter().map(int_sum).collect(),
+                ),
+                (
+                    "f64",
+                    "grouped_f",
+                    BATCH,
+                    floats.iter().map(float_sum).collect(),
+                ),
+            ]
+        };
         for (ty, shared, batch_size, sums) in kinds {
             for batch in sums.chunks(batch_size) {
-                let lowest = batch.iter().map(|(g, ..)| *g).min().unwrap_or(0);
+                let lowest = batch.iter().map(|sum| sum.entry).min().unwrap_or(0);
                 let _ = writeln!(text, "    if {lowest}u < live {{");
-                for (b, (_, var, _)) in batch.iter().enumerate() {
+                for (b, sum) in batch.iter().enumerate() {
                     push!(&mut text, "        ", shared, "[");
                     push_decimal(&mut text, b as u64);
-                    push!(&mut text, "u * WORKGROUP_SIZE + local_id.x] = ", var, ";\n");
+                    push!(
+                        &mut text,
+                        "u * WORKGROUP_SIZE + local_id.x] = ",
+                        sum.value,
+                        ";\n"
+                    );
                 }
                 let _ = writeln!(
                     text,
@@ -429,21 +450,26 @@ fn grouped_rank(slot: u32) -> u32 {{
                 );
                 // Invocation b holds accumulator b's sum.
                 text += "        switch local_id.x {\n";
-                for (b, (g, _, (buffer, entries, slot, value))) in batch.iter().enumerate() {
+                for (b, sum) in batch.iter().enumerate() {
                     text += "            case ";
                     push_decimal(&mut text, b as u64);
                     push!(
                         &mut text,
                         "u: { ",
-                        buffer,
+                        sum.partials,
                         "[workgroup_id.x * ",
-                        entries,
+                        sum.entries,
                         " + "
                     );
-                    push_decimal(&mut text, *slot as u64);
+                    push_decimal(&mut text, sum.slot as u64);
                     text += "u * GROUPED_GROUPS + min(grouped_global[";
-                    push_decimal(&mut text, *g as u64);
-                    push!(&mut text, "u], GROUPED_GROUPS - 1u)] = ", value, "; }\n");
+                    push_decimal(&mut text, sum.entry as u64);
+                    push!(
+                        &mut text,
+                        "u], GROUPED_GROUPS - 1u)] = ",
+                        sum.stored,
+                        "; }\n"
+                    );
                 }
                 text += "            default: {}\n";
                 text += "        }\n    }\n";
@@ -508,4 +534,16 @@ fn claim_loop(entry: &str, full: &str) -> String {
 
 "
     )
+}
+
+/// One accumulator of the sums at a workgroup's end: the workgroup entry of its group, the
+/// value each invocation adds, and where the workgroup's sum goes (its partials, their
+/// entries per workgroup, its accumulator slot, and the sum as they store it).
+struct EndSum {
+    entry: usize,
+    value: String,
+    partials: String,
+    entries: &'static str,
+    slot: usize,
+    stored: &'static str,
 }
