@@ -81,6 +81,7 @@ fn grouped_claim(tag: u32) -> u32 {
         if float_slots > 0 {
             kinds_used.push("f64");
         }
+        // Accumulators a workgroup sum adds at once, in either kind's arrays.
         let batch = if counts_in_floats { FLOAT_BATCH } else { BATCH };
         for ty in kinds_used {
             let shared = if ty == "f64" {
@@ -402,7 +403,7 @@ fn grouped_rank(slot: u32) -> u32 {{
             slot,
             stored: "sum",
         };
-        let kinds: Vec<(&str, &str, usize, Vec<EndSum>)> = if counts_in_floats {
+        let kinds: Vec<(&str, &str, Vec<EndSum>)> = if counts_in_floats {
             let mut sums = Vec::with_capacity(ints.len() + floats.len());
             for count in &ints {
                 // Summed as f64, and stored back as the exact integer it is.
@@ -412,28 +413,18 @@ fn grouped_rank(slot: u32) -> u32 {{
                 });
                 sums.extend(floats.iter().filter(|f| f.0 == count.0).map(float_sum));
             }
-            vec![("f64", "grouped_f", FLOAT_BATCH, sums)]
+            vec![("f64", "grouped_f", sums)]
         } else {
             vec![
-                (
-                    "i64",
-                    "grouped_i",
-                    BATCH,
-                    ints.iter().map(int_sum).collect(),
-                ),
-                (
-                    "f64",
-                    "grouped_f",
-                    BATCH,
-                    floats.iter().map(float_sum).collect(),
-                ),
+                ("i64", "grouped_i", ints.iter().map(int_sum).collect()),
+                ("f64", "grouped_f", floats.iter().map(float_sum).collect()),
             ]
         };
-        for (ty, shared, batch_size, sums) in kinds {
-            for batch in sums.chunks(batch_size) {
-                let lowest = batch.iter().map(|sum| sum.entry).min().unwrap_or(0);
+        for (ty, shared, sums) in kinds {
+            for chunk in sums.chunks(batch) {
+                let lowest = chunk.iter().map(|sum| sum.entry).min().unwrap_or(0);
                 let _ = writeln!(text, "    if {lowest}u < live {{");
-                for (b, sum) in batch.iter().enumerate() {
+                for (b, sum) in chunk.iter().enumerate() {
                     push!(&mut text, "        ", shared, "[");
                     push_decimal(&mut text, b as u64);
                     push!(
@@ -446,11 +437,11 @@ fn grouped_rank(slot: u32) -> u32 {{
                 let _ = writeln!(
                     text,
                     "        let sum = grouped_sum_{ty}(local_id.x, {}u);",
-                    batch.len()
+                    chunk.len()
                 );
                 // Invocation b holds accumulator b's sum.
                 text += "        switch local_id.x {\n";
-                for (b, sum) in batch.iter().enumerate() {
+                for (b, sum) in chunk.iter().enumerate() {
                     text += "            case ";
                     push_decimal(&mut text, b as u64);
                     push!(
