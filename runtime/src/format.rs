@@ -404,10 +404,13 @@ fn write_table(grid: &Grid<'_>, out: &mut dyn Write) -> io::Result<()> {
         let padded: Vec<String> = cells
             .zip(widths.iter().zip(&right))
             .map(|(text, (&w, &right))| {
+                // Padded by hand: `format!`'s width is at most u16::MAX and panics beyond
+                // it, and a cell (a list's vector) can be wider than that.
+                let padding = " ".repeat(w.saturating_sub(width(text)));
                 if right {
-                    format!("{text:>w$}")
+                    padding + text
                 } else {
-                    format!("{text:<w$}")
+                    text.to_string() + &padding
                 }
             })
             .collect();
@@ -659,6 +662,23 @@ mod tests {
         );
         let empty = table(vec![("n", vector(Vector::I64(Arc::new(vec![]))))]);
         assert_eq!(print(&empty, OutputFormat::Table), "n\n-\n(0 rows)\n");
+    }
+
+    #[test]
+    fn table_cells_wider_than_a_format_width_are_padded_in_full() {
+        // A list of two long vectors prints a row per cell, each cell its whole vector:
+        // wider than the 65,535 columns `format!` can pad to.
+        let long = Vector::I32(Arc::new((0..20_000).collect()));
+        let short = Vector::I32(Arc::new(vec![7]));
+        let list = Value::List(List::from_cells(vec![vector(long.clone()), vector(short)]));
+        let printed = print(&list, OutputFormat::Table);
+        let lines: Vec<&str> = printed.lines().collect();
+        let long_text = value_text(&vector(long)).expect("printable");
+        assert!(long_text.chars().count() > usize::from(u16::MAX));
+        assert_eq!(lines[2], long_text);
+        assert_eq!(lines[3].trim_end(), "7");
+        assert_eq!(lines[1].chars().count(), long_text.chars().count());
+        assert_eq!(lines[4], "(2 rows)");
     }
 
     #[test]
