@@ -163,7 +163,7 @@ fn segment_rows(
 {{SEGMENT_ACCUMULATE}}
         }
 {{ROW_STORE}}
-        totals_i[g] = i64(n);
+        totals_i[g] = i64(u64(n));
     }
 }
 
@@ -195,7 +195,7 @@ fn segments(
         }
 {{SEGMENT_REDUCE}}
         if local == 0u {
-            totals_i[g] = i64(cell_end - cell_start);
+            totals_i[g] = i64(u64(cell_end - cell_start));
         }
     }
 }

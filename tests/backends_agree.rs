@@ -246,6 +246,27 @@ fn generated_wgsl_that_does_not_validate_is_an_internal_compiler_error() {
     );
 }
 
+/// Positions and counts past 2^31 keep their values when a kernel widens them to i64: the
+/// sum, largest element and count of `@range(3000000000)`, and its length. (naga writes a u32
+/// widened to i64 as a sign-extending conversion; the generator widens through u64.) The CPU
+/// refuses the 24 GB vector, so the answer is checked against closed forms.
+#[test]
+fn reductions_past_two_to_the_31_positions_are_exact_on_the_gpu() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    let path = program("reductions_past_2_31_positions");
+    let (answer, cpu_steps) = run_gpu_tsv(&path, &tpch(0.001), device).expect("the GPU answers");
+    assert!(cpu_steps.is_empty(), "steps ran on the CPU: {cpu_steps:?}");
+    let n: i64 = 3_000_000_000;
+    let expected = format!(
+        "total\tlargest\tcounted\tn\n{}\t{}\t{n}\t{n}\n",
+        n * (n - 1) / 2,
+        n - 1
+    );
+    assert_eq!(answer, expected);
+}
+
 /// A warm run's `@list` of host columns is the list the run before made of the same
 /// columns, not a new concatenation of them (per-row host work: q21 lists l_suppkey with
 /// the fetched l_orderkey, 48 MB copied per run at SF 1 before). This holds for a

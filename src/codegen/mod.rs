@@ -204,10 +204,66 @@ pub fn validate(kernel: &str, source: &str) -> Result<(), CodegenError> {
     };
     let module = naga::front::wgsl::parse_str(source)
         .map_err(|e| invalid(e.emit_to_string_with_path(source, kernel)))?;
-    Validator::new(ValidationFlags::all(), capabilities())
+    let info = Validator::new(ValidationFlags::all(), capabilities())
         .validate(&module)
         .map_err(|e| invalid(e.emit_to_string_with_path(source, kernel)))?;
+    if let Some(widening) = sign_changing_widening(&module, &info) {
+        return Err(invalid(widening));
+    }
     Ok(())
+}
+
+/// The first conversion in `module` that widens an integer and changes its signedness at
+/// once (`i64(x)` of a u32, `u64(x)` of an i32), described for the error, if any. naga 30
+/// writes those as SPIR-V's OpSConvert and OpUConvert of the source, which extend by the
+/// *result's* signedness: `i64(x)` of a u32 from 2^31 up came out negative (`@sum(@range(n))`
+/// was wrong for n past 2^31). Valid WGSL, wrong SPIR-V: the generator widens in the
+/// source's signedness first (`i64(u64(x))`), and this keeps it doing so.
+fn sign_changing_widening(module: &naga::Module, info: &naga::valid::ModuleInfo) -> Option<String> {
+    use naga::{Expression, ScalarKind, TypeInner};
+    let functions = module
+        .functions
+        .iter()
+        .map(|(handle, f)| (f, &info[handle]))
+        .chain(
+            module
+                .entry_points
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (&e.function, info.get_entry_point(i))),
+        );
+    for (function, function_info) in functions {
+        for (_, expression) in function.expressions.iter() {
+            let Expression::As {
+                expr,
+                kind,
+                convert: Some(width),
+            } = *expression
+            else {
+                continue;
+            };
+            let scalar = match *function_info[expr].ty.inner_with(&module.types) {
+                TypeInner::Scalar(scalar) | TypeInner::Vector { scalar, .. } => scalar,
+                _ => continue,
+            };
+            let signs_differ = matches!(
+                (scalar.kind, kind),
+                (ScalarKind::Uint, ScalarKind::Sint) | (ScalarKind::Sint, ScalarKind::Uint)
+            );
+            if signs_differ && width > scalar.width {
+                return Some(format!(
+                    "{kind:?} of {} bytes converted from {:?} of {} in function `{}`: \
+                     widen in the source's signedness first (naga writes this conversion \
+                     as a sign-changing extension)",
+                    width,
+                    scalar.kind,
+                    scalar.width,
+                    function.name.as_deref().unwrap_or("?"),
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Generates every kernel of an outlined program, in the order of

@@ -355,6 +355,29 @@ fn invalid_wgsl_is_reported_as_a_compiler_bug_not_a_panic() {
 }
 
 #[test]
+fn an_integer_widened_and_resigned_at_once_is_a_compiler_bug() {
+    // naga writes `i64(u32)` as a sign-extending conversion: valid WGSL, wrong values from
+    // 2^31. Kernels widen in the source's signedness first.
+    let module = |body: &str| {
+        format!(
+            "@group(0) @binding(0) var<storage, read_write> out: array<i64>;\n\
+             @compute @workgroup_size(1)\n\
+             fn main(@builtin(global_invocation_id) id: vec3<u32>) {{\n    {body}\n}}\n"
+        )
+    };
+    let error = validate("main_k0", &module("out[0] = i64(id.x);")).expect_err("rejected");
+    assert!(error.is_compiler_bug());
+    assert!(error
+        .to_string()
+        .contains("widen in the source's signedness first"));
+    let error = validate("main_k0", &module("out[0] = bitcast<i64>(u64(i32(id.x)));"))
+        .expect_err("rejected");
+    assert!(error.to_string().contains("from Sint of 4"), "{error}");
+    validate("main_k0", &module("out[0] = i64(u64(id.x));")).expect("zero-extended first");
+    validate("main_k0", &module("out[0] = i64(i32(id.x));")).expect("sign kept");
+}
+
+#[test]
 fn float_arithmetic_skips_its_checks_only_where_no_compiler_fold_can_apply() {
     let mut f = FunctionBuilder::new("main");
     let x = f.param("x", Type::F64);
