@@ -156,6 +156,27 @@ fn run_piped_into_head_exits_quietly() {
     assert!(stderr.is_empty(), "{stderr}");
 }
 
+/// `horsec run … 2>&1 | head -1` on a program that warns and then fails: the messages go
+/// to a reader that left, and horsec still exits with the program's 1, not a panic's 101.
+#[test]
+fn messages_to_a_closed_standard_error_do_not_panic() {
+    use std::process::Stdio;
+    let (_dir, program) = program_file(
+        "module m { import Builtin.*; def main() : i64 { r:i64 = @range(-5:i64); return r; } }",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_horsec"))
+        .args(["run", &program, "--backend", "cpu"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the horsec binary runs");
+    // Close the reading end before horsec has compiled anything, so every message meets
+    // a broken pipe.
+    drop(child.stderr.take());
+    let status = child.wait().expect("horsec ends");
+    assert_eq!(status.code(), Some(1), "{status:?}");
+}
+
 #[test]
 fn an_adapter_name_that_matches_no_adapter_is_an_error_listing_the_adapters() {
     let out = horsec(&[

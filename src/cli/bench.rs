@@ -8,7 +8,7 @@ pub(super) fn bench_datalog_files(args: &BenchArgs) -> bool {
     let device = match open_device(args.adapter.as_deref()) {
         Ok(device) => device,
         Err(e) => {
-            eprintln!("error: horsec bench needs a GPU: {e}");
+            report!("error: horsec bench needs a GPU: {e}");
             return false;
         }
     };
@@ -17,7 +17,7 @@ pub(super) fn bench_datalog_files(args: &BenchArgs) -> bool {
         let inputs = match crate::datalog::bench::inputs(file) {
             Ok(inputs) => inputs,
             Err(e) => {
-                eprint!("{e}");
+                report_text!("{e}");
                 return false;
             }
         };
@@ -25,7 +25,7 @@ pub(super) fn bench_datalog_files(args: &BenchArgs) -> bool {
         let Some(db) = datalog_database(&inputs, &args.tables, args.data.as_deref()) else {
             return false;
         };
-        eprintln!(
+        report!(
             "{}: data loaded in {:.1} s",
             file.display(),
             start.elapsed().as_secs_f64()
@@ -41,7 +41,7 @@ pub(super) fn bench_datalog_files(args: &BenchArgs) -> bool {
         ) {
             Ok(()) => true,
             Err(e) => {
-                eprintln!("error: {e}");
+                report!("error: {e}");
                 false
             }
         }
@@ -58,7 +58,7 @@ pub(super) fn bench_files(args: &BenchArgs) -> bool {
         return bench_datalog_files(args);
     }
     let Ok(warm_up) = std::time::Duration::try_from_secs_f64(args.warm_up) else {
-        eprintln!(
+        report!(
             "error: --warm-up {}: expected a number of seconds, 0 or more",
             args.warm_up
         );
@@ -67,7 +67,7 @@ pub(super) fn bench_files(args: &BenchArgs) -> bool {
     let device = match open_device(args.adapter.as_deref()) {
         Ok(device) => device,
         Err(e) => {
-            eprintln!("error: horsec bench needs a GPU: {e}");
+            report!("error: horsec bench needs a GPU: {e}");
             return false;
         }
     };
@@ -80,11 +80,11 @@ pub(super) fn bench_files(args: &BenchArgs) -> bool {
     let db = match loaded {
         Ok(db) => db,
         Err(e) => {
-            eprintln!("error: loading data: {e}");
+            report!("error: loading data: {e}");
             return false;
         }
     };
-    eprintln!("data loaded in {:.1} s", start.elapsed().as_secs_f64());
+    report!("data loaded in {:.1} s", start.elapsed().as_secs_f64());
     let stdout = std::io::stdout();
     let cpu_runs = if args.gpu_only { 0 } else { args.runs };
     let mut out = stdout.lock();
@@ -97,12 +97,12 @@ pub(super) fn bench_files(args: &BenchArgs) -> bool {
     match crate::bench::bench_queries(&args.files, &db, &device, &options, &mut out) {
         Ok(_) => {
             if let Err(e) = device.save_pipeline_cache() {
-                eprintln!("warning: {e}");
+                report!("warning: {e}");
             }
             true
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            report!("error: {e}");
             false
         }
     }
@@ -116,7 +116,7 @@ pub(super) fn bench_load(args: &BenchArgs) -> bool {
     };
     for table in &args.load {
         let Some(path) = FileFormat::find_table(dir, table) else {
-            eprintln!("error: no file of table `{table}` in `{}`", dir.display());
+            report!("error: no file of table `{table}` in `{}`", dir.display());
             return false;
         };
         let mut best = f64::INFINITY;
@@ -127,7 +127,7 @@ pub(super) fn bench_load(args: &BenchArgs) -> bool {
             let mut db = Database::new();
             let (loaded, phases) = horsec_runtime::data::time_phases(|| db.load_file(table, &path));
             if let Err(e) = loaded {
-                eprintln!("error: {e}");
+                report!("error: {e}");
                 return false;
             }
             let seconds = start.elapsed().as_secs_f64();
@@ -157,7 +157,7 @@ pub(super) fn bench_bandwidth(args: &BenchArgs) -> bool {
     let device = match open_device(args.adapter.as_deref()) {
         Ok(device) => device,
         Err(e) => {
-            eprintln!("error: horsec bench --bandwidth needs a GPU: {e}");
+            report!("error: horsec bench --bandwidth needs a GPU: {e}");
             return false;
         }
     };
@@ -181,7 +181,7 @@ pub(super) fn bench_bandwidth(args: &BenchArgs) -> bool {
             true
         }
         Err(e) => {
-            eprintln!("error: measuring the copy bandwidth: {e}");
+            report!("error: measuring the copy bandwidth: {e}");
             false
         }
     }
@@ -209,7 +209,7 @@ pub(super) fn bench(args: &BenchArgs) -> bool {
     }
     if args.graph.is_empty() {
         if args.files.is_empty() && !args.bandwidth {
-            eprintln!(
+            report!(
                 "error: nothing to benchmark: give query FILEs, --bandwidth or --graph SF1,SF10,SF100"
             );
             return false;
@@ -221,7 +221,7 @@ pub(super) fn bench(args: &BenchArgs) -> bool {
         match preset_named(name) {
             Some(preset) => presets.push(preset),
             None => {
-                eprintln!("error: unknown graph `{name}`: expected SF1, SF10 or SF100");
+                report!("error: unknown graph `{name}`: expected SF1, SF10 or SF100");
                 return false;
             }
         }
@@ -240,7 +240,7 @@ pub(super) fn bench(args: &BenchArgs) -> bool {
     match run(&config, &mut stdout.lock()) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("error: {e}");
+            report!("error: {e}");
             false
         }
     }
@@ -249,17 +249,15 @@ pub(super) fn bench(args: &BenchArgs) -> bool {
 pub(super) fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
     use horsec_runtime::graph::reach_bench::{run, ReachBench, ReachGraph};
     let Some(kind) = ReachGraph::named(graph) else {
-        eprintln!(
-            "error: unknown graph `{graph}` for --reach: expected dag, citation or clustered"
-        );
+        report!("error: unknown graph `{graph}` for --reach: expected dag, citation or clustered");
         return false;
     };
     if !(1..=8).contains(&args.labels) {
-        eprintln!("error: --labels must be 1 to 8, got {}", args.labels);
+        report!("error: --labels must be 1 to 8, got {}", args.labels);
         return false;
     }
     if args.hubs > horsec_runtime::graph::grail_gpu::MAX_HUBS {
-        eprintln!(
+        report!(
             "error: --hubs must be 0 to {}, got {}",
             horsec_runtime::graph::grail_gpu::MAX_HUBS,
             args.hubs
@@ -281,7 +279,7 @@ pub(super) fn bench_reach(args: &BenchArgs, graph: &str) -> bool {
     match run(&config, &mut stdout.lock()) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("error: {e}");
+            report!("error: {e}");
             false
         }
     }

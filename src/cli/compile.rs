@@ -70,7 +70,7 @@ pub(super) fn compile_command(
         Emit::Wgsl => (None, "wgsl"),
     };
     let Some(text) = text else {
-        eprintln!(
+        report!(
             "{}: error: the stage produced nothing to print",
             file.display()
         );
@@ -83,13 +83,13 @@ pub(super) fn compile_command(
 /// `<kernel>.wgsl` file per kernel.
 pub(super) fn emit_wgsl(file: &Path, c: &Compilation, out: Option<&Path>) -> bool {
     let (Some(typed), Some(outlined)) = (c.typed.as_ref(), c.outlined.as_ref()) else {
-        eprintln!("{}: error: the program was not outlined", file.display());
+        report!("{}: error: the program was not outlined", file.display());
         return false;
     };
     let modules = match crate::codegen::generate_program(typed, outlined) {
         Ok(modules) => modules,
         Err(e) => {
-            eprintln!("{}: error: {e}", file.display());
+            report!("{}: error: {e}", file.display());
             return false;
         }
     };
@@ -101,7 +101,7 @@ pub(super) fn emit_wgsl(file: &Path, c: &Compilation, out: Option<&Path>) -> boo
         return write_stdout(&text);
     };
     if let Err(e) = std::fs::create_dir_all(dir) {
-        eprintln!("{}: error: cannot create: {e}", dir.display());
+        report!("{}: error: cannot create: {e}", dir.display());
         return false;
     }
     modules.iter().all(|module| {
@@ -109,7 +109,7 @@ pub(super) fn emit_wgsl(file: &Path, c: &Compilation, out: Option<&Path>) -> boo
         match std::fs::write(&target, &module.wgsl) {
             Ok(()) => true,
             Err(e) => {
-                eprintln!("{}: error: cannot write: {e}", target.display());
+                report!("{}: error: cannot write: {e}", target.display());
                 false
             }
         }

@@ -28,11 +28,11 @@ pub(super) fn gen_graph(args: &GenGraphArgs) -> bool {
     };
     match written {
         Ok(n) => {
-            eprintln!("wrote {n} tuples to {}", args.out.display());
+            report!("wrote {n} tuples to {}", args.out.display());
             true
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            report!("error: {e}");
             false
         }
     }
@@ -48,7 +48,7 @@ pub(super) fn gen_tpch(sf: f64, out: &Path, format: TableFormat) -> bool {
     };
     match written {
         Ok(()) => {
-            eprintln!(
+            report!(
                 "wrote TPC-H SF {sf} to {} in {:.1} s",
                 out.display(),
                 start.elapsed().as_secs_f64()
@@ -56,7 +56,7 @@ pub(super) fn gen_tpch(sf: f64, out: &Path, format: TableFormat) -> bool {
             true
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            report!("error: {e}");
             false
         }
     }

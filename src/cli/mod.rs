@@ -13,6 +13,24 @@ use horsec_runtime::gpu::{Device, GpuError};
 use crate::api::{Engine, Output, Query};
 use crate::driver::{compile_for, Compilation, Stage, Target};
 
+/// `eprintln!` for the command's messages, except that a standard error nobody reads any
+/// more (`2>&1 | head`) drops the message instead of panicking, as [`write_stdout`] does for
+/// a closed standard output.
+macro_rules! report {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`report!`] without the line break (`eprint!`).
+macro_rules! report_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod bench;
 mod compile;
 mod generate;
@@ -332,11 +350,11 @@ pub fn main() -> ExitCode {
     let ok = match worker.map(|w| w.join()) {
         Ok(Ok(ok)) => ok,
         Ok(Err(_)) => {
-            eprintln!("error: internal compiler error (a bug in horsec); please report it");
+            report!("error: internal compiler error (a bug in horsec); please report it");
             false
         }
         Err(e) => {
-            eprintln!("error: cannot start the worker thread: {e}");
+            report!("error: cannot start the worker thread: {e}");
             false
         }
     };
@@ -353,7 +371,7 @@ fn read_source(path: &Path) -> Option<String> {
             Ok(text) => Some(text),
             Err(e) => {
                 let offset = e.utf8_error().valid_up_to();
-                eprintln!(
+                report!(
                     "{}: error: the file is not valid UTF-8 (at byte {offset})",
                     path.display()
                 );
@@ -361,7 +379,7 @@ fn read_source(path: &Path) -> Option<String> {
             }
         },
         Err(e) => {
-            eprintln!("{}: error: cannot read the file: {e}", path.display());
+            report!("{}: error: cannot read the file: {e}", path.display());
             None
         }
     }
@@ -375,7 +393,7 @@ fn compile_file(path: &Path, until: Stage, backend: Backend) -> Option<Compilati
         Backend::Cpu => Target::Cpu,
     };
     let compilation = compile_for(&path.display().to_string(), &text, until, target);
-    eprint!("{}", compilation.render_diagnostics());
+    report_text!("{}", compilation.render_diagnostics());
     if compilation.failed() {
         None
     } else {
@@ -393,7 +411,7 @@ fn write_output(file: &Path, out: Option<&Path>, ext: &str, text: &str) -> bool 
     let target = dir.join(format!("{stem}.{ext}"));
     let written = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&target, text));
     if let Err(e) = written {
-        eprintln!("{}: error: cannot write: {e}", target.display());
+        report!("{}: error: cannot write: {e}", target.display());
         return false;
     }
     true
@@ -421,7 +439,7 @@ fn write_stdout(text: &str) -> bool {
         Ok(()) => true,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
         Err(e) => {
-            eprintln!("error: writing to stdout: {e}");
+            report!("error: writing to stdout: {e}");
             false
         }
     }

@@ -8,7 +8,7 @@ pub(super) fn run(args: &RunArgs) -> bool {
             ArrowFileFormat::Parquet => "parquet",
             ArrowFileFormat::ArrowIpc => "arrow",
         };
-        eprintln!("error: --format {name} writes a file: give --out FILE");
+        report!("error: --format {name} writes a file: give --out FILE");
         return false;
     }
     // The device first: which backend runs decides what to compile.
@@ -19,7 +19,7 @@ pub(super) fn run(args: &RunArgs) -> bool {
             // Without a GPU the CPU runs, unless the user named an adapter: then a name
             // that matches none is an error listing the adapters there are.
             Err(e) if wanted.is_none() && e.is_no_adapter() && !adapter_named(args) => {
-                eprintln!(
+                report!(
                     "warning: {e}; running on the CPU backend \
                      (install a Vulkan driver, e.g. mesa-vulkan-drivers, for the GPU)"
                 );
@@ -31,7 +31,7 @@ pub(super) fn run(args: &RunArgs) -> bool {
                 } else {
                     "--backend gpu"
                 };
-                eprintln!("error: {flag}: {e}");
+                report!("error: {flag}: {e}");
                 return false;
             }
         },
@@ -42,11 +42,11 @@ pub(super) fn run(args: &RunArgs) -> bool {
     };
     let query = match engine.compile(&args.file.display().to_string(), &text) {
         Ok(query) => {
-            eprint!("{}", query.warnings());
+            report_text!("{}", query.warnings());
             query
         }
         Err(e) => {
-            eprint!("{}", e.message);
+            report_text!("{}", e.message);
             return false;
         }
     };
@@ -68,7 +68,7 @@ pub(super) fn run(args: &RunArgs) -> bool {
     let output = match engine.run(&query, &db) {
         Ok(output) => output,
         Err(e) => {
-            eprint!("{}", e.message);
+            report_text!("{}", e.message);
             return false;
         }
     };
@@ -81,11 +81,11 @@ pub(super) fn run(args: &RunArgs) -> bool {
         // Compiled pipelines for the next process; a cache that cannot be written costs
         // only time, so it is a warning.
         if let Err(e) = device.save_pipeline_cache() {
-            eprintln!("warning: {e}");
+            report!("warning: {e}");
         }
     }
     if args.time {
-        eprint!(
+        report_text!(
             "{}",
             time_report(&query, engine.device(), &output, load_time, output_time)
         );
@@ -101,7 +101,7 @@ pub(super) fn write_result(args: &RunArgs, output: &Output) -> bool {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             return true;
         }
-        eprintln!("error: writing to stdout: {e}");
+        report!("error: writing to stdout: {e}");
         return false;
     }
     match (args.format.output(), &args.out) {
@@ -114,7 +114,7 @@ pub(super) fn write_result(args: &RunArgs, output: &Output) -> bool {
                         .map_err(|e| e.message)
                 });
             if let Err(e) = written {
-                eprintln!("error: writing the result: {e}");
+                report!("error: writing the result: {e}");
                 return false;
             }
             true
@@ -125,7 +125,7 @@ pub(super) fn write_result(args: &RunArgs, output: &Output) -> bool {
                 .write_text(format, &mut text)
                 .and_then(|_| std::fs::write(path, text));
             if let Err(e) = written {
-                eprintln!("{}: error: writing the result: {e}", path.display());
+                report!("{}: error: writing the result: {e}", path.display());
                 return false;
             }
             true
@@ -139,7 +139,7 @@ pub(super) fn write_result(args: &RunArgs, output: &Output) -> bool {
                 // The reader went away (`horsec run … | head`): what it wanted, it has.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
                 Err(e) => {
-                    eprintln!("error: writing the result: {e}");
+                    report!("error: writing the result: {e}");
                     false
                 }
             }
@@ -230,13 +230,13 @@ pub(super) fn database(args: &RunArgs, query: &Query) -> Option<Database> {
     let mut db = match loaded {
         Ok(db) => db,
         Err(e) => {
-            eprintln!("error: loading data: {e}");
+            report!("error: loading data: {e}");
             return None;
         }
     };
     for (name, path) in &args.tables {
         if let Err(e) = db.load_file(name, path) {
-            eprintln!("error: loading table `{name}`: {e}");
+            report!("error: loading table `{name}`: {e}");
             return None;
         }
         // A file without a column the program reads fails here, naming it, rather than at
@@ -248,7 +248,7 @@ pub(super) fn database(args: &RunArgs, query: &Query) -> Option<Database> {
                 .find(|column| !table.names.iter().any(|n| n.as_ref() == column.as_str()))
             {
                 let has: Vec<&str> = table.names.iter().map(|n| n.as_ref()).collect();
-                eprintln!(
+                report!(
                     "error: {}: table `{name}` has no column `{missing}`, which the program reads (its columns: {})",
                     path.display(),
                     has.join(", ")
@@ -276,7 +276,7 @@ pub(super) fn default_tpch(
     };
     let (db, notice) = Database::tpch_cached(SF, &cache, progress, tables, columns)?;
     if let Some(notice) = notice {
-        eprintln!("note: {notice}");
+        report!("note: {notice}");
     }
     Ok(db)
 }
@@ -292,7 +292,7 @@ pub(super) fn datalog_database(
     for (name, _) in tables {
         if !inputs.iter().any(|r| &r.name == name) {
             let known: Vec<&str> = inputs.iter().map(|r| r.name.as_str()).collect();
-            eprintln!(
+            report!(
                 "error: --table {name}: the program has no `.input {name}` (its inputs: {})",
                 if known.is_empty() {
                     "none".to_string()
@@ -324,7 +324,7 @@ pub(super) fn datalog_database(
                 FactFormat::Facts,
             ),
             (None, None) => {
-                eprintln!(
+                report!(
                     "error: `.input {0}` has no data: give --table {0}=FILE.csv or --data DIR holding {0}.facts",
                     relation.name
                 );
@@ -332,7 +332,7 @@ pub(super) fn datalog_database(
             }
         };
         if let Err(e) = db.load_relation(&relation.name, &path, &columns, format) {
-            eprintln!("error: loading relation `{}`: {e}", relation.name);
+            report!("error: loading relation `{}`: {e}", relation.name);
             return None;
         }
     }
