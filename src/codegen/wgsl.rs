@@ -71,7 +71,23 @@ pub fn convert(expr: &str, from: &Type, to: &Type) -> Option<String> {
     if target == "bool" {
         return Some(format!("({expr} != {})", zero(source)));
     }
+    if (source, target) == ("u32", "i64") {
+        return Some(u32_to_i64(expr));
+    }
     Some(format!("{target}({expr})"))
+}
+
+/// `expr`, a u32 (a position, count, length or code), as an i64, through u64. naga 30
+/// writes `i64(x)` of a u32 as SPIR-V's OpSConvert, which extends the sign bit: values
+/// from 2^31 came out negative (`@sum(@range(n))` was wrong past n = 2^31). Widening in
+/// the source's signedness first is a zero extension; `codegen::validate` rejects the
+/// direct form.
+pub fn u32_to_i64(expr: &str) -> String {
+    let mut text = String::with_capacity(expr.len() + 10);
+    text.push_str("i64(u64(");
+    text.push_str(expr);
+    text.push_str("))");
+    text
 }
 
 /// Keeps the low 8 or 16 bits (sign-extended) of an i32 register holding an i8 or i16, so
@@ -1077,5 +1093,18 @@ mod tests {
             Some("i64(x)")
         );
         assert_eq!(convert("x", &Type::Date, &Type::I32).as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn u32_registers_widen_to_i64_through_u64() {
+        // A char's register is a u32; `i64(u32)` would be a sign-extending conversion.
+        assert_eq!(
+            convert("c", &Type::Char, &Type::I64).as_deref(),
+            Some("i64(u64(c))")
+        );
+        assert_eq!(
+            u32_to_i64("cell_end - cell_start"),
+            "i64(u64(cell_end - cell_start))"
+        );
     }
 }

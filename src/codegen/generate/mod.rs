@@ -692,7 +692,7 @@ fn combine(op: ReduceOp, ty: &str, acc: &str, value: &str) -> String {
 /// The result of reduction `k` from `total{k}` (and `total_count{k}`).
 fn finish_value(r: &Reduction, k: usize) -> String {
     match r.op {
-        ReduceOp::Count => format!("i64(u64(total{k}))"),
+        ReduceOp::Count => wgsl::u32_to_i64(&format!("total{k}")),
         ReduceOp::Avg => format!("(f64(total{k}) / f64(total_count{k}))"),
         ReduceOp::Sum => format!("total{k}"),
         ReduceOp::Min | ReduceOp::Max => {

@@ -133,7 +133,7 @@ impl Generator<'_> {
                     ));
                 }
                 let val = Val {
-                    expr: "i64(u64(cell_end - cell_start))".to_string(),
+                    expr: wgsl::u32_to_i64("cell_end - cell_start"),
                     ty: Type::I64,
                     level: Level::Cell,
                     active: Vec::new(),

@@ -148,7 +148,7 @@ impl Generator<'_> {
         conditions: Vec<String>,
     ) -> Result<(), CodegenError> {
         self.use_type("i64");
-        let val = Val::element("i64(u64(i))".to_string(), Type::I64, None);
+        let val = Val::element(wgsl::u32_to_i64("i"), Type::I64, None);
         self.define(target, val, conditions)
     }
 

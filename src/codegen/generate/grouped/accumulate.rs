@@ -263,12 +263,10 @@ fn grouped_rank(slot: u32) -> u32 {{
             let mut count = String::from("count_");
             push_decimal(&mut count, g as u64);
             push!(&mut text, "    var ", count, ": u32 = 0u;\n");
-            // u32 to i64 through u64: naga 30 writes a u32 widened to i64 as SPIR-V's
-            // OpSConvert, which extends the sign bit (a count from 2^31 came out negative).
             let wide = if counts_in_floats {
                 cat!("f64(", count, ")")
             } else {
-                cat!("i64(u64(", count, "))")
+                wgsl::u32_to_i64(&count)
             };
             ints.push((g, wide, 0));
             for &(float, s) in slot_of {

@@ -57,7 +57,7 @@ impl Generator<'_> {
         // results.
         let mut per_group: Vec<(LocalId, Type, String)> = Vec::new();
         if let Some(first) = grouped.first {
-            per_group.push((first, Type::I64, "i64(u64(g))".to_string()));
+            per_group.push((first, Type::I64, wgsl::u32_to_i64("g")));
         }
         for &key in &grouped.key_outputs {
             let k = grouped.keys.iter().position(|&c| c == key).ok_or_else(|| {
